@@ -1,0 +1,302 @@
+package canon
+
+import (
+	"bytes"
+	"slices"
+)
+
+// Default limits. They match the protocol: no document may exceed 1 MiB,
+// and nesting stays well inside what the Python host can parse.
+const (
+	DefaultMaxBytes = 1 << 20
+	DefaultMaxDepth = 512
+)
+
+// Options sets the limits for parsing. The zero value uses
+// [DefaultMaxBytes] and [DefaultMaxDepth]. Options is a plain value; it is
+// safe to use from several goroutines at once.
+type Options struct {
+	// MaxBytes is the largest input accepted. Zero means DefaultMaxBytes;
+	// a negative value means no limit.
+	MaxBytes int
+	// MaxDepth is the deepest nesting of arrays and objects accepted (a
+	// scalar has depth 0, [] has depth 1). Zero means DefaultMaxDepth; a
+	// negative value refuses every array and object.
+	MaxDepth int
+}
+
+func (o Options) maxDepth() int {
+	switch {
+	case o.MaxDepth == 0:
+		return DefaultMaxDepth
+	case o.MaxDepth < 0:
+		return 0
+	}
+	return o.MaxDepth
+}
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// start checks the whole-input rules and returns a scanner past leading
+// whitespace.
+func (o Options) start(in []byte) (scanner, error) {
+	limit := o.MaxBytes
+	if limit == 0 {
+		limit = DefaultMaxBytes
+	}
+	if limit > 0 && len(in) > limit {
+		return scanner{}, errAt(ErrTooLarge, limit, "input is %d bytes, limit is %d", len(in), limit)
+	}
+	if bytes.HasPrefix(in, bom) {
+		return scanner{}, errAt(ErrSyntax, 0, "unexpected UTF-8 byte order mark; send JSON without a BOM")
+	}
+	s := scanner{in: in, maxDepth: o.maxDepth()}
+	s.skipSpace()
+	if s.pos == len(in) {
+		return scanner{}, errAt(ErrSyntax, s.pos, "empty input: want one JSON value")
+	}
+	return s, nil
+}
+
+// finish refuses anything but whitespace after the value.
+func (s *scanner) finish() error {
+	s.skipSpace()
+	if s.pos != len(s.in) {
+		return errAt(ErrSyntax, s.pos, "trailing data after the JSON value, starting with %s", s.describe(s.pos))
+	}
+	return nil
+}
+
+// Canonicalize checks that in is strict JSON (see the package comment) and
+// returns its RFC 8785 canonical bytes, using the default limits.
+func Canonicalize(in []byte) ([]byte, error) { return Options{}.Canonicalize(in) }
+
+// DigestJSON returns the digest of the canonical form of the JSON bytes in.
+func DigestJSON(in []byte) (Digest, error) { return Options{}.DigestJSON(in) }
+
+// DigestJSON is like the package-level [DigestJSON] with o's limits.
+func (o Options) DigestJSON(in []byte) (Digest, error) {
+	out, err := o.Canonicalize(in)
+	if err != nil {
+		return "", err
+	}
+	return Sum(out), nil
+}
+
+// Canonicalize is like the package-level [Canonicalize] with o's limits.
+func (o Options) Canonicalize(in []byte) ([]byte, error) {
+	s, err := o.start(in)
+	if err != nil {
+		return nil, err
+	}
+	c := canonicalizer{scanner: s, out: make([]byte, 0, len(in))}
+	if err := c.value(0); err != nil {
+		return nil, err
+	}
+	if err := c.finish(); err != nil {
+		return nil, err
+	}
+	return c.out, nil
+}
+
+// canonicalizer writes canonical bytes while it scans, in one pass. Object
+// members are written in input order and only rearranged, through scratch,
+// when their keys are not already sorted.
+type canonicalizer struct {
+	scanner
+	out     []byte
+	members []member // a stack shared by all open objects
+	scratch []byte
+}
+
+// member is an object member already written to out: its decoded key and
+// the span of `"key":value` in out.
+type member struct {
+	key        []byte
+	keyOff     int
+	start, end int
+}
+
+func (c *canonicalizer) value(depth int) error {
+	if c.pos >= len(c.in) {
+		return errAt(ErrSyntax, c.pos, "unexpected end of input: want a value")
+	}
+	switch ch := c.in[c.pos]; ch {
+	case '{':
+		return c.object(depth + 1)
+	case '[':
+		return c.array(depth + 1)
+	case '"':
+		start, end, escaped, err := c.str()
+		if err != nil {
+			return err
+		}
+		if !escaped {
+			c.out = append(c.out, c.in[start-1:end+1]...)
+			return nil
+		}
+		c.scratch = unescape(c.scratch[:0], c.in[start:end])
+		c.out = appendQuoted(c.out, c.scratch)
+		return nil
+	case 't':
+		c.out = append(c.out, "true"...)
+		return c.literal("true")
+	case 'f':
+		c.out = append(c.out, "false"...)
+		return c.literal("false")
+	case 'n':
+		c.out = append(c.out, "null"...)
+		return c.literal("null")
+	default:
+		start, end, isInt, err := c.number()
+		if err != nil {
+			if ch != '-' && !isDigit(ch) && err.(*Error).Err == ErrSyntax {
+				return errAt(ErrSyntax, c.pos, "want a value, found %s", c.describe(c.pos))
+			}
+			return err
+		}
+		c.out, err = appendNumber(c.out, c.in[start:end], isInt, start)
+		return err
+	}
+}
+
+func (s *scanner) enter(depth int) error {
+	if depth > s.maxDepth {
+		return errAt(ErrTooDeep, s.pos, "nesting depth %d exceeds the limit %d", depth, s.maxDepth)
+	}
+	return nil
+}
+
+// next consumes whitespace and then either a ',' (more follows) or the
+// closing byte (done).
+func (s *scanner) next(closing byte) (more bool, err error) {
+	s.skipSpace()
+	if s.pos < len(s.in) {
+		switch s.in[s.pos] {
+		case ',':
+			s.pos++
+			s.skipSpace()
+			return true, nil
+		case closing:
+			s.pos++
+			return false, nil
+		}
+	}
+	return false, errAt(ErrSyntax, s.pos, "want ',' or '%c', found %s", closing, s.describe(s.pos))
+}
+
+func (c *canonicalizer) array(depth int) error {
+	if err := c.enter(depth); err != nil {
+		return err
+	}
+	c.pos++
+	c.out = append(c.out, '[')
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		return nil
+	}
+	for {
+		if err := c.value(depth); err != nil {
+			return err
+		}
+		more, err := c.next(']')
+		if err != nil {
+			return err
+		}
+		if !more {
+			c.out = append(c.out, ']')
+			return nil
+		}
+		c.out = append(c.out, ',')
+	}
+}
+
+func (c *canonicalizer) object(depth int) error {
+	if err := c.enter(depth); err != nil {
+		return err
+	}
+	c.pos++
+	open := len(c.out)
+	c.out = append(c.out, '{')
+	base := len(c.members)
+	defer func() { c.members = c.members[:base] }()
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, '}')
+		return nil
+	}
+	sorted := true
+	for {
+		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+			return errAt(ErrSyntax, c.pos, "want a string key, found %s", c.describe(c.pos))
+		}
+		keyOff := c.pos
+		start, end, escaped, err := c.str()
+		if err != nil {
+			return err
+		}
+		m := member{keyOff: keyOff, start: len(c.out)}
+		if escaped {
+			m.key = unescape(nil, c.in[start:end])
+			c.out = appendQuoted(c.out, m.key)
+		} else {
+			m.key = c.in[start:end]
+			c.out = append(c.out, c.in[start-1:end+1]...)
+		}
+		if n := len(c.members); n > base && sorted && compareUTF16(c.members[n-1].key, m.key) >= 0 {
+			sorted = false
+		}
+		c.skipSpace()
+		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+			return errAt(ErrSyntax, c.pos, "want ':' after object key, found %s", c.describe(c.pos))
+		}
+		c.pos++
+		c.skipSpace()
+		c.out = append(c.out, ':')
+		if err := c.value(depth); err != nil {
+			return err
+		}
+		m.end = len(c.out)
+		c.members = append(c.members, m)
+		more, err := c.next('}')
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		c.out = append(c.out, ',')
+	}
+	if !sorted {
+		if err := c.reorder(open, c.members[base:]); err != nil {
+			return err
+		}
+	}
+	c.out = append(c.out, '}')
+	return nil
+}
+
+// reorder sorts the members of the object that starts at out[open] and
+// rewrites its body in key order, refusing duplicate keys.
+func (c *canonicalizer) reorder(open int, ms []member) error {
+	slices.SortFunc(ms, func(a, b member) int { return compareUTF16(a.key, b.key) })
+	for i := 1; i < len(ms); i++ {
+		if bytes.Equal(ms[i-1].key, ms[i].key) {
+			off := max(ms[i-1].keyOff, ms[i].keyOff)
+			return errAt(ErrDuplicateKey, off, "key %q appears more than once in the object", truncate(string(ms[i].key)))
+		}
+	}
+	body := open + 1
+	c.scratch = append(c.scratch[:0], c.out[body:]...)
+	c.out = c.out[:body]
+	for i, m := range ms {
+		if i > 0 {
+			c.out = append(c.out, ',')
+		}
+		c.out = append(c.out, c.scratch[m.start-body:m.end-body]...)
+	}
+	return nil
+}

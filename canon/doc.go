@@ -1,0 +1,43 @@
+// Package canon accepts JSON under the strict rules of the ZEO runtime host
+// protocol and produces its RFC 8785 (JSON Canonicalization Scheme) bytes
+// and "sha256:" digests, byte for byte as the Python host does.
+//
+// # Acceptance
+//
+// Input must be RFC 8259 JSON as Python's json module parses it, and
+// additionally:
+//
+//   - valid UTF-8 with no byte order mark ([ErrInvalidUTF8], [ErrSyntax]);
+//   - no trailing data after the value, only JSON whitespace ([ErrSyntax]);
+//   - no duplicate object key at any depth ([ErrDuplicateKey]);
+//   - no NaN, Infinity, or float literal that overflows ([ErrNonFinite]);
+//   - no \u escape naming a lone surrogate ([ErrLoneSurrogate]);
+//   - integers are decided by token shape: a number with no '.', 'e' or 'E'
+//     is an integer and must lie within ±(2^53−1) ([ErrUnsafeInteger]), so
+//     1e20 is accepted and 100000000000000000000 is refused;
+//   - at most [Options.MaxBytes] bytes ([ErrTooLarge], 1 MiB by default) and
+//     [Options.MaxDepth] levels of nesting ([ErrTooDeep], 512 by default).
+//
+// Any top-level value is accepted, scalars included. Every refusal is an
+// [*Error] that wraps one sentinel and carries the byte offset.
+//
+// # Output
+//
+// Canonical bytes follow RFC 8785: object members sorted by the UTF-16 code
+// units of their keys, no whitespace, strings escaping only '"', '\\' and
+// U+0000..U+001F (short escapes where JSON has them, lowercase \u00xx
+// otherwise, everything else raw UTF-8), integers in decimal with -0 as 0,
+// and floats in the ECMAScript Number.prototype.toString form ([AppendFloat]).
+//
+// A [Digest] is "sha256:" followed by the lowercase hex SHA-256 of
+// canonical bytes: [Sum] for bytes already canonical, [DigestJSON] for JSON
+// bytes, [DigestOf] for Go values.
+//
+// # Go values
+//
+// [Marshal] writes canonical bytes of Go values and [Unmarshal] decodes
+// strictly into them: exact json tag names, unknown members refused,
+// required fields enforced and no type coercion. [Parse] returns a [Value]
+// tree for callers that need to inspect a document and decode or hash it
+// without parsing it twice.
+package canon
