@@ -1,6 +1,6 @@
 module github.com/zeoruntime/runtimeipc
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cyberphone/json-canonicalization v0.0.0-20241213102144-19d51d7fe467
