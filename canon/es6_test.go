@@ -106,7 +106,7 @@ func es6Hash(t testing.TB, n int) (string, int64) {
 	var (
 		seq  es6Sequence
 		h    hash.Hash = sha256.New()
-		buf  = make([]byte, 0, 64<<10)
+		buf            = make([]byte, 0, 64<<10)
 		size int64
 		err  error
 	)
