@@ -1,0 +1,271 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
+)
+
+// DefaultLockTimeout is how long Open waits for another owner to release
+// the file when Options.LockTimeout is zero.
+const DefaultLockTimeout = 2 * time.Second
+
+// DefaultMaxBatch is the largest number of writes committed in one fsynced
+// transaction when Options.MaxBatch is zero.
+const DefaultMaxBatch = 1024
+
+// Options configures [Open]. The zero value means all defaults.
+type Options struct {
+	// LockTimeout bounds how long Open waits for the file's exclusive lock
+	// while another owner holds it. Zero means DefaultLockTimeout; negative
+	// values are refused. There is no way to wait forever.
+	LockTimeout time.Duration
+
+	// MaxBatch is the most writes group-committed in one transaction. Zero
+	// means DefaultMaxBatch; 1 disables group commit (one fsync per write);
+	// negative values are refused.
+	MaxBatch int
+
+	// FileMode is the permission of a newly created file. Zero means 0600.
+	FileMode fs.FileMode
+}
+
+// Ledger is a [ledger.Ledger] stored in one bbolt file. It is safe for
+// concurrent use. Create it with [Open] and release it with Close.
+type Ledger struct {
+	db       *bbolt.DB
+	path     string
+	maxBatch int
+
+	reqs chan *request // writes for the committer goroutine
+	quit chan struct{} // closed when no write can be queued or in flight any more
+	done chan struct{} // closed when the committer goroutine has returned
+
+	mu       sync.RWMutex   // guards closed, and orders inflight.Add before Close's Wait
+	closed   bool           // set by the first Close; no new calls after it
+	inflight sync.WaitGroup // calls admitted and not finished (reads and writes)
+
+	closeOnce  sync.Once // starts the drainer goroutine
+	dbOnce     sync.Once // closes the bbolt file (and releases the lock)
+	dbCloseErr error
+
+	beforeCommit func() // test hook (export_test.go); nil in production
+}
+
+var _ ledger.Ledger = (*Ledger)(nil)
+
+// Open opens (creating if needed) the ledger file at path and takes its
+// exclusive lock, which is the single-owner lock of the ledger: while this
+// Ledger is open, no other Open of the file — in this process or another —
+// succeeds. If another owner holds the file, Open waits at most
+// opts.LockTimeout and then fails with an error that names path and wraps
+// [ledger.ErrLocked]. Invalid options fail with [ledger.ErrInvalid], a file
+// that is not a ledger with [ledger.ErrCorrupt].
+//
+// Open starts one committer goroutine, which Close stops.
+func Open(path string, opts Options) (*Ledger, error) {
+	if path == "" {
+		return nil, fmt.Errorf("ledger/bolt: open: empty path: %w", ledger.ErrInvalid)
+	}
+	if opts.LockTimeout < 0 {
+		return nil, fmt.Errorf("ledger/bolt: open %s: LockTimeout %v is negative: %w", path, opts.LockTimeout, ledger.ErrInvalid)
+	}
+	if opts.MaxBatch < 0 {
+		return nil, fmt.Errorf("ledger/bolt: open %s: MaxBatch %d is negative: %w", path, opts.MaxBatch, ledger.ErrInvalid)
+	}
+	if opts.FileMode&^fs.ModePerm != 0 {
+		return nil, fmt.Errorf("ledger/bolt: open %s: FileMode %v has non-permission bits: %w", path, opts.FileMode, ledger.ErrInvalid)
+	}
+	lockTimeout := cmpOr(opts.LockTimeout, DefaultLockTimeout)
+	maxBatch := cmpOr(opts.MaxBatch, DefaultMaxBatch)
+	mode := cmpOr(opts.FileMode, 0o600)
+
+	db, err := openDB(path, mode, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := initFile(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("ledger/bolt: open %s: %w", path, err), db.Close())
+	}
+	l := &Ledger{
+		db:       db,
+		path:     path,
+		maxBatch: maxBatch,
+		reqs:     make(chan *request, maxBatch),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go l.commitLoop()
+	return l, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func openDB(path string, mode fs.FileMode, lockTimeout time.Duration) (db *bbolt.DB, err error) {
+	defer func() {
+		// bbolt has panicked on malformed files; a file is input, and input
+		// never panics us.
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("ledger/bolt: open %s: unreadable file (%v): %w", path, r, ledger.ErrCorrupt)
+		}
+	}()
+	// NoSync, NoGrowSync and NoFreelistSync stay false: every commit is
+	// fsynced before a write is acknowledged.
+	db, err = bbolt.Open(path, mode, &bbolt.Options{Timeout: lockTimeout})
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, bbolt.ErrTimeout):
+		return nil, fmt.Errorf("ledger/bolt: open %s: another owner holds the file lock (waited %v); stop that owner or use another file: %w", path, lockTimeout, ledger.ErrLocked)
+	case errors.Is(err, bbolt.ErrInvalid), errors.Is(err, bbolt.ErrVersionMismatch), errors.Is(err, bbolt.ErrChecksum):
+		return nil, fmt.Errorf("ledger/bolt: open %s: not a ledger file: %w: %v", path, ledger.ErrCorrupt, err)
+	default:
+		return nil, fmt.Errorf("ledger/bolt: open %s: %w", path, err)
+	}
+}
+
+func initFile(db *bbolt.DB) error {
+	return db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("creating bucket %q: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		switch v := meta.Get(keyFormat); {
+		case v == nil:
+			return meta.Put(keyFormat, formatVersion)
+		case !bytes.Equal(v, formatVersion):
+			return fmt.Errorf("file format %q, this build reads %q: %w", v, formatVersion, ledger.ErrCorrupt)
+		}
+		return nil
+	})
+}
+
+// Path returns the file the ledger was opened on.
+func (l *Ledger) Path() string { return l.path }
+
+// enter admits a call unless Close has begun; every admitted call must
+// call l.inflight.Done exactly once.
+func (l *Ledger) enter(op string) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return fmt.Errorf("ledger/bolt: %s: %w", op, ledger.ErrClosed)
+	}
+	l.inflight.Add(1)
+	return nil
+}
+
+// read runs fn in a read-only transaction. Reads do not wait for the
+// committer; they see every acknowledged write.
+func read[T any](l *Ledger, ctx context.Context, op string, fn func(core.Tx) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("ledger/bolt: %s: %w", op, err)
+	}
+	if err := l.enter(op); err != nil {
+		return zero, err
+	}
+	defer l.inflight.Done()
+	var out T
+	err := l.db.View(func(tx *bbolt.Tx) (err error) {
+		defer recoverInto(&err)
+		out, err = fn(boltTx{tx})
+		return err
+	})
+	if err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+func recoverInto(err *error) {
+	if r := recover(); r != nil {
+		*err = &storageError{fmt.Errorf("internal error (%v): %w", r, ledger.ErrCorrupt)}
+	}
+}
+
+// write queues fn for the committer and waits until its transaction is
+// fsynced. fn may run more than once (see commit); only the run that
+// committed sets the result returned.
+func write[T any](l *Ledger, ctx context.Context, op string, fn func(core.Tx) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("ledger/bolt: %s: %w", op, err)
+	}
+	if err := l.enter(op); err != nil {
+		return zero, err
+	}
+	var out T
+	r := &request{done: make(chan struct{})}
+	r.fn = func(tx core.Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	}
+	select {
+	case l.reqs <- r:
+	case <-ctx.Done():
+		l.inflight.Done()
+		return zero, fmt.Errorf("ledger/bolt: %s: not applied: %w", op, ctx.Err())
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
+			return zero, fmt.Errorf("ledger/bolt: %s: not applied: %w", op, ctx.Err())
+		}
+		return zero, fmt.Errorf("ledger/bolt: %s: outcome unknown (the write may have committed; repeat the call to learn it): %w", op, ctx.Err())
+	}
+	if r.err != nil {
+		return zero, r.err
+	}
+	return out, nil
+}
+
+// Close stops accepting calls, waits for every call in flight (queued
+// writes are committed, not dropped), stops the committer and closes the
+// file, which releases the lock. If ctx ends first, Close returns an error
+// wrapping [ledger.ErrCloseTimeout] and keeps the file open and locked:
+// a write still in flight could land after the lock was released, so the
+// ledger fails stop instead; the process must exit (the operating system
+// then releases the lock). A later Close may still finish the job once
+// the writes have landed. Close is safe to call more than once.
+func (l *Ledger) Close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.closeOnce.Do(func() {
+		go func() { // the drainer; returns once the last admitted call is done
+			l.inflight.Wait()
+			close(l.quit)
+		}()
+	})
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return fmt.Errorf("ledger/bolt: close %s: %w (%w)", l.path, ledger.ErrCloseTimeout, context.Cause(ctx))
+	}
+	l.dbOnce.Do(func() {
+		if err := l.db.Close(); err != nil {
+			l.dbCloseErr = fmt.Errorf("ledger/bolt: close %s: %w", l.path, err)
+		}
+	})
+	return l.dbCloseErr
+}

@@ -1,0 +1,124 @@
+package bolt
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
+)
+
+// Group commit. One goroutine (commitLoop) owns the write side of the
+// file. It takes the first queued write, then every write already queued
+// behind it (up to maxBatch) without waiting, and runs them in order in one
+// bbolt transaction, which is fsynced once. While that fsync runs, new
+// writes queue up and form the next batch, so the batch size follows the
+// load without a timer (unlike bbolt's DB.Batch, which waits MaxBatchDelay).
+//
+// Within a batch each write sees the writes before it, exactly as if they
+// had committed one by one in that order; results are released only after
+// the fsync. A write refused by the ledger's rules has written nothing (the
+// core contract), so it fails alone and the batch goes on. A write that
+// hits a storage error may have written part of its records, so the whole
+// transaction is rolled back, that write gets its error, and the rest of
+// the batch runs again without it. A write may therefore run more than
+// once; only the run that committed sets its result. A commit failure
+// (fsync error) fails every write of the batch: it is not retried, because
+// after a failed fsync the file's state is not known (PostgreSQL's
+// "fsyncgate").
+
+const (
+	stateQueued    int32 = iota // waiting in l.reqs
+	stateTaken                  // owned by the committer; the caller must wait
+	stateAbandoned              // the caller gave up first; never run
+)
+
+type request struct {
+	fn    func(core.Tx) error
+	state atomic.Int32
+	err   error         // written by the committer before done is closed
+	done  chan struct{} // closed by the committer
+}
+
+func (l *Ledger) commitLoop() {
+	defer close(l.done)
+	batch := make([]*request, 0, l.maxBatch)
+	for {
+		var first *request
+		select {
+		case first = <-l.reqs:
+		case <-l.quit:
+			return
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < l.maxBatch {
+			select {
+			case r := <-l.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		l.commit(batch)
+		for i := range batch {
+			batch[i] = nil
+		}
+	}
+}
+
+// commit runs one batch to completion and releases every request in it.
+func (l *Ledger) commit(batch []*request) {
+	live := make([]*request, 0, len(batch))
+	for _, r := range batch {
+		if r.state.CompareAndSwap(stateQueued, stateTaken) {
+			live = append(live, r)
+		} else {
+			l.inflight.Done()
+		}
+	}
+	for len(live) > 0 {
+		failed := -1
+		err := l.db.Update(func(tx *bbolt.Tx) error {
+			if l.beforeCommit != nil {
+				l.beforeCommit()
+			}
+			btx := boltTx{tx}
+			for i, r := range live {
+				r.err = run(r.fn, btx)
+				if isStorage(r.err) {
+					failed = i
+					return r.err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 {
+			r := live[failed]
+			live = append(live[:failed], live[failed+1:]...)
+			l.release(r)
+			continue
+		}
+		if err != nil {
+			err = fmt.Errorf("ledger/bolt: commit %s: outcome unknown: %w", l.path, err)
+			for _, r := range live {
+				r.err = err
+			}
+		}
+		for _, r := range live {
+			l.release(r)
+		}
+		return
+	}
+}
+
+func (l *Ledger) release(r *request) {
+	close(r.done)
+	l.inflight.Done()
+}
+
+func run(fn func(core.Tx) error, tx boltTx) (err error) {
+	defer recoverInto(&err)
+	return fn(tx)
+}

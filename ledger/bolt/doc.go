@@ -1,0 +1,36 @@
+// Package bolt is the embedded, durable [ledger.Ledger], stored in one
+// go.etcd.io/bbolt file.
+//
+// # Ownership
+//
+// The file's exclusive flock is the ledger's single-owner lock: the
+// operating system, not a lease or a pid file, decides who owns the ledger,
+// and it releases the lock when the owning process dies, however it dies.
+// [Open] waits at most Options.LockTimeout for the lock and then fails with
+// an error that names the file and wraps [ledger.ErrLocked]; it never hangs.
+//
+// # Durability and group commit
+//
+// Every write is fsynced before it is acknowledged (bbolt's NoSync is never
+// set). Concurrent writers are group-committed: one goroutine runs every
+// write queued at the moment into one transaction with one fsync, so the
+// fsync cost is shared and throughput grows with concurrency. Each write's
+// outcome is as if it had committed alone. See committer.go for how a write
+// refused inside a batch, or a storage error, is isolated.
+//
+// # Closing (bounded fail-stop)
+//
+// Close stops new calls, waits for calls in flight and then releases the
+// file. Its wait is bounded by its context. If the context ends while a
+// write is still in flight, Close returns [ledger.ErrCloseTimeout] and does
+// NOT release the lock: the hung write could still land, and a successor
+// that opened the file meanwhile would then share it with a ghost writer.
+// The caller must exit the process; the kernel then releases the lock and
+// any successor starts from what was durably committed.
+//
+// # Caveats
+//
+// bbolt files never shrink, their format is endian-specific, and they are
+// not meant for network file systems. Artifacts are stored in the same
+// file, bounded by [ledger.MaxArtifactBytes] each.
+package bolt

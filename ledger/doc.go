@@ -1,0 +1,87 @@
+// Package ledger defines the Runtime's durable truth about capability
+// operations: attempts and their fences, bootstrap redemption, admission,
+// logical effects with a total budget, accepted results and their scoped,
+// immutable artifacts, cancellation and reconciliation.
+//
+// The host process cannot be trusted with any of this: its budget counter
+// dies with it. The [Ledger] interface is what the Runtime consults instead,
+// and the only thing that decides recovery across a restarted host.
+// Backends: [github.com/zeoruntime/runtimeipc/ledger/memory] (in memory,
+// for tests and examples) and [github.com/zeoruntime/runtimeipc/ledger/bolt]
+// (embedded, durable, the default). A PostgreSQL backend for several
+// controllers fits the same interface with conditional writes on the
+// fencing generation column and unique constraints for idempotency keys.
+// Every backend must pass
+// [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
+//
+// # What the ledger promises
+//
+//   - Atomicity: each method is one transaction. A refused call writes
+//     nothing.
+//   - Fencing (Temporal's RangeID, Kleppmann's fencing token): StartAttempt
+//     issues the next fencing generation of the operation, strictly
+//     increasing. Every write made for an attempt presents its [Fence], and
+//     the fence is compared with the operation's current one inside the
+//     transaction that writes. A stale fence gets a [*FenceError] wrapping
+//     [ErrStaleFence]; it is final, never retry it.
+//   - Bootstrap ids are redeemed exactly once, by one child process and
+//     session, with the launch digest they were issued with.
+//   - Logical effects follow Stripe / IETF Idempotency-Key semantics keyed
+//     by (operation, logical_effect_id) with the EffectRequest digest as the
+//     fingerprint, checked on every path, the redelivery path included. A
+//     new effect debits the operation's total budget in the same
+//     transaction that records it; a redelivery debits nothing and returns
+//     the recorded authorization and receipt, across attempts and restarts.
+//   - An effect whose dispatch is uncertain is unknown until Resolve; it and
+//     every authorized effect whose outcome was never recorded are listed by
+//     ListUnknown, so a crash never hides an in-flight effect.
+//   - An operation accepts one result. Its artifact is stored immutably
+//     under the operation's organization and project, and retrieval under
+//     any other scope is refused with [ErrOutOfScope].
+//
+// # Effect states
+//
+//	              BeginEffect (new: budget −1)
+//	                     │
+//	                     ▼
+//	               authorized ──ConfirmEffect──▶ confirmed
+//	                │       │
+//	   MarkNotConsumed     MarkUnknown
+//	                │       │
+//	                ▼       ▼
+//	      not_consumed ◀─Resolve── unknown ──Resolve──▶ confirmed
+//
+// Resolve may also settle an effect still authorized (the Runtime crashed
+// before recording an outcome). confirmed and not_consumed are final.
+//
+// # What the ledger refuses
+//
+// Malformed arguments ([ErrInvalid]; identifiers are 1..256 code points of
+// valid UTF-8, digests are canon digests), writes with stale fences, reuse
+// of any idempotency key with another fingerprint ([ErrChangedInput]), new
+// effects past the budget ([ErrBudgetExhausted]) or the deadline
+// ([ErrDeadlineExceeded]), advancing a cancelled operation
+// ([ErrCancelled]) or one whose result was accepted
+// ([ErrResultAlreadyAccepted]). Recording the outcome of an effect that was
+// already authorized is allowed even after cancellation: the ledger never
+// refuses the truth about the outside world, only permission.
+//
+// The ledger does not dispatch effects and cannot make an external effect
+// exactly-once by itself: it records intent (authorized) before dispatch and
+// the outcome after, and passes the authorization id downstream so that the
+// dispatcher can deduplicate.
+//
+// # Transactions, retries, concurrency
+//
+// A [Ledger] is safe for concurrent use. Callers never see transactions:
+// each method is one. Durable backends may group several concurrent calls
+// into one transaction and one fsync, but each call's outcome is exactly as
+// if it had committed alone, in some serial order. A method returns only
+// after its write is durable. When a context ends before the outcome is
+// known the method says so; since every write is idempotent on its key
+// (operation id, attempt id, bootstrap id, logical effect id, result
+// digest), repeating the identical call returns the recorded outcome.
+//
+// Errors wrap the sentinels of this package; test with [errors.Is] and
+// [errors.As]. Error text is for people and may change.
+package ledger

@@ -1,0 +1,630 @@
+// Package core holds the ledger's semantics once, over a small
+// transactional record store ([Tx]) that each backend implements. Every
+// function here runs inside one backend transaction, so a fence check and
+// the write it guards are atomic by construction.
+//
+// Contract with backends: every refusal (fence, state, fingerprint,
+// budget, validation) is decided before the first write of a call. The only
+// errors a function can return after it has written are errors returned by
+// the Tx itself; when a Tx write fails the backend must discard the whole
+// transaction.
+package core
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// OpKey identifies an operation.
+type OpKey struct {
+	Org, Project, Op string
+}
+
+// Key returns the key of the operation f names.
+func KeyOf(s ledger.Scope, op string) OpKey {
+	return OpKey{Org: s.OrganizationID, Project: s.ProjectID, Op: op}
+}
+
+// Scope returns the scope part of k.
+func (k OpKey) Scope() ledger.Scope {
+	return ledger.Scope{OrganizationID: k.Org, ProjectID: k.Project}
+}
+
+// EffectKey identifies a logical effect.
+type EffectKey struct {
+	OpKey
+	Effect string
+}
+
+// OpRecord is what a backend stores per operation.
+type OpRecord struct {
+	Op       ledger.Operation `json:"operation"`
+	Attempts []ledger.Attempt `json:"attempts"`
+	Result   *ledger.Result   `json:"result,omitempty"`
+}
+
+// Tx is one backend transaction. Get methods return values the caller may
+// keep (copies). Implementations need not be safe for concurrent use.
+type Tx interface {
+	Op(k OpKey) (OpRecord, bool, error)
+	PutOp(k OpKey, r OpRecord) error
+	Effect(k EffectKey) (ledger.Effect, bool, error)
+	PutEffect(k EffectKey, e ledger.Effect) error
+	// Effects returns the operation's effects ordered by logical effect id.
+	Effects(k OpKey) ([]ledger.Effect, error)
+	Bootstrap(k OpKey, id string) (ledger.Bootstrap, bool, error)
+	PutBootstrap(k OpKey, b ledger.Bootstrap) error
+	// Bootstraps returns the operation's bootstrap ids ordered by id.
+	Bootstraps(k OpKey) ([]ledger.Bootstrap, error)
+	Artifact(ref string) (ledger.Artifact, bool, error)
+	PutArtifact(a ledger.Artifact) error
+	// SetPending adds k to (or removes it from) the reconciliation index.
+	SetPending(k EffectKey, pending bool) error
+	// Pending returns the reconciliation index ordered by org, project,
+	// operation and effect id.
+	Pending() ([]EffectKey, error)
+}
+
+// NewID returns prefix followed by 32 hex digits from crypto/rand (128
+// bits): unique and unguessable.
+func NewID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24; it crashes the program instead.
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func normDeadline(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Round(0).UTC()
+}
+
+// CreateOperation implements ledger.Ledger.CreateOperation.
+func CreateOperation(tx Tx, spec ledger.OperationSpec) (ledger.Operation, error) {
+	if err := spec.Validate(); err != nil {
+		return ledger.Operation{}, fmt.Errorf("ledger: CreateOperation: %w", err)
+	}
+	k := KeyOf(spec.Scope, spec.OperationID)
+	dl := normDeadline(spec.Deadline)
+	rec, ok, err := tx.Op(k)
+	if err != nil {
+		return ledger.Operation{}, err
+	}
+	if ok {
+		o := rec.Op
+		if o.CapabilityID != spec.CapabilityID || o.RequestDigest != spec.RequestDigest ||
+			o.ManifestDigest != spec.ManifestDigest || o.EffectBudget != spec.EffectBudget || !o.Deadline.Equal(dl) {
+			return ledger.Operation{}, fmt.Errorf("ledger: CreateOperation: operation %q exists with another capability, digest, budget or deadline: %w", spec.OperationID, ledger.ErrChangedInput)
+		}
+		return o, nil
+	}
+	o := ledger.Operation{
+		Scope:          spec.Scope,
+		OperationID:    spec.OperationID,
+		CapabilityID:   spec.CapabilityID,
+		RequestDigest:  spec.RequestDigest,
+		ManifestDigest: spec.ManifestDigest,
+		EffectBudget:   spec.EffectBudget,
+		Deadline:       dl,
+		State:          ledger.OperationOpen,
+	}
+	if err := tx.PutOp(k, OpRecord{Op: o}); err != nil {
+		return ledger.Operation{}, err
+	}
+	return o, nil
+}
+
+func loadOp(tx Tx, op string, s ledger.Scope, id string) (OpRecord, error) {
+	rec, ok, err := tx.Op(KeyOf(s, id))
+	if err != nil {
+		return OpRecord{}, err
+	}
+	if !ok {
+		return OpRecord{}, fmt.Errorf("ledger: %s: operation %q in organization %q project %q: %w", op, id, s.OrganizationID, s.ProjectID, ledger.ErrNotFound)
+	}
+	return rec, nil
+}
+
+// checkFence loads the fenced operation and refuses a stale fence. It is the
+// first thing every fenced write does, inside the write's transaction.
+func checkFence(tx Tx, op string, f ledger.Fence) (OpRecord, error) {
+	if err := f.Validate(); err != nil {
+		return OpRecord{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	rec, err := loadOp(tx, op, f.Scope, f.OperationID)
+	if err != nil {
+		return OpRecord{}, err
+	}
+	if rec.Op.CurrentGeneration != f.Generation || rec.Op.CurrentAttemptID != f.AttemptID {
+		return OpRecord{}, &ledger.FenceError{
+			Op: op, OperationID: f.OperationID, Presented: f,
+			CurrentAttemptID: rec.Op.CurrentAttemptID, CurrentGeneration: rec.Op.CurrentGeneration,
+		}
+	}
+	return rec, nil
+}
+
+// checkOpen refuses calls that would advance a finished operation.
+func checkOpen(op string, rec OpRecord) error {
+	switch rec.Op.State {
+	case ledger.OperationCancelled:
+		return fmt.Errorf("ledger: %s: operation %q: %w (reason %q)", op, rec.Op.OperationID, ledger.ErrCancelled, rec.Op.CancelReason)
+	case ledger.OperationCompleted:
+		return fmt.Errorf("ledger: %s: operation %q: %w; read it with Operation", op, rec.Op.OperationID, ledger.ErrResultAlreadyAccepted)
+	}
+	return nil
+}
+
+func checkDeadline(op string, rec OpRecord, now time.Time) error {
+	if dl := rec.Op.Deadline; !dl.IsZero() && !now.Before(dl) {
+		return fmt.Errorf("ledger: %s: operation %q: deadline %s passed: %w", op, rec.Op.OperationID, dl.Format(time.RFC3339Nano), ledger.ErrDeadlineExceeded)
+	}
+	return nil
+}
+
+// StartAttempt implements ledger.Ledger.StartAttempt.
+func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, error) {
+	const op = "StartAttempt"
+	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID), ledger.ValidateID("attempt_id", attemptID)); err != nil {
+		return ledger.Fence{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	rec, err := loadOp(tx, op, s, opID)
+	if err != nil {
+		return ledger.Fence{}, err
+	}
+	if err := checkOpen(op, rec); err != nil {
+		return ledger.Fence{}, err
+	}
+	for _, a := range rec.Attempts {
+		if a.AttemptID != attemptID {
+			continue
+		}
+		f := ledger.Fence{Scope: s, OperationID: opID, AttemptID: attemptID, Generation: a.Generation}
+		if a.Generation == rec.Op.CurrentGeneration {
+			return f, nil
+		}
+		return ledger.Fence{}, &ledger.FenceError{Op: op, OperationID: opID, Presented: f,
+			CurrentAttemptID: rec.Op.CurrentAttemptID, CurrentGeneration: rec.Op.CurrentGeneration}
+	}
+	gen := rec.Op.CurrentGeneration + 1
+	rec.Attempts = append(rec.Attempts, ledger.Attempt{AttemptID: attemptID, Generation: gen})
+	rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration = attemptID, gen
+	if err := tx.PutOp(KeyOf(s, opID), rec); err != nil {
+		return ledger.Fence{}, err
+	}
+	return ledger.Fence{Scope: s, OperationID: opID, AttemptID: attemptID, Generation: gen}, nil
+}
+
+// IssueBootstrap implements ledger.Ledger.IssueBootstrap.
+func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
+	const op = "IssueBootstrap"
+	if err := firstErr(ledger.ValidateID("bootstrap_id", id), ledger.ValidateDigest("launch_digest", launch)); err != nil {
+		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	rec, err := checkFence(tx, op, f)
+	if err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	if err := checkOpen(op, rec); err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	k := KeyOf(f.Scope, f.OperationID)
+	b, ok, err := tx.Bootstrap(k, id)
+	if err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	if ok {
+		if b.AttemptID != f.AttemptID || b.LaunchDigest != launch {
+			return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued to attempt %q with another launch digest: %w", op, id, b.AttemptID, ledger.ErrChangedInput)
+		}
+		return b, nil
+	}
+	b = ledger.Bootstrap{BootstrapID: id, AttemptID: f.AttemptID, Generation: f.Generation, LaunchDigest: launch}
+	if err := tx.PutBootstrap(k, b); err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	return b, nil
+}
+
+// RedeemBootstrap implements ledger.Ledger.RedeemBootstrap.
+func RedeemBootstrap(tx Tx, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {
+	const op = "RedeemBootstrap"
+	if err := r.Validate(); err != nil {
+		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	rec, err := checkFence(tx, op, f)
+	if err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	if err := checkOpen(op, rec); err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	k := KeyOf(f.Scope, f.OperationID)
+	b, ok, err := tx.Bootstrap(k, r.BootstrapID)
+	if err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	if !ok {
+		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q of operation %q: %w", op, r.BootstrapID, f.OperationID, ledger.ErrNotFound)
+	}
+	if b.AttemptID != f.AttemptID || b.Generation != f.Generation {
+		// Issued to an older attempt: the child belongs to a fenced attempt.
+		return ledger.Bootstrap{}, &ledger.FenceError{Op: op, OperationID: f.OperationID,
+			Presented:        ledger.Fence{Scope: f.Scope, OperationID: f.OperationID, AttemptID: b.AttemptID, Generation: b.Generation},
+			CurrentAttemptID: rec.Op.CurrentAttemptID, CurrentGeneration: rec.Op.CurrentGeneration}
+	}
+	if b.Redeemed {
+		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was redeemed by pid %d (session %q); refusing pid %d: %w",
+			op, r.BootstrapID, b.RedeemedPID, b.RedeemedSessionID, r.PID, ledger.ErrBootstrapRedeemed)
+	}
+	if b.LaunchDigest != r.LaunchDigest {
+		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q: launch digest %s differs from the issued %s: %w", op, r.BootstrapID, r.LaunchDigest, b.LaunchDigest, ledger.ErrChangedInput)
+	}
+	b.Redeemed, b.RedeemedPID, b.RedeemedSessionID = true, r.PID, r.SessionID
+	if err := tx.PutBootstrap(k, b); err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	return b, nil
+}
+
+// Admit implements ledger.Ledger.Admit.
+func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt, error) {
+	const op = "Admit"
+	if err := ledger.ValidateDigest("request_digest", d); err != nil {
+		return ledger.Attempt{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	rec, err := checkFence(tx, op, f)
+	if err != nil {
+		return ledger.Attempt{}, err
+	}
+	if err := checkOpen(op, rec); err != nil {
+		return ledger.Attempt{}, err
+	}
+	if d != rec.Op.RequestDigest {
+		return ledger.Attempt{}, fmt.Errorf("ledger: %s: operation %q: request digest %s differs from the operation's %s: %w", op, f.OperationID, d, rec.Op.RequestDigest, ledger.ErrChangedInput)
+	}
+	if err := checkDeadline(op, rec, now); err != nil {
+		return ledger.Attempt{}, err
+	}
+	i := len(rec.Attempts) - 1 // the current attempt is always the last one
+	if i < 0 || rec.Attempts[i].AttemptID != f.AttemptID {
+		return ledger.Attempt{}, fmt.Errorf("ledger: %s: operation %q: current attempt %q missing from its attempt list: %w", op, f.OperationID, f.AttemptID, ledger.ErrCorrupt)
+	}
+	if rec.Attempts[i].Admitted {
+		return rec.Attempts[i], nil
+	}
+	rec.Attempts[i].Admitted = true
+	if err := tx.PutOp(KeyOf(f.Scope, f.OperationID), rec); err != nil {
+		return ledger.Attempt{}, err
+	}
+	return rec.Attempts[i], nil
+}
+
+// BeginEffect implements ledger.Ledger.BeginEffect.
+func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time) (ledger.EffectGrant, error) {
+	const op = "BeginEffect"
+	if err := firstErr(ledger.ValidateID("logical_effect_id", id), ledger.ValidateDigest("effect_request_digest", d)); err != nil {
+		return ledger.EffectGrant{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	rec, err := checkFence(tx, op, f)
+	if err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	ek := EffectKey{OpKey: KeyOf(f.Scope, f.OperationID), Effect: id}
+	e, ok, err := tx.Effect(ek)
+	if err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	if ok {
+		// The fingerprint is checked on the redelivery path too
+		// (Powertools #2058/#2260 skipped it there).
+		if e.RequestDigest != d {
+			return ledger.EffectGrant{}, changed(op, e, d)
+		}
+		return ledger.EffectGrant{Effect: e, Redelivery: true}, nil
+	}
+	if err := checkOpen(op, rec); err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	if err := checkDeadline(op, rec, now); err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	if rec.Op.EffectsUsed >= rec.Op.EffectBudget {
+		return ledger.EffectGrant{}, fmt.Errorf("ledger: %s: operation %q: logical effect %q would be effect %d of a budget of %d: %w",
+			op, f.OperationID, id, rec.Op.EffectsUsed+1, rec.Op.EffectBudget, ledger.ErrBudgetExhausted)
+	}
+	rec.Op.EffectsUsed++
+	e = ledger.Effect{
+		Scope: f.Scope, OperationID: f.OperationID, LogicalEffectID: id, RequestDigest: d,
+		AuthorizationID: NewID("auth_"), State: ledger.EffectAuthorized,
+		AttemptID: f.AttemptID, Generation: f.Generation, Ordinal: rec.Op.EffectsUsed,
+	}
+	if err := tx.PutOp(ek.OpKey, rec); err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	if err := tx.PutEffect(ek, e); err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	if err := tx.SetPending(ek, true); err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	return ledger.EffectGrant{Effect: e}, nil
+}
+
+func changed(op string, e ledger.Effect, d canon.Digest) error {
+	return fmt.Errorf("ledger: %s: logical effect %q of operation %q was recorded with request digest %s, not %s: %w",
+		op, e.LogicalEffectID, e.OperationID, e.RequestDigest, d, ledger.ErrChangedInput)
+}
+
+// loadEffect loads an effect for a transition and checks its fingerprint.
+func loadEffect(tx Tx, op string, ek EffectKey, d canon.Digest) (ledger.Effect, error) {
+	e, ok, err := tx.Effect(ek)
+	if err != nil {
+		return ledger.Effect{}, err
+	}
+	if !ok {
+		return ledger.Effect{}, fmt.Errorf("ledger: %s: logical effect %q of operation %q: %w", op, ek.Effect, ek.Op, ledger.ErrNotFound)
+	}
+	if e.RequestDigest != d {
+		return ledger.Effect{}, changed(op, e, d)
+	}
+	return e, nil
+}
+
+func transition(op string, e ledger.Effect, to ledger.EffectState) error {
+	return fmt.Errorf("ledger: %s: logical effect %q of operation %q is %s (receipt %q, reason %q), cannot become %s: %w",
+		op, e.LogicalEffectID, e.OperationID, e.State, e.ReceiptID, e.Reason, to, ledger.ErrInvalidTransition)
+}
+
+// settle moves e to the outcome described by (to, receipt, reason) if the
+// move is allowed from its current state. from lists the states the caller
+// may move it from; an identical settled outcome is returned unchanged.
+func settle(tx Tx, op string, ek EffectKey, e ledger.Effect, to ledger.EffectState, receipt string, reason ledger.NotConsumedReason, from ...ledger.EffectState) (ledger.Effect, error) {
+	if e.State == to && e.ReceiptID == receipt && e.Reason == reason {
+		return e, nil
+	}
+	if !slices.Contains(from, e.State) {
+		return ledger.Effect{}, transition(op, e, to)
+	}
+	e.State, e.ReceiptID, e.Reason = to, receipt, reason
+	if err := tx.PutEffect(ek, e); err != nil {
+		return ledger.Effect{}, err
+	}
+	if err := tx.SetPending(ek, to == ledger.EffectAuthorized || to == ledger.EffectUnknown); err != nil {
+		return ledger.Effect{}, err
+	}
+	return e, nil
+}
+
+func fencedEffect(tx Tx, op string, f ledger.Fence, id string, d canon.Digest) (EffectKey, ledger.Effect, error) {
+	if err := firstErr(ledger.ValidateID("logical_effect_id", id), ledger.ValidateDigest("effect_request_digest", d)); err != nil {
+		return EffectKey{}, ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	if _, err := checkFence(tx, op, f); err != nil {
+		return EffectKey{}, ledger.Effect{}, err
+	}
+	ek := EffectKey{OpKey: KeyOf(f.Scope, f.OperationID), Effect: id}
+	e, err := loadEffect(tx, op, ek, d)
+	return ek, e, err
+}
+
+// ConfirmEffect implements ledger.Ledger.ConfirmEffect.
+func ConfirmEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, receipt string) (ledger.Effect, error) {
+	const op = "ConfirmEffect"
+	if err := ledger.ValidateID("receipt_id", receipt); err != nil {
+		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	ek, e, err := fencedEffect(tx, op, f, id, d)
+	if err != nil {
+		return ledger.Effect{}, err
+	}
+	return settle(tx, op, ek, e, ledger.EffectConfirmed, receipt, "", ledger.EffectAuthorized)
+}
+
+// MarkNotConsumed implements ledger.Ledger.MarkNotConsumed.
+func MarkNotConsumed(tx Tx, f ledger.Fence, id string, d canon.Digest, reason ledger.NotConsumedReason) (ledger.Effect, error) {
+	const op = "MarkNotConsumed"
+	if err := reason.Validate(); err != nil {
+		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	ek, e, err := fencedEffect(tx, op, f, id, d)
+	if err != nil {
+		return ledger.Effect{}, err
+	}
+	return settle(tx, op, ek, e, ledger.EffectNotConsumed, "", reason, ledger.EffectAuthorized)
+}
+
+// MarkUnknown implements ledger.Ledger.MarkUnknown.
+func MarkUnknown(tx Tx, f ledger.Fence, id string, d canon.Digest) (ledger.Effect, error) {
+	const op = "MarkUnknown"
+	ek, e, err := fencedEffect(tx, op, f, id, d)
+	if err != nil {
+		return ledger.Effect{}, err
+	}
+	return settle(tx, op, ek, e, ledger.EffectUnknown, "", "", ledger.EffectAuthorized)
+}
+
+// Resolve implements ledger.Ledger.Resolve.
+func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
+	const op = "Resolve"
+	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID), ledger.ValidateID("logical_effect_id", id),
+		ledger.ValidateDigest("effect_request_digest", d), res.Validate()); err != nil {
+		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	if _, err := loadOp(tx, op, s, opID); err != nil {
+		return ledger.Effect{}, err
+	}
+	ek := EffectKey{OpKey: KeyOf(s, opID), Effect: id}
+	e, err := loadEffect(tx, op, ek, d)
+	if err != nil {
+		return ledger.Effect{}, err
+	}
+	return settle(tx, op, ek, e, res.State, res.ReceiptID, res.Reason, ledger.EffectAuthorized, ledger.EffectUnknown)
+}
+
+// AcceptResult implements ledger.Ledger.AcceptResult.
+func AcceptResult(tx Tx, f ledger.Fence, dd canon.Digest, artifact []byte) (ledger.Result, error) {
+	const op = "AcceptResult"
+	if err := ledger.ValidateDigest("data_digest", dd); err != nil {
+		return ledger.Result{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	if len(artifact) > ledger.MaxArtifactBytes {
+		return ledger.Result{}, fmt.Errorf("ledger: %s: artifact of %d bytes exceeds %d: %w", op, len(artifact), ledger.MaxArtifactBytes, ledger.ErrInvalid)
+	}
+	rec, err := checkFence(tx, op, f)
+	if err != nil {
+		return ledger.Result{}, err
+	}
+	sum := canon.Sum(artifact)
+	if r := rec.Result; r != nil {
+		if r.DataDigest != dd {
+			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q accepted data digest %s, refusing %s: %w", op, f.OperationID, r.DataDigest, dd, ledger.ErrResultAlreadyAccepted)
+		}
+		if len(r.ArtifactRefs) == 0 {
+			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q: accepted result has no artifact: %w", op, f.OperationID, ledger.ErrCorrupt)
+		}
+		a, ok, err := tx.Artifact(r.ArtifactRefs[0])
+		if err != nil {
+			return ledger.Result{}, err
+		}
+		if !ok {
+			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q: artifact %q of the accepted result is missing: %w", op, f.OperationID, r.ArtifactRefs[0], ledger.ErrCorrupt)
+		}
+		if a.Digest != sum {
+			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q: same data digest %s but other artifact bytes: %w", op, f.OperationID, dd, ledger.ErrChangedInput)
+		}
+		return cloneResult(*r), nil
+	}
+	if err := checkOpen(op, rec); err != nil {
+		return ledger.Result{}, err
+	}
+	ref := NewID("artifact_")
+	a := ledger.Artifact{Ref: ref, Scope: f.Scope, OperationID: f.OperationID, Digest: sum, Bytes: artifact}
+	res := ledger.Result{DataDigest: dd, ArtifactRefs: []string{ref}, AttemptID: f.AttemptID, Generation: f.Generation}
+	rec.Result = &res
+	rec.Op.State = ledger.OperationCompleted
+	if err := tx.PutArtifact(a); err != nil {
+		return ledger.Result{}, err
+	}
+	if err := tx.PutOp(KeyOf(f.Scope, f.OperationID), rec); err != nil {
+		return ledger.Result{}, err
+	}
+	return cloneResult(res), nil
+}
+
+func cloneResult(r ledger.Result) ledger.Result {
+	r.ArtifactRefs = slices.Clone(r.ArtifactRefs)
+	return r
+}
+
+// MaxReasonBytes bounds a cancellation reason.
+const MaxReasonBytes = 1024
+
+// Cancel implements ledger.Ledger.Cancel.
+func Cancel(tx Tx, s ledger.Scope, opID, reason string) (ledger.Operation, error) {
+	const op = "Cancel"
+	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID)); err != nil {
+		return ledger.Operation{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	if len(reason) > MaxReasonBytes || !utf8.ValidString(reason) {
+		return ledger.Operation{}, fmt.Errorf("ledger: %s: reason must be valid UTF-8 of at most %d bytes: %w", op, MaxReasonBytes, ledger.ErrInvalid)
+	}
+	rec, err := loadOp(tx, op, s, opID)
+	if err != nil {
+		return ledger.Operation{}, err
+	}
+	switch rec.Op.State {
+	case ledger.OperationCancelled:
+		return rec.Op, nil
+	case ledger.OperationCompleted:
+		return ledger.Operation{}, fmt.Errorf("ledger: %s: operation %q: %w", op, opID, ledger.ErrResultAlreadyAccepted)
+	}
+	rec.Op.State, rec.Op.CancelReason = ledger.OperationCancelled, reason
+	if err := tx.PutOp(KeyOf(s, opID), rec); err != nil {
+		return ledger.Operation{}, err
+	}
+	return rec.Op, nil
+}
+
+// View implements ledger.Ledger.Operation.
+func View(tx Tx, s ledger.Scope, opID string) (ledger.OperationView, error) {
+	const op = "Operation"
+	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID)); err != nil {
+		return ledger.OperationView{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	rec, err := loadOp(tx, op, s, opID)
+	if err != nil {
+		return ledger.OperationView{}, err
+	}
+	k := KeyOf(s, opID)
+	effs, err := tx.Effects(k)
+	if err != nil {
+		return ledger.OperationView{}, err
+	}
+	boots, err := tx.Bootstraps(k)
+	if err != nil {
+		return ledger.OperationView{}, err
+	}
+	v := ledger.OperationView{Operation: rec.Op, Attempts: slices.Clone(rec.Attempts), Bootstraps: boots, Effects: effs}
+	if rec.Result != nil {
+		r := cloneResult(*rec.Result)
+		v.Result = &r
+	}
+	return v, nil
+}
+
+// ListUnknown implements ledger.Ledger.ListUnknown.
+func ListUnknown(tx Tx) ([]ledger.Effect, error) {
+	keys, err := tx.Pending()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ledger.Effect, 0, len(keys))
+	for _, k := range keys {
+		e, ok, err := tx.Effect(k)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("ledger: ListUnknown: index names missing effect %q of operation %q: %w", k.Effect, k.Op, ledger.ErrCorrupt)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// GetArtifact implements ledger.Ledger.Artifact.
+func GetArtifact(tx Tx, s ledger.Scope, ref string) (ledger.Artifact, error) {
+	const op = "Artifact"
+	if err := firstErr(s.Validate(), ledger.ValidateID("artifact ref", ref)); err != nil {
+		return ledger.Artifact{}, fmt.Errorf("ledger: %s: %w", op, err)
+	}
+	a, ok, err := tx.Artifact(ref)
+	if err != nil {
+		return ledger.Artifact{}, err
+	}
+	if !ok {
+		return ledger.Artifact{}, fmt.Errorf("ledger: %s: artifact %q: %w", op, ref, ledger.ErrNotFound)
+	}
+	if a.Scope != s {
+		return ledger.Artifact{}, fmt.Errorf("ledger: %s: artifact %q is not in organization %q project %q: %w", op, ref, s.OrganizationID, s.ProjectID, ledger.ErrOutOfScope)
+	}
+	return a, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

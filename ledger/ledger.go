@@ -1,0 +1,335 @@
+package ledger
+
+import (
+	"context"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// Ledger is the Runtime's durable truth about operations. Every method is
+// atomic: it either applies completely or not at all, and a write that acts
+// for an attempt checks the attempt's [Fence] in the same transaction as the
+// write. Methods return the error sentinels of this package (wrapped; test
+// with [errors.Is]); any other error is a storage failure.
+//
+// A Ledger is safe for concurrent use by multiple goroutines. Its methods
+// return fresh values that the caller owns.
+//
+// Context: ctx bounds the wait for the call. If ctx ends before a durable
+// backend knows the outcome of a write, the method returns ctx's error and
+// the write may or may not have been applied. Every write is idempotent (see
+// each method), so the caller repeats the same call to learn the outcome.
+//
+// Implementations must pass [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
+type Ledger interface {
+	// CreateOperation records an operation, or returns the recorded one if
+	// an operation with the same scope and id exists with an identical spec.
+	// A different spec under the same id is refused with ErrChangedInput.
+	CreateOperation(ctx context.Context, spec OperationSpec) (Operation, error)
+
+	// StartAttempt starts attempt attemptID of the operation and returns its
+	// fence: the next fencing generation, strictly greater than every earlier
+	// one of this operation. From then on every older attempt is fenced off.
+	// Starting the current attempt again returns its fence unchanged
+	// (a lost reply is safe to repeat); naming an older attempt returns a
+	// *FenceError. Refused with ErrCancelled or ErrResultAlreadyAccepted once
+	// the operation is over.
+	StartAttempt(ctx context.Context, scope Scope, operationID, attemptID string) (Fence, error)
+
+	// IssueBootstrap records a bootstrap id for the fenced attempt with the
+	// digest of the launch context the child receives. Issuing the same id
+	// for the same attempt and digest again returns the record; any other
+	// reuse of the id is ErrChangedInput.
+	IssueBootstrap(ctx context.Context, f Fence, bootstrapID string, launchDigest canon.Digest) (Bootstrap, error)
+
+	// RedeemBootstrap redeems a bootstrap id exactly once, for the child
+	// process and session in r. The launch digest must equal the issued one
+	// (else ErrChangedInput) and the id must have been issued to the fenced
+	// attempt (else *FenceError). Any second redemption, by any process, is
+	// refused with ErrBootstrapRedeemed.
+	RedeemBootstrap(ctx context.Context, f Fence, r Redemption) (Bootstrap, error)
+
+	// Admit admits the fenced attempt's request. requestDigest must equal the
+	// operation's request digest (else ErrChangedInput). Admitting again is
+	// allowed and returns the same attempt.
+	Admit(ctx context.Context, f Fence, requestDigest canon.Digest) (Attempt, error)
+
+	// BeginEffect authorizes logical effect logicalEffectID of the fenced
+	// attempt's operation, or returns the recorded one.
+	//
+	//   - New id: the operation's budget is debited by one (ErrBudgetExhausted
+	//     if no budget is left) and the effect is recorded as EffectAuthorized
+	//     with a fresh AuthorizationID.
+	//   - Same id, same requestDigest: the recorded effect, unchanged, with
+	//     Redelivery set; no budget, no new authorization. This holds across
+	//     attempts and restarts. It is not permission to dispatch again.
+	//   - Same id, other requestDigest: ErrChangedInput.
+	BeginEffect(ctx context.Context, f Fence, logicalEffectID string, requestDigest canon.Digest) (EffectGrant, error)
+
+	// ConfirmEffect records that an authorized effect was consumed, with the
+	// dispatcher's receipt. Confirming again with the same receipt returns
+	// the record; another receipt, or any state but authorized, is
+	// ErrInvalidTransition. requestDigest is checked (ErrChangedInput).
+	ConfirmEffect(ctx context.Context, f Fence, logicalEffectID string, requestDigest canon.Digest, receiptID string) (Effect, error)
+
+	// MarkNotConsumed records that an authorized effect was not consumed
+	// (refused, cancelled, waiting for approval). Repeating with the same
+	// reason returns the record; otherwise only an authorized effect may move.
+	MarkNotConsumed(ctx context.Context, f Fence, logicalEffectID string, requestDigest canon.Digest, reason NotConsumedReason) (Effect, error)
+
+	// MarkUnknown records that dispatch of an authorized effect is uncertain.
+	// An unknown effect stays unknown until Resolve. Repeating returns the
+	// record.
+	MarkUnknown(ctx context.Context, f Fence, logicalEffectID string, requestDigest canon.Digest) (Effect, error)
+
+	// Resolve settles an unknown (or authorized but never finished) effect
+	// after reconciliation, without a fence: it is the operator's or the
+	// dispatcher's statement about the outside world. res.State must be
+	// EffectConfirmed (with a receipt) or EffectNotConsumed (with a reason).
+	// Resolving a settled effect to the same outcome returns the record;
+	// to another outcome is ErrInvalidTransition.
+	Resolve(ctx context.Context, scope Scope, operationID, logicalEffectID string, requestDigest canon.Digest, res Resolution) (Effect, error)
+
+	// AcceptResult durably accepts the operation's one result: its data
+	// digest and the artifact bytes, stored immutably under the operation's
+	// scope. The same digest and bytes again return the same refs; anything
+	// else after acceptance is ErrResultAlreadyAccepted (other digest) or
+	// ErrChangedInput (same digest, other bytes). artifact may be empty but
+	// at most [MaxArtifactBytes].
+	AcceptResult(ctx context.Context, f Fence, dataDigest canon.Digest, artifact []byte) (Result, error)
+
+	// Cancel cancels the operation; its current and future attempts can no
+	// longer advance it. Cancelling again returns the operation; cancelling
+	// an operation whose result was accepted is ErrResultAlreadyAccepted.
+	Cancel(ctx context.Context, scope Scope, operationID, reason string) (Operation, error)
+
+	// Operation returns the operation with its attempts, bootstrap ids,
+	// effects and result.
+	Operation(ctx context.Context, scope Scope, operationID string) (OperationView, error)
+
+	// ListUnknown returns every effect that needs reconciliation: state
+	// EffectUnknown, and EffectAuthorized (authorized, outcome never
+	// recorded, e.g. because the Runtime crashed). Ordered by scope,
+	// operation id and logical effect id.
+	ListUnknown(ctx context.Context) ([]Effect, error)
+
+	// Artifact returns an artifact by ref. A ref stored under another
+	// organization or project is ErrOutOfScope.
+	Artifact(ctx context.Context, scope Scope, ref string) (Artifact, error)
+
+	// Close waits for writes in flight, bounded by ctx, then releases the
+	// ledger. Later calls of every method return ErrClosed. A durable backend
+	// whose writes do not finish before ctx ends returns ErrCloseTimeout and
+	// keeps its ownership (fail-stop): the process must exit. Close may be
+	// called more than once.
+	Close(ctx context.Context) error
+}
+
+// MaxArtifactBytes is the largest artifact AcceptResult stores (16 MiB, far
+// above the wire's 1 MiB frame limit). Larger ones are ErrInvalid.
+const MaxArtifactBytes = 16 << 20
+
+// MaxIDLength is the longest identifier, in Unicode code points, that the
+// ledger accepts (the wire's Identifier: 1..256 code points).
+const MaxIDLength = 256
+
+// Scope is the organization and project an operation belongs to. Both
+// fields are required identifiers.
+type Scope struct {
+	OrganizationID string `json:"organization_id"`
+	ProjectID      string `json:"project_id"`
+}
+
+// OperationSpec is what CreateOperation records. Every field but Deadline
+// is part of the idempotency fingerprint; all are required except that
+// EffectBudget may be zero (no effects allowed).
+type OperationSpec struct {
+	Scope          Scope
+	OperationID    string
+	CapabilityID   string
+	RequestDigest  canon.Digest
+	ManifestDigest canon.Digest
+	// EffectBudget is the total number of distinct logical effects the
+	// operation may authorize, across all its attempts. Must be >= 0.
+	EffectBudget int64
+	// Deadline is when the operation expires; after it, Admit and new
+	// effects are refused with ErrDeadlineExceeded. It is stored at
+	// nanosecond precision in UTC and is part of the fingerprint. The zero
+	// value means no deadline.
+	Deadline time.Time
+}
+
+// OperationState is the lifecycle state of an operation.
+type OperationState string
+
+// Operation states.
+const (
+	// OperationOpen operations accept attempts and writes.
+	OperationOpen OperationState = "open"
+	// OperationCompleted operations have an accepted result.
+	OperationCompleted OperationState = "completed"
+	// OperationCancelled operations were cancelled before a result.
+	OperationCancelled OperationState = "cancelled"
+)
+
+// Operation is the recorded state of an operation.
+type Operation struct {
+	Scope          Scope          `json:"scope"`
+	OperationID    string         `json:"operation_id"`
+	CapabilityID   string         `json:"capability_id"`
+	RequestDigest  canon.Digest   `json:"request_digest"`
+	ManifestDigest canon.Digest   `json:"manifest_digest"`
+	EffectBudget   int64          `json:"effect_budget"`
+	Deadline       time.Time      `json:"deadline"`
+	State          OperationState `json:"state"`
+	// CancelReason is the reason given to Cancel; empty unless cancelled.
+	CancelReason string `json:"cancel_reason,omitempty"`
+	// EffectsUsed is the number of distinct logical effects authorized so
+	// far; never above EffectBudget.
+	EffectsUsed int64 `json:"effects_used"`
+	// CurrentAttemptID and CurrentGeneration name the current attempt; zero
+	// values before the first StartAttempt.
+	CurrentAttemptID  string `json:"current_attempt_id,omitempty"`
+	CurrentGeneration uint64 `json:"current_generation,omitempty"`
+}
+
+// Fence names the attempt a write acts for: the operation, the attempt and
+// the fencing generation StartAttempt issued. A fence is valid while it is
+// the operation's current one.
+type Fence struct {
+	Scope       Scope  `json:"scope"`
+	OperationID string `json:"operation_id"`
+	AttemptID   string `json:"attempt_id"`
+	// Generation is the fencing generation, >= 1.
+	Generation uint64 `json:"fencing_generation"`
+}
+
+// Attempt is one recorded attempt of an operation.
+type Attempt struct {
+	AttemptID  string `json:"attempt_id"`
+	Generation uint64 `json:"fencing_generation"`
+	// Admitted reports whether Admit succeeded for this attempt.
+	Admitted bool `json:"admitted"`
+}
+
+// Bootstrap is a recorded bootstrap id.
+type Bootstrap struct {
+	BootstrapID  string       `json:"bootstrap_id"`
+	AttemptID    string       `json:"attempt_id"`
+	Generation   uint64       `json:"fencing_generation"`
+	LaunchDigest canon.Digest `json:"launch_digest"`
+	// Redeemed reports whether the id was redeemed; the Redeemed* fields
+	// are zero until then.
+	Redeemed          bool   `json:"redeemed"`
+	RedeemedPID       int    `json:"redeemed_pid,omitempty"`
+	RedeemedSessionID string `json:"redeemed_session_id,omitempty"`
+}
+
+// Redemption is a child's claim of a bootstrap id: the id and launch digest
+// it presented, its process id (checked by the caller against the kernel's
+// credentials) and the identity of the IPC session it arrived on.
+type Redemption struct {
+	BootstrapID  string
+	LaunchDigest canon.Digest
+	// PID must be > 0.
+	PID int
+	// SessionID is a required identifier for the IPC session.
+	SessionID string
+}
+
+// EffectState is the state of a logical effect.
+type EffectState string
+
+// Effect states. Allowed moves: authorized → confirmed | not_consumed |
+// unknown; unknown → confirmed | not_consumed only through Resolve.
+const (
+	EffectAuthorized  EffectState = "authorized"
+	EffectConfirmed   EffectState = "confirmed"
+	EffectNotConsumed EffectState = "not_consumed"
+	EffectUnknown     EffectState = "unknown"
+)
+
+// NotConsumedReason says why an effect was not consumed; the values are the
+// wire's non-consuming reply states.
+type NotConsumedReason string
+
+// Reasons for EffectNotConsumed.
+const (
+	ReasonRefused         NotConsumedReason = "refused"
+	ReasonCancelled       NotConsumedReason = "cancelled"
+	ReasonWaitingApproval NotConsumedReason = "waiting_approval"
+)
+
+// Effect is a recorded logical effect.
+type Effect struct {
+	Scope           Scope        `json:"scope"`
+	OperationID     string       `json:"operation_id"`
+	LogicalEffectID string       `json:"logical_effect_id"`
+	RequestDigest   canon.Digest `json:"effect_request_digest"`
+	// AuthorizationID is issued by the ledger when the effect is first
+	// authorized and never changes.
+	AuthorizationID string      `json:"authorization_id"`
+	State           EffectState `json:"state"`
+	// ReceiptID is the dispatcher's receipt; set when State is confirmed.
+	ReceiptID string `json:"receipt_id,omitempty"`
+	// Reason is set when State is not_consumed.
+	Reason NotConsumedReason `json:"reason,omitempty"`
+	// AttemptID and Generation name the attempt that authorized the effect.
+	AttemptID  string `json:"attempt_id"`
+	Generation uint64 `json:"fencing_generation"`
+	// Ordinal is the effect's 1-based position in the operation's budget.
+	Ordinal int64 `json:"ordinal"`
+}
+
+// EffectGrant is BeginEffect's answer.
+type EffectGrant struct {
+	Effect Effect
+	// Redelivery is true when the effect was already recorded: nothing was
+	// authorized or debited by this call.
+	Redelivery bool
+}
+
+// Resolution is the outcome Resolve records.
+type Resolution struct {
+	// State is EffectConfirmed or EffectNotConsumed.
+	State EffectState
+	// ReceiptID is required for EffectConfirmed, empty otherwise.
+	ReceiptID string
+	// Reason is required for EffectNotConsumed, empty otherwise.
+	Reason NotConsumedReason
+}
+
+// Result is an operation's accepted result.
+type Result struct {
+	DataDigest canon.Digest `json:"data_digest"`
+	// ArtifactRefs are opaque, non-empty refs of at most 256 code points,
+	// suitable for the wire's artifact_refs; never empty.
+	ArtifactRefs []string `json:"artifact_refs"`
+	// AttemptID and Generation name the attempt whose result was accepted.
+	AttemptID  string `json:"attempt_id"`
+	Generation uint64 `json:"fencing_generation"`
+}
+
+// Artifact is an immutable stored artifact.
+type Artifact struct {
+	Ref         string `json:"ref"`
+	Scope       Scope  `json:"scope"`
+	OperationID string `json:"operation_id"`
+	// Digest is canon.Sum of Bytes (sha256 of the bytes as stored).
+	Digest canon.Digest `json:"digest"`
+	Bytes  []byte       `json:"bytes"`
+}
+
+// OperationView is an operation with everything recorded about it.
+type OperationView struct {
+	Operation Operation
+	// Attempts in generation order.
+	Attempts []Attempt
+	// Bootstraps ordered by bootstrap id.
+	Bootstraps []Bootstrap
+	// Effects ordered by logical effect id.
+	Effects []Effect
+	// Result is nil until a result is accepted.
+	Result *Result
+}

@@ -1,0 +1,308 @@
+// Package ledgertest is the conformance suite for [ledger.Ledger]
+// implementations. Every backend — this module's and third parties' — runs
+// [Run] from one test of its own:
+//
+//	func TestConformance(t *testing.T) {
+//		ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return memory.New() })
+//	}
+//
+// Durable backends also run [RunDurable], which closes and reopens the
+// ledger and checks that nothing committed was lost or changed.
+//
+// Run under -race: several subtests race goroutines on one ledger. The
+// suite honours -short (fewer property-test checks).
+package ledgertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// Opener returns a fresh, empty ledger for one subtest. The suite closes it
+// (and checks Close's error) in t.Cleanup; the opener need not.
+type Opener func(t *testing.T) ledger.Ledger
+
+// Run runs every conformance subtest against ledgers made by open. Each
+// subtest is named after the guarantee it checks and ends with a
+// consistency check of everything the ledger holds.
+func Run(t *testing.T, open func(t *testing.T) ledger.Ledger) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, l ledger.Ledger)
+	}{
+		{"CreateOperationIdempotent", testCreateOperation},
+		{"InvalidArgumentsRefused", testInvalid},
+		{"AttemptsIssueIncreasingFences", testAttempts},
+		{"StaleFenceRefusedEverywhere", testStaleEverywhere},
+		{"RacingAttemptsStrictlyIncreasing", testRacingAttempts},
+		{"BootstrapRedeemedOnce", testBootstrap},
+		{"RacingRedemptionsOneWins", testRacingRedeem},
+		{"AdmissionBindsRequestDigest", testAdmit},
+		{"DeadlineRefusesAdmissionAndNewEffects", testDeadline},
+		{"EffectLifecycle", testEffectLifecycle},
+		{"UnknownUntilResolve", testUnknown},
+		{"FingerprintCheckedOnEveryPath", testFingerprint},
+		{"BudgetExhausted", testBudget},
+		{"RedeliveryAcrossAttempts", testRedeliveryAcrossAttempts},
+		{"RacingSameEffectOneAuthorization", testRacingSameEffect},
+		{"BudgetNeverExceededUnderConcurrency", testRacingBudget},
+		{"ResultAcceptedOnce", testResult},
+		{"ArtifactScope", testArtifactScope},
+		{"Cancellation", testCancel},
+		{"ScopesIsolated", testScopes},
+		{"ContextDone", testContextDone},
+		{"Closed", testClosed},
+		{"StateMachine", func(t *testing.T, _ ledger.Ledger) { testModel(t, open) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := openChecked(t, open)
+			tt.fn(t, l)
+			Check(t, l)
+		})
+	}
+}
+
+func openChecked(t *testing.T, open func(t *testing.T) ledger.Ledger) ledger.Ledger {
+	t.Helper()
+	l := open(t)
+	if l == nil {
+		t.Fatal("open returned a nil ledger")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return l
+}
+
+// Check verifies the invariants of everything l holds that the suite can
+// find: for every operation returned by ListUnknown and every operation
+// named in ops, effects used equal the effects recorded and stay within the
+// budget, ordinals are 1..n, attempts carry generations 1..n with the last
+// one current, an accepted result exists exactly when the operation is
+// completed, and ListUnknown lists exactly the authorized and unknown
+// effects of those operations.
+func Check(t testing.TB, l ledger.Ledger, ops ...ledger.Fence) {
+	t.Helper()
+	ctx := context.Background()
+	unknown, err := l.ListUnknown(ctx)
+	if errors.Is(err, ledger.ErrClosed) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("ListUnknown: %v", err)
+	}
+	type key struct {
+		s  ledger.Scope
+		op string
+	}
+	seen := map[key]bool{}
+	var keys []key
+	add := func(s ledger.Scope, op string) {
+		if k := (key{s, op}); !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, e := range unknown {
+		add(e.Scope, e.OperationID)
+	}
+	for _, f := range ops {
+		add(f.Scope, f.OperationID)
+	}
+	pending := map[string]bool{}
+	for _, e := range unknown {
+		if e.State != ledger.EffectAuthorized && e.State != ledger.EffectUnknown {
+			t.Errorf("ListUnknown returned effect %q in state %s", e.LogicalEffectID, e.State)
+		}
+		pending[fmt.Sprint(e.Scope, e.OperationID, e.LogicalEffectID)] = true
+	}
+	for _, k := range keys {
+		v, err := l.Operation(ctx, k.s, k.op)
+		if errors.Is(err, ledger.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Operation(%v, %q): %v", k.s, k.op, err)
+		}
+		checkView(t, v, pending)
+	}
+}
+
+func checkView(t testing.TB, v ledger.OperationView, pending map[string]bool) {
+	t.Helper()
+	o := v.Operation
+	if o.EffectsUsed != int64(len(v.Effects)) || o.EffectsUsed > o.EffectBudget {
+		t.Errorf("operation %q: effects used %d, recorded %d, budget %d", o.OperationID, o.EffectsUsed, len(v.Effects), o.EffectBudget)
+	}
+	var ords []int64
+	for _, e := range v.Effects {
+		ords = append(ords, e.Ordinal)
+		if e.AuthorizationID == "" {
+			t.Errorf("effect %q has no authorization id", e.LogicalEffectID)
+		}
+		if (e.State == ledger.EffectConfirmed) != (e.ReceiptID != "") {
+			t.Errorf("effect %q: state %s with receipt %q", e.LogicalEffectID, e.State, e.ReceiptID)
+		}
+		if (e.State == ledger.EffectNotConsumed) != (e.Reason != "") {
+			t.Errorf("effect %q: state %s with reason %q", e.LogicalEffectID, e.State, e.Reason)
+		}
+		want := e.State == ledger.EffectAuthorized || e.State == ledger.EffectUnknown
+		if got := pending[fmt.Sprint(e.Scope, e.OperationID, e.LogicalEffectID)]; got != want {
+			t.Errorf("effect %q in state %s: listed by ListUnknown = %v", e.LogicalEffectID, e.State, got)
+		}
+	}
+	slices.Sort(ords)
+	for i, n := range ords {
+		if n != int64(i+1) {
+			t.Errorf("operation %q: effect ordinals %v, want 1..%d", o.OperationID, ords, len(ords))
+			break
+		}
+	}
+	for i, a := range v.Attempts {
+		if a.Generation != uint64(i+1) {
+			t.Errorf("operation %q: attempt %d has generation %d", o.OperationID, i, a.Generation)
+		}
+	}
+	if n := len(v.Attempts); n > 0 && (o.CurrentGeneration != uint64(n) || o.CurrentAttemptID != v.Attempts[n-1].AttemptID) {
+		t.Errorf("operation %q: current (%q, %d) is not the last attempt", o.OperationID, o.CurrentAttemptID, o.CurrentGeneration)
+	}
+	if (v.Result != nil) != (o.State == ledger.OperationCompleted) {
+		t.Errorf("operation %q: state %s, result %v", o.OperationID, o.State, v.Result)
+	}
+	if v.Result != nil {
+		checkRefs(t, v.Result.ArtifactRefs)
+	}
+}
+
+func checkRefs(t testing.TB, refs []string) {
+	t.Helper()
+	if len(refs) == 0 {
+		t.Errorf("result has no artifact refs")
+	}
+	for _, r := range refs {
+		if n := utf8.RuneCountInString(r); r == "" || n > 256 || !utf8.ValidString(r) {
+			t.Errorf("artifact ref %q is not 1..256 code points", r)
+		}
+	}
+}
+
+// Fixture values.
+
+// Digest returns a distinct valid digest for name.
+func Digest(name string) canon.Digest { return canon.Sum([]byte(name)) }
+
+var (
+	scopeA = ledger.Scope{OrganizationID: "org-a", ProjectID: "proj-1"}
+	scopeB = ledger.Scope{OrganizationID: "org-b", ProjectID: "proj-1"}
+	scopeC = ledger.Scope{OrganizationID: "org-a", ProjectID: "proj-2"}
+)
+
+func spec(s ledger.Scope, op string, budget int64) ledger.OperationSpec {
+	return ledger.OperationSpec{
+		Scope: s, OperationID: op, CapabilityID: "cap.echo",
+		RequestDigest: Digest("request:" + op), ManifestDigest: Digest("manifest"),
+		EffectBudget: budget, Deadline: time.Date(2999, 1, 2, 3, 4, 5, 6, time.UTC),
+	}
+}
+
+func mustCreate(t testing.TB, l ledger.Ledger, sp ledger.OperationSpec) ledger.Operation {
+	t.Helper()
+	o, err := l.CreateOperation(context.Background(), sp)
+	if err != nil {
+		t.Fatalf("CreateOperation(%q): %v", sp.OperationID, err)
+	}
+	return o
+}
+
+func mustStart(t testing.TB, l ledger.Ledger, s ledger.Scope, op, attempt string) ledger.Fence {
+	t.Helper()
+	f, err := l.StartAttempt(context.Background(), s, op, attempt)
+	if err != nil {
+		t.Fatalf("StartAttempt(%q, %q): %v", op, attempt, err)
+	}
+	return f
+}
+
+// newOp creates an operation with the given budget and starts attempt
+// "a1" on it.
+func newOp(t testing.TB, l ledger.Ledger, op string, budget int64) ledger.Fence {
+	t.Helper()
+	mustCreate(t, l, spec(scopeA, op, budget))
+	return mustStart(t, l, scopeA, op, "a1")
+}
+
+func wantErr(t testing.TB, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: err = %v, want %v", what, err, want)
+	}
+}
+
+func wantStale(t testing.TB, what string, err error) *ledger.FenceError {
+	t.Helper()
+	var fe *ledger.FenceError
+	if !errors.As(err, &fe) || !errors.Is(err, ledger.ErrStaleFence) {
+		t.Fatalf("%s: err = %v, want a *ledger.FenceError wrapping ErrStaleFence", what, err)
+	}
+	return fe
+}
+
+func mustBegin(t testing.TB, l ledger.Ledger, f ledger.Fence, id string, d canon.Digest) ledger.EffectGrant {
+	t.Helper()
+	g, err := l.BeginEffect(context.Background(), f, id, d)
+	if err != nil {
+		t.Fatalf("BeginEffect(%q): %v", id, err)
+	}
+	return g
+}
+
+func mustView(t testing.TB, l ledger.Ledger, s ledger.Scope, op string) ledger.OperationView {
+	t.Helper()
+	v, err := l.Operation(context.Background(), s, op)
+	if err != nil {
+		t.Fatalf("Operation(%q): %v", op, err)
+	}
+	return v
+}
+
+func diff(t testing.TB, what string, got, want any) {
+	t.Helper()
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
+
+// parallel runs fn(i) for i in [0,n) on n goroutines started together.
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+func cmpDiff(want, got any) string { return cmp.Diff(want, got) }

@@ -1,0 +1,13 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
+)
+
+func TestConformance(t *testing.T) {
+	ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return memory.New() })
+}

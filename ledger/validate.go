@@ -1,0 +1,131 @@
+package ledger
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// ValidateID reports whether id is a wire Identifier: valid UTF-8 of 1 to
+// [MaxIDLength] code points. what names the field in the error, which wraps
+// [ErrInvalid]. Backends use it so that every backend refuses the same input.
+func ValidateID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: %s is empty, want 1..%d code points", ErrInvalid, what, MaxIDLength)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, what)
+	}
+	if n := utf8.RuneCountInString(id); n > MaxIDLength {
+		return fmt.Errorf("%w: %s has %d code points, want at most %d", ErrInvalid, what, n, MaxIDLength)
+	}
+	return nil
+}
+
+// ValidateDigest reports whether d is a well-formed digest; the error wraps
+// [ErrInvalid] and names what.
+func ValidateDigest(what string, d canon.Digest) error {
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, what, err)
+	}
+	return nil
+}
+
+// Validate reports whether both identifiers of s are valid.
+func (s Scope) Validate() error {
+	if err := ValidateID("organization_id", s.OrganizationID); err != nil {
+		return err
+	}
+	return ValidateID("project_id", s.ProjectID)
+}
+
+// Validate reports whether every field of s is well formed.
+func (s OperationSpec) Validate() error {
+	if err := s.Scope.Validate(); err != nil {
+		return err
+	}
+	if err := ValidateID("operation_id", s.OperationID); err != nil {
+		return err
+	}
+	if err := ValidateID("capability_id", s.CapabilityID); err != nil {
+		return err
+	}
+	if err := ValidateDigest("request_digest", s.RequestDigest); err != nil {
+		return err
+	}
+	if err := ValidateDigest("manifest_digest", s.ManifestDigest); err != nil {
+		return err
+	}
+	if s.EffectBudget < 0 {
+		return fmt.Errorf("%w: effect budget %d is negative", ErrInvalid, s.EffectBudget)
+	}
+	return nil
+}
+
+// Validate reports whether f is well formed (it does not say whether f is
+// current; only the ledger knows that).
+func (f Fence) Validate() error {
+	if err := f.Scope.Validate(); err != nil {
+		return err
+	}
+	if err := ValidateID("operation_id", f.OperationID); err != nil {
+		return err
+	}
+	if err := ValidateID("attempt_id", f.AttemptID); err != nil {
+		return err
+	}
+	if f.Generation == 0 {
+		return fmt.Errorf("%w: fencing generation is 0, want >= 1 (use the fence StartAttempt returned)", ErrInvalid)
+	}
+	return nil
+}
+
+// Validate reports whether r is well formed.
+func (r Redemption) Validate() error {
+	if err := ValidateID("bootstrap_id", r.BootstrapID); err != nil {
+		return err
+	}
+	if err := ValidateDigest("launch_digest", r.LaunchDigest); err != nil {
+		return err
+	}
+	if r.PID <= 0 {
+		return fmt.Errorf("%w: pid %d, want > 0", ErrInvalid, r.PID)
+	}
+	return ValidateID("session_id", r.SessionID)
+}
+
+// Validate reports whether r is a valid reason.
+func (r NotConsumedReason) Validate() error {
+	switch r {
+	case ReasonRefused, ReasonCancelled, ReasonWaitingApproval:
+		return nil
+	}
+	return fmt.Errorf("%w: not-consumed reason %q, want %q, %q or %q", ErrInvalid, truncate(string(r)), ReasonRefused, ReasonCancelled, ReasonWaitingApproval)
+}
+
+// Validate reports whether r is a valid resolution.
+func (r Resolution) Validate() error {
+	switch r.State {
+	case EffectConfirmed:
+		if r.Reason != "" {
+			return fmt.Errorf("%w: a confirmed resolution has no reason", ErrInvalid)
+		}
+		return ValidateID("receipt_id", r.ReceiptID)
+	case EffectNotConsumed:
+		if r.ReceiptID != "" {
+			return fmt.Errorf("%w: a not-consumed resolution has no receipt", ErrInvalid)
+		}
+		return r.Reason.Validate()
+	}
+	return fmt.Errorf("%w: resolution state %q, want %q or %q", ErrInvalid, truncate(string(r.State)), EffectConfirmed, EffectNotConsumed)
+}
+
+// truncate keeps hostile input from making error text arbitrarily large.
+func truncate(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
