@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	jsoncanonicalizer "github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
+	"github.com/gowebpki/jcs"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// canonInputs builds the three documents of the canon benchmarks:
+//
+//   - envelope: the LaunchContext the real host received in transcript s02,
+//     its network_hosts grown until the document is 4 KiB (a protocol
+//     message as the Runtime sends and digests it);
+//   - keys10k: a 1 MiB object of 10,000 members whose keys are already in
+//     ascending order, each value a small object;
+//   - numbers: a 1 MiB array of mixed numbers (safe integers, short
+//     decimals, shortest round-trip doubles across the exponent range).
+//
+// Every document is compact; the peers accept all three.
+func canonInputs(tb testing.TB) []struct {
+	name string
+	doc  []byte
+} {
+	tb.Helper()
+	return []struct {
+		name string
+		doc  []byte
+	}{
+		{"envelope4KiB", envelopeDoc(tb)},
+		{"keys10k1MiB", keysDoc()},
+		{"numbers1MiB", numbersDoc()},
+	}
+}
+
+func envelopeDoc(tb testing.TB) []byte {
+	raw, err := os.ReadFile("../canon/testdata/real-host/s02_two_effects_success.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var transcript struct {
+		FD3 string `json:"fd3_bytes_utf8"`
+	}
+	if err := json.Unmarshal(raw, &transcript); err != nil {
+		tb.Fatal(err)
+	}
+	var ctx map[string]any
+	if err := json.Unmarshal([]byte(transcript.FD3), &ctx); err != nil {
+		tb.Fatal(err)
+	}
+	var hosts []any
+	for i := 0; ; i++ {
+		ctx["network_hosts"] = hosts
+		doc, err := canon.Marshal(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(doc) >= 4096-24 {
+			return doc
+		}
+		hosts = append(hosts, fmt.Sprintf("api-%02d.example.com", i))
+	}
+}
+
+func keysDoc() []byte {
+	const n = 10000
+	buf := []byte{'{'}
+	pad := bytes.Repeat([]byte("x"), 1<<20/n-64)
+	for i := range n {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = fmt.Appendf(buf, `"key-%05d":{"id":%d,"name":"item %d","ok":true,"text":"%s"}`, i, i, i, pad)
+	}
+	return append(buf, '}')
+}
+
+func numbersDoc() []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	buf := []byte{'['}
+	for i := 0; len(buf) < 1<<20-32; i++ {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		switch i % 4 {
+		case 0: // safe integer
+			buf = strconv.AppendInt(buf, r.Int64N(2*canon.MaxSafeInteger)-canon.MaxSafeInteger, 10)
+		case 1: // short decimal, e.g. a price or a ratio
+			buf = strconv.AppendFloat(buf, float64(r.IntN(10000000))/100, 'f', 2, 64)
+		case 2: // any finite double, shortest form, exponent notation
+			f := math.Float64frombits(r.Uint64())
+			for math.IsNaN(f) || math.IsInf(f, 0) {
+				f = math.Float64frombits(r.Uint64())
+			}
+			buf = strconv.AppendFloat(buf, f, 'g', -1, 64)
+		case 3: // a double of ordinary magnitude
+			buf = strconv.AppendFloat(buf, r.NormFloat64()*1000, 'g', -1, 64)
+		}
+	}
+	return append(buf, ']')
+}
+
+// BenchmarkCanon compares canonicalize + SHA-256 digest of the same bytes
+// across canon, gowebpki/jcs v1.0.2 and cyberphone's reference code, and
+// SHA-256 alone as the floor.
+func BenchmarkCanon(b *testing.B) {
+	impls := []struct {
+		name string
+		run  func([]byte) ([]byte, error)
+	}{
+		{"canon", canon.Canonicalize},
+		{"gowebpki", jcs.Transform},
+		{"cyberphone", jsoncanonicalizer.Transform},
+	}
+	for _, in := range canonInputs(b) {
+		// Check first that all agree, so the benchmark compares equal work.
+		want, err := canon.Canonicalize(in.doc)
+		if err != nil {
+			b.Fatalf("%s: %v", in.name, err)
+		}
+		for _, impl := range impls[1:] {
+			if got, err := impl.run(in.doc); err != nil || !bytes.Equal(got, want) {
+				b.Fatalf("%s: %s disagrees with canon (err %v)", in.name, impl.name, err)
+			}
+		}
+		for _, impl := range impls {
+			b.Run(in.name+"/"+impl.name, func(b *testing.B) {
+				b.SetBytes(int64(len(in.doc)))
+				b.ReportAllocs()
+				for b.Loop() {
+					out, err := impl.run(in.doc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if impl.name == "canon" {
+						_ = canon.Sum(out)
+					} else {
+						_ = sha256.Sum256(out)
+					}
+				}
+			})
+		}
+		b.Run(in.name+"/sha256", func(b *testing.B) {
+			b.SetBytes(int64(len(in.doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = sha256.Sum256(in.doc)
+			}
+		})
+	}
+}
+
+func TestCanonInputs(t *testing.T) {
+	for _, in := range canonInputs(t) {
+		t.Logf("%s: %d bytes", in.name, len(in.doc))
+	}
+}
