@@ -1,0 +1,108 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/zeoruntime/runtimeipc/ipc"
+)
+
+// ErrProtocol is wrapped by every *ResultError: what the host left behind
+// does not prove an outcome. The Runtime must not redispatch; it keeps the
+// evidence and asks its ledger what happened to the operation (spec §4.10,
+// DESIGN decision 12).
+var ErrProtocol = errors.New("launch: host result is a protocol failure")
+
+// These errors say which check of ParseResult failed. Each *ResultError wraps
+// exactly one of them (and ErrProtocol).
+var (
+	// ErrSignaled: the host was terminated by a signal (killed at the
+	// deadline, crashed, or killed by someone else).
+	ErrSignaled = errors.New("launch: host terminated by a signal")
+	// ErrUnknownExitCode: the exit status is not one any state maps to
+	// (0, 2–8, 10), for example 1 from an uncaught exception or 127 from a
+	// missing interpreter.
+	ErrUnknownExitCode = errors.New("launch: host exit status is not a protocol exit code")
+	// ErrResultTooLarge: stdout is longer than MaxResultBytes.
+	ErrResultTooLarge = errors.New("launch: host stdout exceeds 1 MiB")
+	// ErrNoResult: stdout is empty.
+	ErrNoResult = errors.New("launch: host wrote no result")
+	// ErrNotOneLine: stdout holds more than one line.
+	ErrNotOneLine = errors.New("launch: host stdout is not exactly one line")
+	// ErrMalformedResult: stdout is not strict JSON.
+	ErrMalformedResult = errors.New("launch: host stdout is not strict JSON")
+	// ErrInvalidResult: the JSON is not a valid HostResult (unknown or
+	// missing keys, wrong types, an unknown state, a coherence rule broken).
+	ErrInvalidResult = errors.New("launch: host stdout is not a valid HostResult")
+	// ErrBindingMismatch: the result's binding is null or differs from the
+	// attempt that was launched.
+	ErrBindingMismatch = errors.New("launch: host result binding does not match the attempt")
+	// ErrExitMismatch: the exit status disagrees with the state's exit code.
+	ErrExitMismatch = errors.New("launch: host exit status disagrees with the result state")
+)
+
+// ResultError is a protocol failure found in a host's stdout and exit status.
+// It carries both sides of the disagreement. Its Error text is for people and
+// may change; test with errors.Is against the sentinels and ErrProtocol, or
+// errors.As for the fields.
+type ResultError struct {
+	// Err is the sentinel naming the failed check.
+	Err error
+	// ExitCode is the exit status seen; -1 when the host was terminated by
+	// a signal.
+	ExitCode int
+	// Signal is the terminating signal when the launcher observed one; nil
+	// from ParseResult, which only sees the exit code.
+	Signal os.Signal
+	// WantExitCode is the exit status the envelope's state requires, or -1
+	// when no envelope parsed.
+	WantExitCode int
+	// Result is the envelope when it decoded, even if it then failed a
+	// check; nil otherwise.
+	Result *HostResult
+	// Want is the binding of the attempt that was launched.
+	Want ipc.AttemptBinding
+	// Stdout is the head of stdout (at most 4 KiB), for diagnostics.
+	Stdout []byte
+	// StdoutLen is the number of stdout bytes examined (at most
+	// MaxResultBytes+1: the launcher stops keeping bytes after that).
+	StdoutLen int
+	// Cause is the underlying decoding or validation error, if any.
+	Cause error
+}
+
+// Error describes the failure with both sides.
+func (e *ResultError) Error() string {
+	msg := e.Err.Error()
+	switch {
+	case e.Signal != nil:
+		msg += fmt.Sprintf(" (signal %v", e.Signal)
+	case e.ExitCode < 0:
+		msg += " (exit by signal"
+	default:
+		msg += fmt.Sprintf(" (exit status %d", e.ExitCode)
+	}
+	if e.Result != nil {
+		msg += fmt.Sprintf(", state %s", e.Result.State)
+		if e.WantExitCode >= 0 {
+			msg += fmt.Sprintf(" requires exit status %d", e.WantExitCode)
+		}
+	}
+	msg += fmt.Sprintf(", %d stdout bytes)", e.StdoutLen)
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
+	}
+	return msg + "; do not redispatch: ask the ledger for the operation's outcome"
+}
+
+// Unwrap returns the sentinel and the cause.
+func (e *ResultError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Err, e.Cause}
+	}
+	return []error{e.Err}
+}
+
+// Is reports true for ErrProtocol, so that every ResultError matches it.
+func (e *ResultError) Is(target error) bool { return target == ErrProtocol }

@@ -1,0 +1,336 @@
+package launch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+)
+
+// MaxResultBytes is the largest stdout the host may write: its one HostResult
+// line, trailing newline included (spec §1.4, §4.10). Longer output is
+// ErrResultTooLarge; the launcher reads at most MaxResultBytes+1 bytes of
+// stdout so that it can tell the two apart, and discards the rest.
+const MaxResultBytes = 1 << 20
+
+// ProtocolVersion is the only protocol version this package speaks.
+const ProtocolVersion = 1
+
+// State is the outcome of an invocation as the host reports it in
+// HostResult.state (spec §4.10).
+type State string
+
+// The states of spec §4.10. The host never produces StateQueued or
+// StateRunning, but they are valid wire values.
+const (
+	StateSucceeded           State = "succeeded"
+	StateInvalidRequest      State = "invalid_request"
+	StateFailed              State = "failed"
+	StateRefused             State = "refused"
+	StateUnavailable         State = "unavailable"
+	StateCancelled           State = "cancelled"
+	StateTimedOut            State = "timed_out"
+	StateQueued              State = "queued"
+	StateRunning             State = "running"
+	StateWaitingApproval     State = "waiting_approval"
+	StateNeedsReconciliation State = "needs_reconciliation"
+	StateProtocolError       State = "protocol_error"
+)
+
+// exitCodes is the host's EXIT_CODES table (spec §4.10). Read-only.
+var exitCodes = map[State]int{
+	StateSucceeded:           0,
+	StateInvalidRequest:      2,
+	StateRefused:             3,
+	StateUnavailable:         4,
+	StateFailed:              5,
+	StateCancelled:           6,
+	StateTimedOut:            7,
+	StateProtocolError:       8,
+	StateQueued:              10,
+	StateRunning:             10,
+	StateWaitingApproval:     10,
+	StateNeedsReconciliation: 10,
+}
+
+// ExitCode returns the process exit status the host uses for s, and false
+// when s is not a state of the protocol.
+func (s State) ExitCode() (int, bool) {
+	c, ok := exitCodes[s]
+	return c, ok
+}
+
+// Valid reports whether s is one of the twelve states of the protocol.
+func (s State) Valid() bool {
+	_, ok := exitCodes[s]
+	return ok
+}
+
+// KnownExitCode reports whether code is an exit status that some state maps
+// to (0, 2–8 or 10). Anything else (1, 127, a signal) can only come from a
+// crash or from something that is not the host.
+func KnownExitCode(code int) bool {
+	for _, c := range exitCodes {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// EffectDisposition says whether the invocation caused external effects
+// (spec §4.10).
+type EffectDisposition string
+
+// The effect dispositions of spec §4.10.
+const (
+	EffectNone      EffectDisposition = "none"
+	EffectConfirmed EffectDisposition = "confirmed"
+	EffectUnknown   EffectDisposition = "unknown"
+)
+
+// Valid reports whether d is one of the three dispositions.
+func (d EffectDisposition) Valid() bool {
+	return d == EffectNone || d == EffectConfirmed || d == EffectUnknown
+}
+
+// HostResult is the one line the host writes to stdout (spec §4.10). Its
+// JSON names are the upstream ones, so it decodes with encoding/json too;
+// ParseResult decodes it strictly. The zero value is not a valid result.
+type HostResult struct {
+	// ProtocolVersion is always 1.
+	ProtocolVersion int `json:"protocol_version"`
+	// State is the outcome.
+	State State `json:"state"`
+	// EffectDisposition says whether external effects happened.
+	EffectDisposition EffectDisposition `json:"effect_disposition"`
+	// ErrorCode is nil for success and for the states that need none.
+	ErrorCode *string `json:"error_code" canon:"optional"`
+	// Binding is the attempt the result belongs to; nil (JSON null) only
+	// for failures before the host read its context, and always a
+	// mismatch for ParseResult.
+	Binding *ipc.AttemptBinding `json:"binding"`
+	// Data is any JSON value; the host always writes null, since accepted
+	// data is published to the Runtime over the channel instead.
+	Data any `json:"data" canon:"optional"`
+	// ArtifactRefs are the references the Runtime returned on publication,
+	// in order; empty unless the state is succeeded.
+	ArtifactRefs []string `json:"artifact_refs" canon:"optional"`
+}
+
+// Validate checks the model rules the host's own HostResult model enforces:
+// protocol version 1, known state and disposition, identifier lengths, a
+// well-formed binding when present, and the three coherence rules of
+// spec §4.10. Errors wrap ErrInvalidResult.
+func (r *HostResult) Validate() error {
+	var errs []error
+	if r.ProtocolVersion != ProtocolVersion {
+		errs = append(errs, fmt.Errorf("protocol_version is %d, want 1", r.ProtocolVersion))
+	}
+	if !r.State.Valid() {
+		errs = append(errs, fmt.Errorf("state %q is not a protocol state", r.State))
+	}
+	if !r.EffectDisposition.Valid() {
+		errs = append(errs, fmt.Errorf("effect_disposition %q is not none, confirmed or unknown", r.EffectDisposition))
+	}
+	if r.ErrorCode != nil {
+		if err := checkIdentifier("error_code", *r.ErrorCode); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, ref := range r.ArtifactRefs {
+		if err := checkIdentifier(fmt.Sprintf("artifact_refs[%d]", i), ref); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.Binding != nil {
+		if err := validateAttemptBinding(*r.Binding); err != nil {
+			errs = append(errs, fmt.Errorf("binding: %w", err))
+		}
+	}
+	switch r.State {
+	case StateSucceeded:
+		if r.ErrorCode != nil {
+			errs = append(errs, errors.New("succeeded carries an error_code"))
+		}
+		if r.EffectDisposition == EffectUnknown {
+			errs = append(errs, errors.New("succeeded with effect_disposition unknown"))
+		}
+	case StateFailed, StateRefused, StateProtocolError, StateUnavailable, StateTimedOut, StateInvalidRequest:
+		if r.ErrorCode == nil {
+			errs = append(errs, fmt.Errorf("%s without an error_code", r.State))
+		}
+	}
+	if r.EffectDisposition == EffectUnknown && r.State != StateNeedsReconciliation && r.State != StateProtocolError {
+		errs = append(errs, fmt.Errorf("effect_disposition unknown with state %s", r.State))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidResult, errors.Join(errs...))
+}
+
+// checkIdentifier enforces the protocol's Identifier: 1..256 code points.
+func checkIdentifier(name, s string) error {
+	n := utf8.RuneCountInString(s)
+	if n < 1 || n > 256 {
+		return fmt.Errorf("%s has %d code points, want 1..256", name, n)
+	}
+	return nil
+}
+
+// validateAttemptBinding checks the field constraints of spec §4.4.
+func validateAttemptBinding(b ipc.AttemptBinding) error {
+	var errs []error
+	for _, f := range []struct{ name, v string }{
+		{"organization_id", b.OrganizationID}, {"project_id", b.ProjectID}, {"seat_id", b.SeatID},
+		{"runtime_binding_id", b.RuntimeBindingID}, {"packet_id", b.PacketID}, {"operation_id", b.OperationID},
+		{"attempt_id", b.AttemptID}, {"capability_id", b.CapabilityID},
+	} {
+		if err := checkIdentifier(f.name, f.v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.FencingGeneration < 1 {
+		errs = append(errs, fmt.Errorf("fencing_generation is %d, want ≥ 1", b.FencingGeneration))
+	}
+	if err := b.RequestDigest.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("request_digest: %w", err))
+	}
+	if err := b.ManifestDigest.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("manifest_digest: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseResult checks what a host process left behind — its stdout bytes and
+// exit status — against the attempt the Runtime launched, as the upstream
+// consumer check does (spec §4.10), and returns the HostResult.
+//
+// exitCode is the process exit status; a negative value means the process
+// was terminated by a signal, as [os.ProcessState.ExitCode] reports it.
+//
+// Every disagreement is a protocol failure, returned as a *ResultError that
+// wraps ErrProtocol and exactly one of the specific sentinels below, and
+// carries both sides (the exit status seen, the one the state requires, the
+// envelope when it parsed, the expected binding, the head of stdout). It is
+// never resolved toward the exit code: a zero exit does not bless an invalid
+// envelope, and a valid envelope does not excuse a wrong exit status. The
+// checks, in the order that decides which sentinel is reported:
+//
+//   - terminated by a signal: ErrSignaled;
+//   - an exit status no state maps to: ErrUnknownExitCode;
+//   - stdout longer than MaxResultBytes: ErrResultTooLarge;
+//   - empty stdout: ErrNoResult;
+//   - more than one line (a newline anywhere but the end): ErrNotOneLine;
+//   - not strict JSON (spec §2.1): ErrMalformedResult;
+//   - not a valid HostResult, coherence rules included: ErrInvalidResult;
+//   - binding null or different in any field from want: ErrBindingMismatch;
+//   - exit status other than the state's: ErrExitMismatch.
+//
+// ParseResult does not retain stdout. It is safe to call concurrently.
+func ParseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResult, error) {
+	return parseResult(stdout, exitCode, want)
+}
+
+func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResult, error) {
+	fail := func(sentinel error, r *HostResult, cause error) (HostResult, error) {
+		e := &ResultError{
+			Err:          sentinel,
+			ExitCode:     exitCode,
+			WantExitCode: -1,
+			Want:         want,
+			Stdout:       head(stdout),
+			StdoutLen:    len(stdout),
+			Cause:        cause,
+		}
+		if r != nil {
+			rc := *r
+			e.Result = &rc
+			if c, ok := r.State.ExitCode(); ok {
+				e.WantExitCode = c
+			}
+		}
+		return HostResult{}, e
+	}
+	if exitCode < 0 {
+		return fail(ErrSignaled, nil, nil)
+	}
+	if !KnownExitCode(exitCode) {
+		return fail(ErrUnknownExitCode, nil, nil)
+	}
+	if len(stdout) > MaxResultBytes {
+		return fail(ErrResultTooLarge, nil, nil)
+	}
+	if len(stdout) == 0 {
+		return fail(ErrNoResult, nil, nil)
+	}
+	line := stdout
+	if line[len(line)-1] == '\n' {
+		line = line[:len(line)-1]
+	}
+	if i := bytes.IndexAny(line, "\n\r"); i >= 0 {
+		return fail(ErrNotOneLine, nil, fmt.Errorf("line break at byte %d", i))
+	}
+	v, err := canon.Options{MaxBytes: MaxResultBytes}.Parse(line)
+	if err != nil {
+		return fail(ErrMalformedResult, nil, err)
+	}
+	var r HostResult
+	if err := v.Decode(&r); err != nil {
+		return fail(ErrInvalidResult, nil, err)
+	}
+	if r.ArtifactRefs == nil {
+		r.ArtifactRefs = []string{} // the model's default, materialized
+	}
+	if err := r.Validate(); err != nil {
+		return fail(ErrInvalidResult, &r, err)
+	}
+	if r.Binding == nil {
+		return fail(ErrBindingMismatch, &r, errors.New("binding is null"))
+	}
+	if *r.Binding != want {
+		return fail(ErrBindingMismatch, &r, bindingDiff(*r.Binding, want))
+	}
+	wantExit, _ := r.State.ExitCode()
+	if wantExit != exitCode {
+		return fail(ErrExitMismatch, &r, nil)
+	}
+	return r, nil
+}
+
+// bindingDiff names the fields in which got differs from want.
+func bindingDiff(got, want ipc.AttemptBinding) error {
+	var d []string
+	add := func(name string, g, w any) {
+		if g != w {
+			d = append(d, fmt.Sprintf("%s %v, want %v", name, g, w))
+		}
+	}
+	add("organization_id", got.OrganizationID, want.OrganizationID)
+	add("project_id", got.ProjectID, want.ProjectID)
+	add("seat_id", got.SeatID, want.SeatID)
+	add("runtime_binding_id", got.RuntimeBindingID, want.RuntimeBindingID)
+	add("packet_id", got.PacketID, want.PacketID)
+	add("operation_id", got.OperationID, want.OperationID)
+	add("attempt_id", got.AttemptID, want.AttemptID)
+	add("fencing_generation", got.FencingGeneration, want.FencingGeneration)
+	add("capability_id", got.CapabilityID, want.CapabilityID)
+	add("request_digest", got.RequestDigest, want.RequestDigest)
+	add("manifest_digest", got.ManifestDigest, want.ManifestDigest)
+	return errors.New(strings.Join(d, "; "))
+}
+
+// stdoutEvidenceBytes bounds the stdout kept in a ResultError.
+const stdoutEvidenceBytes = 4 << 10
+
+func head(b []byte) []byte {
+	if len(b) > stdoutEvidenceBytes {
+		b = b[:stdoutEvidenceBytes]
+	}
+	return bytes.Clone(b)
+}
