@@ -106,3 +106,16 @@ func (e *ResultError) Unwrap() []error {
 
 // Is reports true for ErrProtocol, so that every ResultError matches it.
 func (e *ResultError) Is(target error) bool { return target == ErrProtocol }
+
+// These errors refuse a launch before any process starts.
+var (
+	// ErrInvalidContext: the LaunchContext breaks a rule of the host's model.
+	ErrInvalidContext = errors.New("launch: invalid launch context")
+	// ErrInvalidConfig: the launcher Config is unusable.
+	ErrInvalidConfig = errors.New("launch: invalid launcher config")
+	// ErrEnvironmentMismatch: the EnvironmentVerifier found that the
+	// provider environment is not the one the binding names.
+	ErrEnvironmentMismatch = errors.New("launch: provider environment does not match its digest")
+	// ErrUnsupported: this platform cannot launch a host (DESIGN decision 11).
+	ErrUnsupported = errors.New("launch: unsupported platform")
+)

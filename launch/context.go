@@ -1,0 +1,291 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/manifest"
+)
+
+// Bounds of the LaunchContext fields (spec §4.5, §1.2).
+const (
+	// DefaultMaxMessageBytes is the frame limit when the context names none.
+	DefaultMaxMessageBytes = 1 << 20
+	// MinMaxMessageBytes is the smallest frame limit the host accepts.
+	MinMaxMessageBytes = 1024
+	// DefaultRPCTimeout is the per-exchange timeout when the context names
+	// none; MaxRPCTimeout is the largest the host accepts.
+	DefaultRPCTimeout = 5 * time.Second
+	MaxRPCTimeout     = 30 * time.Second
+	// MaxContextBytes is the largest context document the host reads.
+	MaxContextBytes = 1 << 20
+)
+
+// LaunchContext is the document the host reads from its context descriptor
+// (spec §4.5). JSON names are upstream's. Marshal it with canon.Marshal after
+// Materialize so that what is sent is what is hashed (DESIGN decision 5).
+//
+// A LaunchContext is a plain value; it is not safe to modify while a launch
+// that uses it is running.
+type LaunchContext struct {
+	// ProtocolVersion must be 1; zero is materialized to 1.
+	ProtocolVersion int `json:"protocol_version"`
+	// Provider is the exact provider and its entire inventory.
+	Provider manifest.ProviderBinding `json:"provider"`
+	// Attempt is the attempt this launch serves.
+	Attempt ipc.AttemptBinding `json:"attempt"`
+	// BootstrapID is the single-use id the host presents in bootstrap.
+	BootstrapID string `json:"bootstrap_id"`
+	// AdmittedCapabilities must contain the request's capability id.
+	AdmittedCapabilities []string `json:"admitted_capabilities"`
+	// DeadlineUnixMS is the wall-clock attempt deadline in milliseconds
+	// since the epoch; the launcher also enforces it on the process.
+	DeadlineUnixMS int64 `json:"deadline_unix_ms"`
+	// Services, Credentials, Binaries and NetworkHosts are the names the
+	// requirement subset check may use; nil means none.
+	Services     []string `json:"services" canon:"optional"`
+	Credentials  []string `json:"credentials" canon:"optional"`
+	Binaries     []string `json:"binaries" canon:"optional"`
+	NetworkHosts []string `json:"network_hosts" canon:"optional"`
+	// NetworkAllowed is needed by capabilities that require the network.
+	NetworkAllowed bool `json:"network_allowed" canon:"optional"`
+	// FilesystemRead and FilesystemWrite are accepted and ignored by the
+	// host (spec §10 item 5).
+	FilesystemRead  bool `json:"filesystem_read" canon:"optional"`
+	FilesystemWrite bool `json:"filesystem_write" canon:"optional"`
+	// Workspace is handed to the provider as its work directory; the host
+	// never creates it.
+	Workspace string `json:"workspace"`
+	// MaxMessageBytes bounds frames both ways; zero means
+	// DefaultMaxMessageBytes.
+	MaxMessageBytes int `json:"max_message_bytes" canon:"optional"`
+	// RPCTimeoutMS bounds each exchange; zero means 5000.
+	RPCTimeoutMS int `json:"rpc_timeout_ms" canon:"optional"`
+	// TotalDispatchBudget is the number of distinct logical effects the host
+	// forwards; zero (the default) disables effects.
+	TotalDispatchBudget int `json:"total_dispatch_budget" canon:"optional"`
+}
+
+// Materialize returns c with every default filled in, as the host's model
+// would hold it: protocol version 1, empty arrays instead of nil, and the
+// frame limit and RPC timeout defaults. c is not modified.
+func (c LaunchContext) Materialize() LaunchContext {
+	if c.ProtocolVersion == 0 {
+		c.ProtocolVersion = ProtocolVersion
+	}
+	for _, p := range []*[]string{&c.AdmittedCapabilities, &c.Services, &c.Credentials, &c.Binaries, &c.NetworkHosts} {
+		if *p == nil {
+			*p = []string{}
+		}
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.RPCTimeoutMS == 0 {
+		c.RPCTimeoutMS = int(DefaultRPCTimeout / time.Millisecond)
+	}
+	return c
+}
+
+// Deadline returns DeadlineUnixMS as a time.
+func (c LaunchContext) Deadline() time.Time { return time.UnixMilli(c.DeadlineUnixMS) }
+
+// Validate checks the rules of the host's LaunchContext model (spec §4.5)
+// on the materialized context: every field's type and range, identifier
+// lengths, the attempt and provider bindings' shapes, and that the
+// provider's manifest_digest is the digest of its inventory. It does not
+// check what the host checks later against the request (scope, admitted
+// capabilities, deadline not yet passed, attempt manifest digest equal to
+// the provider's): those are the host's refusals to report. Errors wrap
+// ErrInvalidContext.
+func (c LaunchContext) Validate() error {
+	c = c.Materialize()
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.ProtocolVersion != ProtocolVersion {
+		add("protocol_version is %d, want 1", c.ProtocolVersion)
+	}
+	if err := validateAttemptBinding(c.Attempt); err != nil {
+		add("attempt: %w", err)
+	}
+	if err := validateProvider(c.Provider); err != nil {
+		add("provider: %w", err)
+	}
+	if err := checkIdentifier("bootstrap_id", c.BootstrapID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkIdentifier("workspace", c.Workspace); err != nil {
+		errs = append(errs, err)
+	}
+	for _, list := range []struct {
+		name string
+		v    []string
+	}{{"admitted_capabilities", c.AdmittedCapabilities}, {"services", c.Services}, {"credentials", c.Credentials},
+		{"binaries", c.Binaries}, {"network_hosts", c.NetworkHosts}} {
+		for i, s := range list.v {
+			if err := checkIdentifier(fmt.Sprintf("%s[%d]", list.name, i), s); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if c.DeadlineUnixMS <= 0 {
+		add("deadline_unix_ms is %d, want > 0", c.DeadlineUnixMS)
+	}
+	if c.DeadlineUnixMS > canon.MaxSafeInteger {
+		add("deadline_unix_ms %d is not a safe integer", c.DeadlineUnixMS)
+	}
+	if c.MaxMessageBytes < MinMaxMessageBytes || c.MaxMessageBytes > DefaultMaxMessageBytes {
+		add("max_message_bytes is %d, want %d..%d", c.MaxMessageBytes, MinMaxMessageBytes, DefaultMaxMessageBytes)
+	}
+	if c.RPCTimeoutMS < 1 || c.RPCTimeoutMS > int(MaxRPCTimeout/time.Millisecond) {
+		add("rpc_timeout_ms is %d, want 1..30000", c.RPCTimeoutMS)
+	}
+	if c.TotalDispatchBudget < 0 {
+		add("total_dispatch_budget is %d, want ≥ 0", c.TotalDispatchBudget)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidContext, errors.Join(errs...))
+}
+
+// validateProvider checks the ProviderBinding fields the host's strict model
+// checks, and that its manifest digest is the digest of its inventory.
+func validateProvider(p manifest.ProviderBinding) error {
+	var errs []error
+	if p.ProtocolVersion != ProtocolVersion {
+		errs = append(errs, fmt.Errorf("protocol_version is %d, want 1", p.ProtocolVersion))
+	}
+	for _, f := range []struct{ name, v string }{
+		{"distribution", p.Distribution}, {"version", p.Version}, {"python_version", p.PythonVersion},
+	} {
+		if err := checkIdentifier(f.name, f.v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.Factory == "" {
+		errs = append(errs, errors.New("factory is empty"))
+	}
+	if err := p.EnvironmentDigest.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("environment_digest: %w", err))
+	}
+	if err := p.ManifestDigest.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("manifest_digest: %w", err))
+	}
+	if p.Generation < 1 {
+		errs = append(errs, fmt.Errorf("generation is %d, want ≥ 1", p.Generation))
+	}
+	if len(errs) == 0 {
+		d, err := manifest.InventoryDigest(p.Manifests)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("inventory: %w", err))
+		case d != p.ManifestDigest:
+			errs = append(errs, fmt.Errorf("manifest_digest %s is not the inventory's digest %s", p.ManifestDigest, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Encoded is a LaunchContext ready to send: the exact bytes written to the
+// context descriptor and the launch digest the host must present in
+// bootstrap. It is immutable once returned.
+type Encoded struct {
+	// Context is the materialized context the bytes encode.
+	Context LaunchContext
+	// Bytes are the canonical JSON bytes sent on the context descriptor.
+	Bytes []byte
+	// LaunchDigest is digest of the sent context with provider.manifests
+	// replaced by the manifest projection (spec §3.3).
+	LaunchDigest canon.Digest
+}
+
+// Encode materializes and validates c, and returns its canonical bytes and
+// launch digest. Errors wrap ErrInvalidContext.
+func (c LaunchContext) Encode() (Encoded, error) {
+	c = c.Materialize()
+	if err := c.Validate(); err != nil {
+		return Encoded{}, err
+	}
+	b, err := canon.Marshal(c)
+	if err != nil {
+		return Encoded{}, fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+	}
+	if len(b) > MaxContextBytes {
+		return Encoded{}, fmt.Errorf("%w: %d bytes, the host reads at most %d", ErrInvalidContext, len(b), MaxContextBytes)
+	}
+	d, err := launchDigest(b, c.Provider.Manifests)
+	if err != nil {
+		return Encoded{}, err
+	}
+	return Encoded{Context: c, Bytes: b, LaunchDigest: d}, nil
+}
+
+// LaunchDigest returns the launch digest of c (spec §3.3): the digest of the
+// materialized context with provider.manifests replaced by the projection
+// of the inventory. Errors wrap ErrInvalidContext.
+func (c LaunchContext) LaunchDigest() (canon.Digest, error) {
+	e, err := c.Encode()
+	return e.LaunchDigest, err
+}
+
+// launchDigest hashes the sent bytes with provider.manifests replaced by the
+// inventory projection.
+func launchDigest(sent []byte, ms []manifest.CapabilityManifest) (canon.Digest, error) {
+	v, err := canon.Parse(sent)
+	if err != nil {
+		return "", fmt.Errorf("%w: re-reading the encoded context: %w", ErrInvalidContext, err)
+	}
+	inv, err := manifest.InventoryJSON(ms)
+	if err != nil {
+		return "", fmt.Errorf("%w: manifest projection: %w", ErrInvalidContext, err)
+	}
+	proj, err := canon.Parse(inv)
+	if err != nil {
+		return "", fmt.Errorf("%w: manifest projection: %w", ErrInvalidContext, err)
+	}
+	p, ok := v.Get("provider")
+	if !ok {
+		return "", fmt.Errorf("%w: encoded context has no provider", ErrInvalidContext)
+	}
+	m, ok := p.Get("manifests")
+	if !ok {
+		return "", fmt.Errorf("%w: encoded provider has no manifests", ErrInvalidContext)
+	}
+	*m = proj
+	out, err := v.Canonical()
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidContext, err)
+	}
+	return canon.Sum(out), nil
+}
+
+// DecodeContext decodes a context document strictly, as the host does
+// (unknown or missing keys, wrong types and explicit out-of-range values
+// are refused), materializes its defaults and validates it. It is meant for
+// tools and tests that read contexts back; errors wrap ErrInvalidContext.
+func DecodeContext(b []byte) (LaunchContext, error) {
+	v, err := canon.Options{MaxBytes: MaxContextBytes}.Parse(b)
+	if err != nil {
+		return LaunchContext{}, fmt.Errorf("%w: %w", ErrInvalidContext, err)
+	}
+	var c LaunchContext
+	if err := v.Decode(&c); err != nil {
+		return LaunchContext{}, fmt.Errorf("%w: %w", ErrInvalidContext, err)
+	}
+	// Zero means "default" in the Go value, but an explicit 0 on the wire is
+	// out of range for these two.
+	for _, k := range []string{"max_message_bytes", "rpc_timeout_ms", "protocol_version"} {
+		if f, ok := v.Get(k); ok && f.Kind == canon.Integer && f.Int == 0 {
+			return LaunchContext{}, fmt.Errorf("%w: %s is 0", ErrInvalidContext, k)
+		}
+	}
+	c = c.Materialize()
+	if err := c.Validate(); err != nil {
+		return LaunchContext{}, err
+	}
+	return c, nil
+}
