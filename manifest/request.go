@@ -1,0 +1,268 @@
+package manifest
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// Prepared is a request ready to bind: what the host will recompute after it
+// normalizes the arguments.
+type Prepared struct {
+	// CapabilityID is the canonical id string.
+	CapabilityID string
+	// Arguments are the validated arguments with the schema's declared
+	// defaults materialized, as plain JSON values (int64 for integer
+	// literals, float64 for other numbers). The map is fresh and owned by
+	// the caller.
+	Arguments map[string]any
+	// RequestDigest is the digest of
+	// {"capability_id": CapabilityID, "arguments": Arguments}.
+	RequestDigest canon.Digest
+}
+
+// maxRefChain bounds how many $ref hops are followed without descending
+// into the value, so that a self-referencing schema cannot loop.
+const maxRefChain = 32
+
+// PrepareRequest is [Validator.PrepareRequest] with a fresh Validator.
+func PrepareRequest(m CapabilityManifest, args map[string]any) (Prepared, error) {
+	var v Validator
+	return v.PrepareRequest(m, args)
+}
+
+// PrepareRequest validates args against m's request_schema, materializes
+// the schema's declared defaults and returns the normalized arguments and
+// the request digest (spec §3.3, DESIGN decision 4).
+//
+// Defaults: for every object in the arguments whose schema has
+// "properties", a missing property whose schema declares "default" gets a
+// deep copy of that default. The walk follows local "$ref"s (also through
+// allOf, through the one object-shaped branch of anyOf/oneOf, through
+// "items", "prefixItems" and an "additionalProperties" schema), so nested
+// pydantic models get their defaults too. Nothing else is invented: a
+// default_factory (no "default" in the schema), validators that rewrite
+// values, aliases, and models that drop unknown keys are pydantic
+// behaviour the schema does not describe; for those the caller must pass
+// already-normalized arguments, and the host's refusal
+// (ZEO_HOST_REQUEST_BINDING) tells it so.
+//
+// args may hold any Go values canon.Marshal accepts; a nil map is {}.
+// Errors are *ValidationError: ErrInvalidArguments with the JSON pointer of
+// the offending argument (relative to the arguments object), or the schema
+// errors of [Validator.ValidateBinding].
+func (v *Validator) PrepareRequest(m CapabilityManifest, args map[string]any) (Prepared, error) {
+	id := m.ID.String()
+	s, err := v.compiled(m.RequestSchema, id, "/request_schema")
+	if err != nil {
+		return Prepared{}, err
+	}
+	plain, err := plainJSON(args)
+	if err != nil {
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments have no canonical JSON form", Cause: err}
+	}
+	obj, _ := plain.(map[string]any)
+	return v.prepare(s, id, obj)
+}
+
+// PrepareRequestJSON is PrepareRequest for arguments given as JSON bytes,
+// parsed strictly (canon rules); they must be a JSON object.
+func (v *Validator) PrepareRequestJSON(m CapabilityManifest, args []byte) (Prepared, error) {
+	id := m.ID.String()
+	s, err := v.compiled(m.RequestSchema, id, "/request_schema")
+	if err != nil {
+		return Prepared{}, err
+	}
+	val, err := canon.Parse(args)
+	if err != nil {
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments are not strict JSON", Cause: err}
+	}
+	obj, ok := val.Interface().(map[string]any)
+	if !ok {
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "type", Detail: "arguments must be a JSON object, found " + val.Kind.String()}
+	}
+	return v.prepare(s, id, obj)
+}
+
+func (v *Validator) prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error) {
+	if args == nil {
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "type", Detail: "arguments must be a JSON object"}
+	}
+	if err := validateInstance(s, args, ErrInvalidArguments, id, "", "arguments.schema"); err != nil {
+		return Prepared{}, err
+	}
+	root, _ := s.doc.(map[string]any)
+	applyDefaults(root, root, args)
+	b, err := canon.Marshal(struct {
+		CapabilityID string         `json:"capability_id"`
+		Arguments    map[string]any `json:"arguments"`
+	}{id, args})
+	if err != nil {
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments have no canonical JSON form", Cause: err}
+	}
+	return Prepared{CapabilityID: id, Arguments: args, RequestDigest: canon.Sum(b)}, nil
+}
+
+// resolve follows local "$ref"s from schema until a schema without one
+// (or an unresolvable one, which gives nil).
+func resolve(root map[string]any, schema any) map[string]any {
+	for range maxRefChain {
+		m, ok := schema.(map[string]any)
+		if !ok {
+			return nil
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return m
+		}
+		schema = lookupPointer(root, ref)
+	}
+	return nil
+}
+
+// lookupPointer resolves a "#/a/b" fragment pointer in root; anchors and
+// anything else give nil.
+func lookupPointer(root map[string]any, ref string) any {
+	if ref == "#" {
+		return root
+	}
+	if !strings.HasPrefix(ref, "#/") {
+		return nil
+	}
+	var cur any = root
+	for tok := range strings.SplitSeq(ref[2:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// applyDefaults materializes declared defaults into val (in place) along
+// schema. The recursion descends into val at every step, so it ends.
+func applyDefaults(root map[string]any, schema any, val any) {
+	s := resolve(root, schema)
+	if s == nil {
+		return
+	}
+	if all, ok := s["allOf"].([]any); ok {
+		for _, sub := range all {
+			applyDefaults(root, sub, val)
+		}
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		if branches, ok := s[key].([]any); ok {
+			if b := onlyBranchFor(root, branches, val); b != nil {
+				applyDefaults(root, b, val)
+			}
+		}
+	}
+	switch x := val.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		for name, ps := range props {
+			if cur, present := x[name]; present {
+				applyDefaults(root, ps, cur)
+				continue
+			}
+			if psm, ok := ps.(map[string]any); ok {
+				if d, ok := psm["default"]; ok {
+					x[name] = deepCopy(d)
+				}
+			}
+		}
+		if ap, ok := s["additionalProperties"].(map[string]any); ok {
+			for name, cur := range x {
+				if _, declared := props[name]; !declared {
+					applyDefaults(root, ap, cur)
+				}
+			}
+		}
+	case []any:
+		prefix, _ := s["prefixItems"].([]any)
+		for i, e := range x {
+			if i < len(prefix) {
+				applyDefaults(root, prefix[i], e)
+			} else if items, ok := s["items"].(map[string]any); ok {
+				applyDefaults(root, items, e)
+			}
+		}
+	}
+}
+
+// onlyBranchFor returns the one branch of an anyOf/oneOf that describes
+// the JSON type of val (by "type", or by "properties"/"items"), or nil when
+// none or several do: defaults are never guessed.
+func onlyBranchFor(root map[string]any, branches []any, val any) any {
+	var found any
+	for _, b := range branches {
+		s := resolve(root, b)
+		if s == nil || !describesType(s, val) {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = b
+	}
+	return found
+}
+
+func describesType(s map[string]any, val any) bool {
+	want := ""
+	switch val.(type) {
+	case map[string]any:
+		want = "object"
+	case []any:
+		want = "array"
+	default:
+		return false // scalars carry no nested defaults
+	}
+	switch t := s["type"].(type) {
+	case string:
+		return t == want
+	case []any:
+		for _, e := range t {
+			if e == want {
+				return true
+			}
+		}
+		return false
+	}
+	if want == "object" {
+		_, ok := s["properties"]
+		return ok
+	}
+	_, ok := s["items"]
+	return ok
+}
+
+// deepCopy copies a plain JSON value.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = deepCopy(e)
+		}
+		return a
+	}
+	return v
+}

@@ -1,0 +1,183 @@
+package manifest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest"
+)
+
+func TestPrepareEchoRequest(t *testing.T) {
+	v := loadVectors(t).Derived.WorkedExample
+	echo := echoManifests(t)[0]
+	var val manifest.Validator
+	for _, raw := range []map[string]any{
+		{"text": "hello"},
+		{"text": "hello", "organization_id": "org-a"}, // already normalized: idempotent
+	} {
+		p, err := val.PrepareRequest(echo, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{"organization_id": "org-a", "text": "hello"}
+		if diff := cmp.Diff(want, p.Arguments); diff != "" {
+			t.Errorf("arguments (-want +got):\n%s", diff)
+		}
+		if p.CapabilityID != "example.echo@1.0.0" {
+			t.Errorf("capability id %q", p.CapabilityID)
+		}
+		if p.RequestDigest != v.RequestDigest {
+			t.Errorf("digest %s, want %s", p.RequestDigest, v.RequestDigest)
+		}
+		pre, _ := canon.Marshal(map[string]any{"capability_id": p.CapabilityID, "arguments": p.Arguments})
+		if string(pre) != v.RequestPreimage {
+			t.Errorf("preimage %s, want %s", pre, v.RequestPreimage)
+		}
+	}
+	if n := val.Len(); n != 1 {
+		t.Errorf("cache holds %d schemas, want 1", n)
+	}
+	p, err := val.PrepareRequestJSON(echo, []byte(`{"text":"hello"}`))
+	if err != nil || p.RequestDigest != v.RequestDigest {
+		t.Errorf("PrepareRequestJSON = %v, %v", p.RequestDigest, err)
+	}
+}
+
+func TestPrepareCatalogueRequest(t *testing.T) {
+	v := loadVectors(t).Derived.Catalogue
+	// demo.greet@1.0.0: a pydantic model with name: str = "World".
+	m := manifest.CapabilityManifest{
+		SchemaVersion: manifest.SchemaVersion,
+		ID:            manifest.CapabilityID{Namespace: "demo", Name: "greet", Version: "1.0.0"},
+		RequestSchema: map[string]any{"type": "object", "title": "GreetRequest",
+			"properties": map[string]any{"name": map[string]any{"default": "World", "title": "Name", "type": "string"}}},
+		Effects: manifest.CapabilityEffects{Kinds: []manifest.EffectKind{manifest.EffectRead}, Concurrency: manifest.ParallelSafe},
+	}
+	p, err := manifest.PrepareRequest(m, v.RawArguments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RequestDigest != v.RequestDigest {
+		t.Errorf("digest %s, want %s", p.RequestDigest, v.RequestDigest)
+	}
+	pre, _ := canon.Marshal(map[string]any{"capability_id": p.CapabilityID, "arguments": p.Arguments})
+	if string(pre) != v.PreimageCanonical {
+		t.Errorf("preimage %s, want %s", pre, v.PreimageCanonical)
+	}
+}
+
+// nestedSchema is what pydantic emits for nested models, an optional nested
+// model, a list of models and a dict of models.
+const nestedSchema = `{
+ "$defs": {
+  "Inner": {"properties": {"depth": {"default": 3, "type": "integer"}, "label": {"default": {"a": [1, 2]}, "type": "object"}, "tag": {"type": "string"}}, "title": "Inner", "type": "object"},
+  "Outer": {"properties": {"inner": {"$ref": "#/$defs/Inner"}, "mode": {"default": "fast", "type": "string"}}, "title": "Outer", "type": "object"}
+ },
+ "properties": {
+  "outer": {"$ref": "#/$defs/Outer"},
+  "maybe": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}], "default": null},
+  "many": {"items": {"$ref": "#/$defs/Inner"}, "type": "array", "default": []},
+  "byname": {"additionalProperties": {"$ref": "#/$defs/Inner"}, "type": "object"},
+  "legacy": {"allOf": [{"$ref": "#/$defs/Inner"}]},
+  "count": {"default": 1, "type": "integer", "minimum": 0},
+  "self": {"$ref": "#"}
+ },
+ "required": ["outer"],
+ "title": "Req", "type": "object"
+}`
+
+func TestPrepareNestedDefaults(t *testing.T) {
+	var schema map[string]any
+	if err := canon.Unmarshal([]byte(nestedSchema), &schema); err != nil {
+		t.Fatal(err)
+	}
+	m := manifest.CapabilityManifest{ID: manifest.CapabilityID{Namespace: "t", Name: "n", Version: "1.0.0"}, RequestSchema: schema}
+	var v manifest.Validator
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"top and nested", `{"outer":{"inner":{}}}`,
+			`{"count":1,"many":[],"maybe":null,"outer":{"inner":{"depth":3,"label":{"a":[1,2]}},"mode":"fast"}}`},
+		{"given values kept", `{"outer":{"mode":"slow","inner":{"depth":9,"tag":"x"}},"count":0}`,
+			`{"count":0,"many":[],"maybe":null,"outer":{"inner":{"depth":9,"label":{"a":[1,2]},"tag":"x"},"mode":"slow"}}`},
+		{"anyOf branch, items, additionalProperties, allOf", `{"outer":{},"maybe":{},"many":[{},{"depth":1}],"byname":{"k":{}},"legacy":{}}`,
+			`{"byname":{"k":{"depth":3,"label":{"a":[1,2]}}},"count":1,"legacy":{"depth":3,"label":{"a":[1,2]}},"many":[{"depth":3,"label":{"a":[1,2]}},{"depth":1,"label":{"a":[1,2]}}],"maybe":{"depth":3,"label":{"a":[1,2]}},"outer":{"mode":"fast"}}`},
+		{"recursive ref", `{"outer":{},"self":{"outer":{}}}`,
+			`{"count":1,"many":[],"maybe":null,"outer":{"mode":"fast"},"self":{"count":1,"many":[],"maybe":null,"outer":{"mode":"fast"}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := v.PrepareRequestJSON(m, []byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := canon.Marshal(p.Arguments)
+			if string(got) != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			// Idempotent: preparing the normalized arguments changes nothing.
+			p2, err := v.PrepareRequest(m, p.Arguments)
+			if err != nil || p2.RequestDigest != p.RequestDigest {
+				t.Errorf("not idempotent: %v %v", p2.RequestDigest, err)
+			}
+		})
+	}
+	// Defaults are deep copies: mutating one result never leaks into the next.
+	p1, _ := v.PrepareRequestJSON(m, []byte(`{"outer":{"inner":{}}}`))
+	p1.Arguments["outer"].(map[string]any)["inner"].(map[string]any)["label"].(map[string]any)["a"] = "mutated"
+	p2, _ := v.PrepareRequestJSON(m, []byte(`{"outer":{"inner":{}}}`))
+	got, _ := canon.Marshal(p2.Arguments)
+	if want := `{"count":1,"many":[],"maybe":null,"outer":{"inner":{"depth":3,"label":{"a":[1,2]}},"mode":"fast"}}`; string(got) != want {
+		t.Errorf("default leaked a mutation: %s", got)
+	}
+}
+
+func TestPrepareRefusals(t *testing.T) {
+	echo := echoManifests(t)[0]
+	var v manifest.Validator
+	tests := []struct {
+		name    string
+		in      string
+		ptr     string
+		wantErr error
+	}{
+		{"missing required", `{}`, "", manifest.ErrInvalidArguments},
+		{"wrong type", `{"text":5}`, "/text", manifest.ErrInvalidArguments},
+		{"wrong nested type", `{"text":"x","organization_id":["a"]}`, "/organization_id", manifest.ErrInvalidArguments},
+		{"not an object", `["text"]`, "", manifest.ErrInvalidArguments},
+		{"duplicate key", `{"text":"a","text":"b"}`, "", manifest.ErrInvalidArguments},
+		{"unsafe integer", `{"text":"a","n":9007199254740992}`, "", manifest.ErrInvalidArguments},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := v.PrepareRequestJSON(echo, []byte(tt.in))
+			assertErr(t, err, tt.wantErr, "example.echo@1.0.0", tt.ptr)
+		})
+	}
+	if _, err := v.PrepareRequest(echo, map[string]any{"text": func() {}}); !errors.Is(err, manifest.ErrInvalidArguments) {
+		t.Errorf("func argument: %v", err)
+	}
+}
+
+// assertErr checks the sentinel, the capability id and the JSON pointer of
+// a *ValidationError.
+func assertErr(t *testing.T, err, sentinel error, capID, ptr string) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("error %v, want %v", err, sentinel)
+	}
+	var ve *manifest.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %T is not a *ValidationError", err)
+	}
+	if ve.CapabilityID != capID || ve.Pointer != ptr {
+		t.Errorf("error names capability %q at %q, want %q at %q (%v)", ve.CapabilityID, ve.Pointer, capID, ptr, err)
+	}
+}
+
+var _ = json.Marshal

@@ -1,0 +1,239 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// DefaultMaxSchemas is the number of compiled schemas a zero Validator
+// keeps.
+const DefaultMaxSchemas = 1024
+
+// Validator validates provider bindings and prepares requests, compiling
+// each distinct JSON Schema once and caching it by its digest (the
+// "sha256:" digest of its canonical JSON). The zero value is ready to use
+// with DefaultMaxSchemas. A Validator is safe for concurrent use by several
+// goroutines; MaxSchemas must not change after first use.
+type Validator struct {
+	// MaxSchemas bounds the cache; when it is full an arbitrary entry is
+	// evicted. Zero means DefaultMaxSchemas; a negative value disables
+	// caching.
+	MaxSchemas int
+
+	mu    sync.RWMutex // guards cache
+	cache map[canon.Digest]*compiledSchema
+}
+
+// compiledSchema is a cache entry: the compiled schema and its plain JSON
+// document (read-only; used to find declared defaults).
+type compiledSchema struct {
+	sch *jsonschema.Schema
+	doc any
+}
+
+// denyLoader is the compiler's only URL loader: it refuses everything, so a
+// reference that escapes the schema document can never read a file or the
+// network. (The metaschemas are bundled in the library and never loaded.)
+type denyLoader struct{}
+
+func (denyLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("manifest: loading %q refused: only local references (#...) are allowed", url)
+}
+
+const draft2020URI = "https://json-schema.org/draft/2020-12/schema"
+
+// compiled returns the compiled form of a schema given as a Go JSON value.
+// rule errors carry ptr (the schema's pointer) and capID.
+func (v *Validator) compiled(schema map[string]any, capID, ptr string) (*compiledSchema, error) {
+	canonical, err := canon.Marshal(schema)
+	if err != nil {
+		return nil, &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.json", Detail: "schema has no canonical JSON form", Cause: err}
+	}
+	digest := canon.Sum(canonical)
+	v.mu.RLock()
+	s := v.cache[digest]
+	v.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	// Compile from the canonical bytes: the document is then plain JSON
+	// (int64/float64/string/...) whatever Go types the caller used.
+	val, err := canon.Parse(canonical)
+	if err != nil {
+		return nil, &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.json", Detail: "schema has no canonical JSON form", Cause: err}
+	}
+	doc := val.Interface()
+	if err := checkSchemaKeys(doc, capID, ptr); err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(denyLoader{})
+	url := "urn:zeo:schema:" + strings.TrimPrefix(string(digest), canon.DigestPrefix)
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.compile", Detail: err.Error(), Cause: err}
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, schemaError(err, capID, ptr)
+	}
+	s = &compiledSchema{sch: sch, doc: doc}
+	v.store(digest, s)
+	return s, nil
+}
+
+func (v *Validator) store(d canon.Digest, s *compiledSchema) {
+	limit := v.MaxSchemas
+	if limit == 0 {
+		limit = DefaultMaxSchemas
+	}
+	if limit < 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.cache == nil {
+		v.cache = make(map[canon.Digest]*compiledSchema)
+	}
+	if len(v.cache) >= limit {
+		for k := range v.cache {
+			delete(v.cache, k)
+			break
+		}
+	}
+	v.cache[d] = s
+}
+
+// Len returns the number of compiled schemas currently cached.
+func (v *Validator) Len() int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.cache)
+}
+
+// checkSchemaKeys applies upstream's reference rule (every key named $ref
+// or $dynamicRef, anywhere, is a string starting with '#') and this
+// package's $schema rule (a string $schema anywhere must name draft
+// 2020-12).
+func checkSchemaKeys(doc any, capID, ptr string) error {
+	switch x := doc.(type) {
+	case map[string]any:
+		for k, val := range x {
+			p := ptrKey(ptr, k)
+			switch k {
+			case "$ref", "$dynamicRef":
+				s, ok := val.(string)
+				if !ok || !strings.HasPrefix(s, "#") {
+					return &ValidationError{Err: ErrExternalReference, CapabilityID: capID, Pointer: p, Rule: "schema.local_ref",
+						Detail: fmt.Sprintf("%s must be a string starting with '#', found %s", k, describeJSON(val))}
+				}
+			case "$schema":
+				if s, ok := val.(string); ok && strings.TrimSuffix(s, "#") != draft2020URI {
+					return &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: p, Rule: "schema.dialect",
+						Detail: fmt.Sprintf("$schema %q is not draft 2020-12 (%s)", truncate(s, 80), draft2020URI)}
+				}
+			}
+			if err := checkSchemaKeys(val, capID, p); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := checkSchemaKeys(e, capID, ptrIndex(ptr, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func describeJSON(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", truncate(x, 80))
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	default:
+		return fmt.Sprintf("%v", x)
+	}
+}
+
+// schemaError converts a compile error into a *ValidationError.
+func schemaError(err error, capID, ptr string) error {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		p, detail := ptr, sve.Error()
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			loc, msg := leaf(ve)
+			p, detail = ptr+loc, msg
+		}
+		return &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: p, Rule: "schema.metaschema",
+			Detail: "not valid against the draft 2020-12 metaschema: " + detail, Cause: err}
+	}
+	var lue *jsonschema.LoadURLError
+	if errors.As(err, &lue) {
+		return &ValidationError{Err: ErrExternalReference, CapabilityID: capID, Pointer: ptr, Rule: "schema.local_ref",
+			Detail: "reference leaves the schema document: " + lue.URL, Cause: err}
+	}
+	return &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.compile", Detail: err.Error(), Cause: err}
+}
+
+// leaf returns the JSON pointer and message of the first most specific
+// cause of a validation error.
+func leaf(ve *jsonschema.ValidationError) (string, string) {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	var b strings.Builder
+	for _, tok := range ve.InstanceLocation {
+		b.WriteByte('/')
+		b.WriteString(pointerEscape(tok))
+	}
+	msg := ve.Error()
+	// The library prefixes messages with "jsonschema validation failed
+	// with ..."; keep the part after the last location marker.
+	if i := strings.LastIndex(msg, ": "); i >= 0 && !strings.Contains(msg[i:], "\n") {
+		msg = msg[i+2:]
+	}
+	return b.String(), strings.TrimSpace(msg)
+}
+
+// validateInstance validates a plain JSON value (as produced by canon)
+// against a compiled schema.
+func validateInstance(s *compiledSchema, inst any, sentinel error, capID, ptr, rule string) error {
+	err := s.sch.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		loc, msg := leaf(ve)
+		return &ValidationError{Err: sentinel, CapabilityID: capID, Pointer: ptr + loc, Rule: rule, Detail: msg, Cause: err}
+	}
+	return &ValidationError{Err: sentinel, CapabilityID: capID, Pointer: ptr, Rule: rule, Detail: err.Error(), Cause: err}
+}
+
+// plainJSON converts a Go value to the plain JSON form santhosh and the
+// digests expect (via canonical bytes, so the value is exactly what would
+// be hashed).
+func plainJSON(v any) (any, error) {
+	b, err := canon.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	val, err := canon.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	return val.Interface(), nil
+}
