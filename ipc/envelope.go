@@ -1,0 +1,481 @@
+package ipc
+
+import (
+	"bytes"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// ProtocolVersion is the only protocol_version of the runtime host protocol.
+const ProtocolVersion = 1
+
+// MaxIdentifierRunes is the longest Identifier, counted in Unicode code
+// points (spec §2.2, §10 item 22). The shortest is one code point.
+const MaxIdentifierRunes = 256
+
+// Method names a request the host sends (spec §4.9).
+type Method string
+
+// The four protocol methods, in the order a full invocation sends them.
+const (
+	MethodBootstrap Method = "bootstrap"      // sequence 1, exactly once
+	MethodAdmit     Method = "invoke.admit"   // once, after an allowed bootstrap
+	MethodEffect    Method = "effect.request" // 0..n times
+	MethodPublish   Method = "result.publish" // at most once, last
+)
+
+// Valid reports whether m is one of the four protocol methods.
+func (m Method) Valid() bool {
+	switch m {
+	case MethodBootstrap, MethodAdmit, MethodEffect, MethodPublish:
+		return true
+	}
+	return false
+}
+
+// ReplyState is the state a RuntimeReply carries (spec §4.8).
+type ReplyState string
+
+// The reply states. Only StateAllowed lets the host go on; the three
+// "not consumed" states (refused, cancelled, waiting_approval) tell the host
+// that nothing was done on its behalf, and needs_reconciliation that the
+// outcome is uncertain.
+const (
+	StateAllowed             ReplyState = "allowed"
+	StateRefused             ReplyState = "refused"
+	StateCancelled           ReplyState = "cancelled"
+	StateWaitingApproval     ReplyState = "waiting_approval"
+	StateNeedsReconciliation ReplyState = "needs_reconciliation"
+)
+
+// Valid reports whether s is one of the five reply states.
+func (s ReplyState) Valid() bool {
+	switch s {
+	case StateAllowed, StateRefused, StateCancelled, StateWaitingApproval, StateNeedsReconciliation:
+		return true
+	}
+	return false
+}
+
+// NotConsumed reports whether s tells the host that the request was not
+// consumed: refused, cancelled or waiting_approval (spec §4.9).
+func (s ReplyState) NotConsumed() bool {
+	return s == StateRefused || s == StateCancelled || s == StateWaitingApproval
+}
+
+// EffectDispositionConfirmed is the only effect_disposition an allowed
+// effect reply may carry.
+const EffectDispositionConfirmed = "confirmed"
+
+// Request is the envelope the host sends (spec §4.7). The host writes it as
+// canonical JSON, so its keys appear in the order of the fields below.
+// Payload is the still-undecoded payload object; use the Decode* methods of
+// Request to read it as its method's type.
+type Request struct {
+	Binding         AttemptBinding `json:"binding"`
+	HostNonce       string         `json:"host_nonce"`
+	Method          Method         `json:"method"`
+	Payload         canon.Value    `json:"payload"`
+	ProtocolVersion int64          `json:"protocol_version"`
+	Sequence        int64          `json:"sequence"`
+}
+
+// Reply is the RuntimeReply envelope (spec §4.8). Data is any value that
+// marshals to a JSON object; nil is written as {}. On input (DecodeReply)
+// Data is a map[string]any, never nil.
+type Reply struct {
+	ProtocolVersion int64          `json:"protocol_version"`
+	Sequence        int64          `json:"sequence"`
+	HostNonce       string         `json:"host_nonce"`
+	Binding         AttemptBinding `json:"binding"`
+	RequestDigest   canon.Digest   `json:"request_digest"`
+	State           ReplyState     `json:"state"`
+	Data            any            `json:"data" canon:"optional"`
+}
+
+// BootstrapPayload is the payload of bootstrap (spec §4.9): the child's
+// pid as the host sees it (os.getpid()), the bootstrap id from the
+// LaunchContext and the host's digest of the LaunchContext.
+type BootstrapPayload struct {
+	BootstrapID  string       `json:"bootstrap_id"`
+	LaunchDigest canon.Digest `json:"launch_digest"`
+	PID          int64        `json:"pid"`
+}
+
+// AdmitPayload is the payload of invoke.admit: the normalized arguments.
+// Their digest together with the capability id must equal the binding's
+// request_digest (see RequestDigest).
+type AdmitPayload struct {
+	Arguments map[string]any `json:"arguments"`
+}
+
+// EffectRequest is the payload of effect.request (spec §4.9), strict and
+// without protocol_version. Its digest (EffectRequest.Digest) is the
+// effect's fingerprint, echoed as effect_request_digest in an allowed reply.
+type EffectRequest struct {
+	LogicalEffectID   string         `json:"logical_effect_id"`
+	ConnectionRef     string         `json:"connection_ref"`
+	ConnectorRevision canon.Digest   `json:"connector_revision"`
+	Operation         string         `json:"operation"`
+	Arguments         map[string]any `json:"arguments"`
+}
+
+// PublishPayload is the payload of result.publish: the capability's
+// response object and its digest.
+type PublishPayload struct {
+	Data       map[string]any `json:"data"`
+	DataDigest canon.Digest   `json:"data_digest"`
+}
+
+// EffectReceipt is the data of an allowed effect.request reply: the five
+// keys the host requires (spec §4.9) and, when the dispatcher returned one,
+// the effect's result object under "result" (DESIGN decision 6). The host
+// hands the whole object to the provider.
+type EffectReceipt struct {
+	LogicalEffectID     string         `json:"logical_effect_id"`
+	EffectRequestDigest canon.Digest   `json:"effect_request_digest"`
+	ReceiptID           string         `json:"receipt_id"`
+	AuthorizationID     string         `json:"authorization_id"`
+	EffectDisposition   string         `json:"effect_disposition"`
+	Result              map[string]any `json:"result,omitzero"`
+}
+
+// PublishReceipt is the data of an allowed result.publish reply: the echoed
+// data digest and the non-empty list of stored artifact references.
+type PublishReceipt struct {
+	DataDigest   canon.Digest `json:"data_digest"`
+	ArtifactRefs []string     `json:"artifact_refs"`
+}
+
+// ValidIdentifier reports whether s is an Identifier: valid UTF-8 of 1..256
+// code points (spec §2.2; code points, not bytes or UTF-16 units).
+func ValidIdentifier(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	// 256 code points take at most 1024 bytes; counting stops early.
+	if len(s) <= MaxIdentifierRunes {
+		return true
+	}
+	return utf8.RuneCountInString(s) <= MaxIdentifierRunes
+}
+
+func checkIdentifier(field, s string) error {
+	if !ValidIdentifier(s) {
+		return fmt.Errorf("%s must be 1..%d code points, got %d", field, MaxIdentifierRunes, utf8.RuneCountInString(s))
+	}
+	return nil
+}
+
+// ValidNonce reports whether s has the form of a host nonce: 64 lowercase
+// hex digits (32 random bytes, spec §1.1).
+func ValidNonce(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks every field of b against spec §4.4: seven Identifiers
+// and capability_id of 1..256 code points, fencing_generation ≥ 1, and two
+// well-formed digests. The error wraps ErrPayload and names the first field
+// that is wrong.
+func (b AttemptBinding) Validate() error {
+	for _, f := range [...]struct{ name, v string }{
+		{"organization_id", b.OrganizationID}, {"project_id", b.ProjectID}, {"seat_id", b.SeatID},
+		{"runtime_binding_id", b.RuntimeBindingID}, {"packet_id", b.PacketID},
+		{"operation_id", b.OperationID}, {"attempt_id", b.AttemptID}, {"capability_id", b.CapabilityID},
+	} {
+		if err := checkIdentifier(f.name, f.v); err != nil {
+			return fmt.Errorf("%w: binding.%w", ErrPayload, err)
+		}
+	}
+	if b.FencingGeneration < 1 {
+		return fmt.Errorf("%w: binding.fencing_generation must be ≥ 1, got %d", ErrPayload, b.FencingGeneration)
+	}
+	if err := b.RequestDigest.Validate(); err != nil {
+		return fmt.Errorf("%w: binding.request_digest: %w", ErrPayload, err)
+	}
+	if err := b.ManifestDigest.Validate(); err != nil {
+		return fmt.Errorf("%w: binding.manifest_digest: %w", ErrPayload, err)
+	}
+	return nil
+}
+
+// Diff returns the JSON name of the first field in which b and other
+// differ, or "" when they are equal field by field.
+func (b AttemptBinding) Diff(other AttemptBinding) string {
+	switch {
+	case b.OrganizationID != other.OrganizationID:
+		return "organization_id"
+	case b.ProjectID != other.ProjectID:
+		return "project_id"
+	case b.SeatID != other.SeatID:
+		return "seat_id"
+	case b.RuntimeBindingID != other.RuntimeBindingID:
+		return "runtime_binding_id"
+	case b.PacketID != other.PacketID:
+		return "packet_id"
+	case b.OperationID != other.OperationID:
+		return "operation_id"
+	case b.AttemptID != other.AttemptID:
+		return "attempt_id"
+	case b.FencingGeneration != other.FencingGeneration:
+		return "fencing_generation"
+	case b.CapabilityID != other.CapabilityID:
+		return "capability_id"
+	case b.RequestDigest != other.RequestDigest:
+		return "request_digest"
+	case b.ManifestDigest != other.ManifestDigest:
+		return "manifest_digest"
+	}
+	return ""
+}
+
+// Validate checks the EffectRequest rules of spec §4.9: three Identifiers,
+// a well-formed connector_revision digest and a non-nil arguments object.
+// The error wraps ErrPayload.
+func (e EffectRequest) Validate() error {
+	for _, f := range [...]struct{ name, v string }{
+		{"logical_effect_id", e.LogicalEffectID}, {"connection_ref", e.ConnectionRef}, {"operation", e.Operation},
+	} {
+		if err := checkIdentifier(f.name, f.v); err != nil {
+			return fmt.Errorf("%w: effect.%w", ErrPayload, err)
+		}
+	}
+	if err := e.ConnectorRevision.Validate(); err != nil {
+		return fmt.Errorf("%w: effect.connector_revision: %w", ErrPayload, err)
+	}
+	if e.Arguments == nil {
+		return fmt.Errorf("%w: effect.arguments must be an object", ErrPayload)
+	}
+	return nil
+}
+
+// Digest returns the effect's fingerprint: the digest of its canonical
+// JSON, which is what effect_request_digest must echo.
+func (e EffectRequest) Digest() (canon.Digest, error) {
+	if e.Arguments == nil {
+		e.Arguments = map[string]any{}
+	}
+	return canon.DigestOf(e)
+}
+
+// RequestDigest returns the request digest of spec §3.3: the digest of
+// {"capability_id": capabilityID, "arguments": arguments}.
+func RequestDigest(capabilityID string, arguments map[string]any) (canon.Digest, error) {
+	if arguments == nil {
+		arguments = map[string]any{}
+	}
+	return canon.DigestOf(struct {
+		CapabilityID string         `json:"capability_id"`
+		Arguments    map[string]any `json:"arguments"`
+	}{capabilityID, arguments})
+}
+
+// DecodeRequest decodes a request frame body as a Session does before
+// looking at sequence, nonce or binding: strict JSON of at most max bytes
+// (max ≤ 0 means MaxMessageBytes), canonical (re-canonicalizing gives the
+// same bytes; ErrNotCanonical), the strict envelope shape with every
+// member present and none unknown (ErrMalformed), protocol_version 1
+// (ErrProtocolVersion), a known method (ErrMethod), sequence ≥ 1
+// (ErrSequence), a 64-hex nonce (ErrNonce), a valid binding and an object
+// payload (ErrPayload). It returns the request and the digest of body,
+// which is the request_digest a reply must carry. Errors are
+// *ViolationError values. DecodeRequest never panics, whatever the input.
+func DecodeRequest(body []byte, max int) (*Request, canon.Digest, error) {
+	var scratch []byte
+	return decodeRequest(body, max, &scratch)
+}
+
+func decodeRequest(body []byte, max int, scratch *[]byte) (*Request, canon.Digest, error) {
+	v, err := canon.Options{MaxBytes: effectiveMax(max)}.Parse(body)
+	if err != nil {
+		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body is not strict JSON", Err: err}
+	}
+	if v.Kind != canon.Object {
+		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body is a JSON " + v.Kind.String() + ", not an object"}
+	}
+	c, err := v.AppendCanonical((*scratch)[:0])
+	if err != nil {
+		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body cannot be canonicalized", Err: err}
+	}
+	*scratch = c
+	if !bytes.Equal(c, body) {
+		return nil, "", &ViolationError{Rule: ErrNotCanonical, Detail: fmt.Sprintf("canonical form has %d bytes, body has %d", len(c), len(body))}
+	}
+	req := new(Request)
+	if err := v.Decode(req); err != nil {
+		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request envelope", Err: err}
+	}
+	if err := req.check(); err != nil {
+		return nil, "", err
+	}
+	return req, canon.Sum(body), nil
+}
+
+// check applies the per-request shape rules that need no session state.
+func (r *Request) check() error {
+	verr := func(rule error, format string, args ...any) error {
+		return &ViolationError{Rule: rule, Sequence: r.Sequence, Method: r.Method, Detail: fmt.Sprintf(format, args...)}
+	}
+	if r.ProtocolVersion != ProtocolVersion {
+		return verr(ErrProtocolVersion, "protocol_version is %d, want %d", r.ProtocolVersion, ProtocolVersion)
+	}
+	if !r.Method.Valid() {
+		m := r.Method
+		r.Method = ""
+		return verr(ErrMethod, "method %q is not bootstrap, invoke.admit, effect.request or result.publish", truncate(string(m)))
+	}
+	if r.Sequence < 1 {
+		return verr(ErrSequence, "sequence %d is below 1", r.Sequence)
+	}
+	if !ValidNonce(r.HostNonce) {
+		return verr(ErrNonce, "host_nonce %q is not 64 lowercase hex digits", truncate(r.HostNonce))
+	}
+	if err := r.Binding.Validate(); err != nil {
+		return &ViolationError{Rule: ErrBinding, Sequence: r.Sequence, Method: r.Method, Detail: "binding is not a valid AttemptBinding", Err: err}
+	}
+	if r.Payload.Kind != canon.Object {
+		return verr(ErrPayload, "payload is a JSON %s, not an object", r.Payload.Kind)
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	const n = 80
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func (r *Request) payloadErr(err error) error {
+	return &ViolationError{Rule: ErrPayload, Sequence: r.Sequence, Method: r.Method, Detail: "payload of " + string(r.Method), Err: err}
+}
+
+// DecodeBootstrap decodes the payload as a strict BootstrapPayload.
+func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
+	var p BootstrapPayload
+	if err := r.Payload.Decode(&p); err != nil {
+		return p, r.payloadErr(err)
+	}
+	if err := checkIdentifier("bootstrap_id", p.BootstrapID); err != nil {
+		return p, r.payloadErr(err)
+	}
+	if err := p.LaunchDigest.Validate(); err != nil {
+		return p, r.payloadErr(fmt.Errorf("launch_digest: %w", err))
+	}
+	return p, nil
+}
+
+// DecodeAdmit decodes the payload as a strict AdmitPayload.
+func (r *Request) DecodeAdmit() (AdmitPayload, error) {
+	var p AdmitPayload
+	if err := r.Payload.Decode(&p); err != nil {
+		return p, r.payloadErr(err)
+	}
+	if p.Arguments == nil {
+		return p, r.payloadErr(fmt.Errorf("arguments must be an object"))
+	}
+	return p, nil
+}
+
+// DecodeEffect decodes the payload as a strict, valid EffectRequest and
+// returns it with its digest, computed from the payload's canonical bytes.
+func (r *Request) DecodeEffect() (EffectRequest, canon.Digest, error) {
+	var p EffectRequest
+	if err := r.Payload.Decode(&p); err != nil {
+		return p, "", r.payloadErr(err)
+	}
+	if err := p.Validate(); err != nil {
+		return p, "", r.payloadErr(err)
+	}
+	c, err := r.Payload.Canonical()
+	if err != nil {
+		return p, "", r.payloadErr(err)
+	}
+	return p, canon.Sum(c), nil
+}
+
+// DecodePublish decodes the payload as a strict PublishPayload and returns
+// it with the digest of its data, computed from the data's canonical
+// bytes. It does not compare that digest with DataDigest.
+func (r *Request) DecodePublish() (PublishPayload, canon.Digest, error) {
+	var p PublishPayload
+	if err := r.Payload.Decode(&p); err != nil {
+		return p, "", r.payloadErr(err)
+	}
+	if p.Data == nil {
+		return p, "", r.payloadErr(fmt.Errorf("data must be an object"))
+	}
+	if err := p.DataDigest.Validate(); err != nil {
+		return p, "", r.payloadErr(fmt.Errorf("data_digest: %w", err))
+	}
+	dv, _ := r.Payload.Get("data")
+	c, err := dv.Canonical()
+	if err != nil {
+		return p, "", r.payloadErr(err)
+	}
+	return p, canon.Sum(c), nil
+}
+
+// DecodeReply decodes a RuntimeReply body as the host does (spec §1.2,
+// §4.8): strict JSON of at most max bytes (max ≤ 0 means MaxMessageBytes),
+// not necessarily canonical; the strict reply shape with no unknown member
+// (ErrMalformed); protocol_version 1 (ErrProtocolVersion); sequence ≥ 1;
+// host_nonce an Identifier; a valid binding; request_digest a digest; state
+// one of the five states; data an object, {} when absent. It does not
+// correlate the reply with a request: that is the caller's job.
+func DecodeReply(body []byte, max int) (*Reply, error) {
+	var rep Reply
+	v, err := canon.Options{MaxBytes: effectiveMax(max)}.Parse(body)
+	if err != nil {
+		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply is not strict JSON", Err: err}
+	}
+	// "data" may be absent (then {}), but null or a non-object is refused,
+	// as the host's strict model does.
+	if dv, ok := v.Get("data"); ok && dv.Kind != canon.Object {
+		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply data is a JSON " + dv.Kind.String() + ", not an object"}
+	}
+	if err := v.Decode(&rep); err != nil {
+		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply is not a strict RuntimeReply", Err: err}
+	}
+	fail := func(rule error, format string, args ...any) (*Reply, error) {
+		return nil, &ViolationError{Rule: rule, Sequence: rep.Sequence, Detail: fmt.Sprintf(format, args...)}
+	}
+	if rep.ProtocolVersion != ProtocolVersion {
+		return fail(ErrProtocolVersion, "reply protocol_version is %d", rep.ProtocolVersion)
+	}
+	if rep.Sequence < 1 {
+		return fail(ErrSequence, "reply sequence %d is below 1", rep.Sequence)
+	}
+	if !ValidIdentifier(rep.HostNonce) {
+		return fail(ErrNonce, "reply host_nonce is not an Identifier")
+	}
+	if err := rep.Binding.Validate(); err != nil {
+		return nil, &ViolationError{Rule: ErrBinding, Sequence: rep.Sequence, Detail: "reply binding is not a valid AttemptBinding", Err: err}
+	}
+	if err := rep.RequestDigest.Validate(); err != nil {
+		return nil, &ViolationError{Rule: ErrDigest, Sequence: rep.Sequence, Detail: "reply request_digest", Err: err}
+	}
+	if !rep.State.Valid() {
+		return fail(ErrMalformed, "reply state %q is not a reply state", truncate(string(rep.State)))
+	}
+	switch d := rep.Data.(type) {
+	case nil:
+		rep.Data = map[string]any{}
+	case map[string]any:
+	default:
+		return fail(ErrMalformed, "reply data is a %T, not an object", d)
+	}
+	return &rep, nil
+}

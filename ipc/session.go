@@ -1,0 +1,694 @@
+package ipc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+const (
+	// DefaultRPCTimeout bounds one exchange when SessionConfig.RPCTimeout is
+	// zero; it matches the LaunchContext default rpc_timeout_ms of 5000.
+	DefaultRPCTimeout = 5 * time.Second
+	// MaxRPCTimeout is the largest exchange bound (rpc_timeout_ms ≤ 30000).
+	MaxRPCTimeout = 30 * time.Second
+)
+
+// CredentialCheck says whether a Session checks the SCM_CREDENTIALS of the
+// bytes it reads.
+type CredentialCheck uint8
+
+const (
+	// CredentialsAuto, the zero value, checks credentials when the
+	// connection is a *net.UnixConn on Linux and skips the check otherwise.
+	CredentialsAuto CredentialCheck = iota
+	// CredentialsRequired checks credentials and makes Serve fail with
+	// ErrConfig when the connection cannot carry them.
+	CredentialsRequired
+	// CredentialsOff never checks credentials. Only for tests that replay
+	// recorded frames from a process other than the named child.
+	CredentialsOff
+)
+
+// SessionConfig configures a Session. The zero value of every optional field
+// means its default; ChildPID, Binding, BootstrapID and LaunchDigest are
+// required. NewSession copies the config; later changes to the caller's value
+// have no effect.
+type SessionConfig struct {
+	// ChildPID is the host process's pid. Bootstrap's payload.pid must equal
+	// it, and with the credential check on, every byte read must have been
+	// sent by it. Required (> 0).
+	ChildPID int
+	// Binding is the AttemptBinding the child was launched with; every
+	// request must carry a binding equal to it field by field, and every
+	// reply carries it. Required and valid (AttemptBinding.Validate).
+	Binding AttemptBinding
+	// BootstrapID is the LaunchContext's bootstrap_id, which bootstrap must
+	// present. Required Identifier.
+	BootstrapID string
+	// LaunchDigest is the Runtime's digest of the LaunchContext it sent
+	// (spec §3.3); bootstrap's launch_digest must equal it. Required.
+	LaunchDigest canon.Digest
+	// RPCTimeout bounds each whole exchange: reading the rest of a request
+	// once its first byte has arrived, deciding and writing the reply. It
+	// should equal the LaunchContext's rpc_timeout_ms. Zero means
+	// DefaultRPCTimeout; otherwise it must lie in [1 ms, MaxRPCTimeout].
+	RPCTimeout time.Duration
+	// MaxMessageBytes is the largest request body accepted and reply body
+	// sent, as in the LaunchContext. Zero means MaxMessageBytes; otherwise it
+	// must lie in [MinMessageBytes, MaxMessageBytes].
+	MaxMessageBytes int
+	// Deadline is the attempt deadline (the LaunchContext's
+	// deadline_unix_ms). No exchange may start at or after it nor run past
+	// it, and waiting for the next request ends at it. The zero value means
+	// no attempt deadline: only RPCTimeout bounds exchanges and only the
+	// context bounds the wait between them.
+	Deadline time.Time
+	// Credentials selects the SCM_CREDENTIALS check; the zero value is
+	// CredentialsAuto.
+	Credentials CredentialCheck
+	// Logger receives one debug record per exchange and one warning per
+	// violation. Nil means no logging.
+	Logger *slog.Logger
+}
+
+// Validate reports whether c is usable, with every problem joined in one
+// error wrapping ErrConfig. NewSession runs it; callers may run it first to
+// fail before launching a child.
+func (c SessionConfig) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.ChildPID <= 0 {
+		add("ChildPID must be a positive pid, got %d", c.ChildPID)
+	}
+	if err := c.Binding.Validate(); err != nil {
+		add("Binding: %w", err)
+	}
+	if !ValidIdentifier(c.BootstrapID) {
+		add("BootstrapID must be 1..%d code points", MaxIdentifierRunes)
+	}
+	if err := c.LaunchDigest.Validate(); err != nil {
+		add("LaunchDigest: %w", err)
+	}
+	if c.RPCTimeout != 0 && (c.RPCTimeout < time.Millisecond || c.RPCTimeout > MaxRPCTimeout) {
+		add("RPCTimeout %v is outside [1ms, %v]", c.RPCTimeout, MaxRPCTimeout)
+	}
+	if c.MaxMessageBytes != 0 && (c.MaxMessageBytes < MinMessageBytes || c.MaxMessageBytes > MaxMessageBytes) {
+		add("MaxMessageBytes %d is outside [%d, %d]", c.MaxMessageBytes, MinMessageBytes, MaxMessageBytes)
+	}
+	if c.Credentials > CredentialsOff {
+		add("Credentials %d is not a CredentialCheck", c.Credentials)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+}
+
+// Call describes the request a Handler is asked to decide. RequestDigest is
+// the digest of the exact request body, which the reply will carry.
+type Call struct {
+	Sequence      int64
+	Method        Method
+	RequestDigest canon.Digest
+	HostNonce     string
+	Binding       AttemptBinding
+}
+
+// BootstrapRequest is a bootstrap whose payload the Session has already
+// checked against ChildPID, BootstrapID and LaunchDigest.
+type BootstrapRequest struct {
+	Call
+	Payload BootstrapPayload
+}
+
+// AdmitRequest is an invoke.admit whose arguments the Session has already
+// checked against the binding's request_digest.
+type AdmitRequest struct {
+	Call
+	Payload AdmitPayload
+}
+
+// EffectCall is an effect.request carrying a valid EffectRequest and its
+// digest (the fingerprint to store and to echo).
+type EffectCall struct {
+	Call
+	Effect       EffectRequest
+	EffectDigest canon.Digest
+}
+
+// PublishRequest is a result.publish whose data_digest the Session has
+// already checked against data.
+type PublishRequest struct {
+	Call
+	Payload PublishPayload
+}
+
+// Decision is a Handler's answer to bootstrap or invoke.admit. Data is sent
+// as the reply's data (nil means {}); the host ignores it for these methods.
+type Decision struct {
+	State ReplyState
+	Data  map[string]any
+}
+
+// EffectDecision is a Handler's answer to effect.request. When State is
+// StateAllowed, ReceiptID and AuthorizationID must be non-empty, and the
+// Session sends the five mandatory keys plus Result under "result" when
+// non-nil; Data is then ignored. For any other state Data is sent as the
+// reply's data (nil means {}). Answer refused, cancelled or waiting_approval
+// only when the effect was certainly not consumed.
+type EffectDecision struct {
+	State           ReplyState
+	ReceiptID       string
+	AuthorizationID string
+	Result          map[string]any
+	Data            map[string]any
+}
+
+// PublishDecision is a Handler's answer to result.publish. When State is
+// StateAllowed, ArtifactRefs must be non-empty, each ref 1..256 code points;
+// the Session echoes the data_digest. For any other state Data is sent as
+// the reply's data (nil means {}).
+type PublishDecision struct {
+	State        ReplyState
+	ArtifactRefs []string
+	Data         map[string]any
+}
+
+// Handler decides each request of a Session, one method per protocol
+// method. The Session calls it from Serve's goroutine, one call at a time,
+// with a context that expires at the end of the exchange (min of RPCTimeout
+// and the attempt deadline) or when Serve's context is cancelled.
+//
+// A Handler returns an error when it cannot decide (its ledger is down, the
+// context expired, ...). The Session then never claims the request was not
+// consumed: it answers needs_reconciliation, and Serve returns a
+// *ViolationError with Rule ErrHandler wrapping the error. The same happens
+// when a decision is unusable (an unknown state, an allowed effect without
+// receipt or authorization id, an allowed publish without artifact refs,
+// data that does not marshal or does not fit MaxMessageBytes).
+type Handler interface {
+	Bootstrap(ctx context.Context, req BootstrapRequest) (Decision, error)
+	Admit(ctx context.Context, req AdmitRequest) (Decision, error)
+	Effect(ctx context.Context, req EffectCall) (EffectDecision, error)
+	Publish(ctx context.Context, req PublishRequest) (PublishDecision, error)
+}
+
+// Exchange records one answered request.
+type Exchange struct {
+	Sequence      int64
+	Method        Method
+	RequestDigest canon.Digest
+	State         ReplyState
+	RequestBytes  int // request body length
+	ReplyBytes    int // reply body length
+}
+
+// Summary describes what a Session saw. Frames counts complete request
+// frames read, including one that broke a rule; Exchanges lists the requests
+// answered, in order; Methods and States count them by method and by reply
+// state. HostNonce is the nonce fixed at bootstrap ("" before).
+type Summary struct {
+	Frames    int
+	Methods   map[Method]int
+	States    map[ReplyState]int
+	Exchanges []Exchange
+	HostNonce string
+}
+
+// Session is the Runtime end of one attempt's IPC connection (spec §1.2,
+// §1.3, §5 Runtime-side duties). It serves one attempt: Serve may be called
+// once. Summary may be called from any goroutine at any time; the other
+// methods are not for concurrent use.
+type Session struct {
+	conn   net.Conn
+	cfg    SessionConfig // normalized copy
+	cfgErr error
+	log    *slog.Logger
+	used   atomic.Bool
+
+	mu      sync.Mutex // guards summary
+	summary Summary
+}
+
+// NewSession returns a Session that will serve conn, normally the Runtime's
+// end of the socketpair whose other end is the child's FD 4. It never
+// fails: an invalid config is recorded and returned by Serve before conn is
+// touched (as exec.Command records a LookPath failure). Use
+// SessionConfig.Validate to check first.
+func NewSession(conn net.Conn, cfg SessionConfig) *Session {
+	s := &Session{conn: conn, cfg: cfg}
+	if conn == nil {
+		s.cfgErr = fmt.Errorf("%w: nil connection", ErrConfig)
+	} else {
+		s.cfgErr = cfg.Validate()
+	}
+	if s.cfg.RPCTimeout == 0 {
+		s.cfg.RPCTimeout = DefaultRPCTimeout
+	}
+	if s.cfg.MaxMessageBytes == 0 {
+		s.cfg.MaxMessageBytes = MaxMessageBytes
+	}
+	s.log = cfg.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.summary.Methods = map[Method]int{}
+	s.summary.States = map[ReplyState]int{}
+	return s
+}
+
+// Summary returns a copy of what the Session has seen so far.
+func (s *Session) Summary() Summary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.summary
+	out.Methods = make(map[Method]int, len(s.summary.Methods))
+	for k, v := range s.summary.Methods {
+		out.Methods[k] = v
+	}
+	out.States = make(map[ReplyState]int, len(s.summary.States))
+	for k, v := range s.summary.States {
+		out.States[k] = v
+	}
+	out.Exchanges = append([]Exchange(nil), s.summary.Exchanges...)
+	return out
+}
+
+// errCleanEOF ends Serve without error.
+var errCleanEOF = errors.New("clean EOF")
+
+// sessionState is what Serve tracks between exchanges.
+type sessionState struct {
+	next         int64 // the sequence the next request must carry
+	bootstrapped bool  // a bootstrap request was answered
+	nonce        string
+	admitted     bool // an invoke.admit was answered allowed
+	admitSeen    bool
+	published    bool
+	ended        bool       // a non-allowed reply was sent: the host is done
+	endedBy      ReplyState // the state that ended it
+	scratch      []byte
+}
+
+// Serve answers the host's requests until the host closes its end at a
+// frame boundary, in which case it returns nil (Summary tells what
+// happened, possibly nothing: a host may end without any IPC). Otherwise it
+// returns a *ViolationError naming the broken rule (errors.Is with the
+// package's sentinels; ErrStopped when ctx was cancelled, wrapping
+// context.Cause), or ErrConfig / ErrPoisoned before reading anything.
+//
+// Time bounds: each exchange, from the arrival of the first byte of a
+// request to the last byte of its reply, is bounded by
+// min(first byte + RPCTimeout, Deadline), enforced with connection
+// deadlines, so a request dribbled too slowly fails with ErrTimeout. The
+// wait for the next request is bounded only by Deadline (ErrDeadline) and
+// ctx, because the host may run the capability for a long time between
+// frames.
+//
+// Serve closes conn before it returns, whatever the outcome: a poisoned
+// session reads nothing further, and the host sees EOF at once instead of
+// waiting for its own timeout.
+func (s *Session) Serve(ctx context.Context, h Handler) error {
+	if s.cfgErr != nil {
+		return s.cfgErr
+	}
+	if h == nil {
+		return fmt.Errorf("%w: nil Handler", ErrConfig)
+	}
+	if !s.used.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: Serve may be called once per Session", ErrPoisoned)
+	}
+	defer s.conn.Close()
+	src, err := newSource(s.conn, s.cfg.Credentials, s.cfg.ChildPID)
+	if err != nil {
+		return err
+	}
+	br := bufio.NewReaderSize(src, 4096)
+	stop := context.AfterFunc(ctx, func() {
+		// Unblock any read or write at once; the loop turns the resulting
+		// timeout into ErrStopped by looking at ctx.
+		_ = s.conn.SetDeadline(time.Unix(1, 0))
+	})
+	defer stop()
+	st := &sessionState{next: 1}
+	for {
+		err := s.exchange(ctx, h, br, st)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, errCleanEOF) {
+			s.log.Debug("ipc: host closed the connection", "frames", s.Summary().Frames)
+			return nil
+		}
+		s.log.Warn("ipc: session poisoned", "err", err)
+		return err
+	}
+}
+
+func (s *Session) stopped(ctx context.Context, seq int64, m Method) error {
+	return &ViolationError{Rule: ErrStopped, Sequence: seq, Method: m, Err: context.Cause(ctx)}
+}
+
+// readErr maps an error met while reading a request to its rule.
+func (s *Session) readErr(ctx context.Context, err error, idle bool) error {
+	switch {
+	case ctx.Err() != nil:
+		return s.stopped(ctx, 0, "")
+	case errors.Is(err, ErrPeerCredentials):
+		return &ViolationError{Rule: ErrPeerCredentials, Err: err}
+	case errors.Is(err, ErrFrameTooLarge):
+		return &ViolationError{Rule: ErrFrameTooLarge, Err: err}
+	case errors.Is(err, ErrEmptyFrame):
+		return &ViolationError{Rule: ErrEmptyFrame, Err: err}
+	case errors.Is(err, io.ErrUnexpectedEOF), !idle && errors.Is(err, io.EOF):
+		return &ViolationError{Rule: ErrTruncated, Err: err}
+	case errors.Is(err, os.ErrDeadlineExceeded) && idle:
+		return &ViolationError{Rule: ErrDeadline, Detail: "no request before the attempt deadline", Err: err}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &ViolationError{Rule: ErrTimeout, Detail: "request not complete within the exchange bound", Err: err}
+	}
+	return &ViolationError{Rule: ErrIO, Err: err}
+}
+
+// exchange waits for one request, decides it and answers it.
+func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st *sessionState) error {
+	// Idle wait: bounded by the attempt deadline and ctx only.
+	if err := s.conn.SetReadDeadline(s.cfg.Deadline); err != nil {
+		return &ViolationError{Rule: ErrIO, Err: err}
+	}
+	if ctx.Err() != nil {
+		return s.stopped(ctx, 0, "")
+	}
+	if _, err := br.Peek(1); err != nil {
+		if errors.Is(err, io.EOF) && br.Buffered() == 0 && ctx.Err() == nil {
+			return errCleanEOF
+		}
+		return s.readErr(ctx, err, true)
+	}
+	start := time.Now()
+	dl := start.Add(s.cfg.RPCTimeout)
+	if !s.cfg.Deadline.IsZero() {
+		if !start.Before(s.cfg.Deadline) {
+			return &ViolationError{Rule: ErrDeadline, Detail: "request arrived at or after the attempt deadline"}
+		}
+		if s.cfg.Deadline.Before(dl) {
+			dl = s.cfg.Deadline
+		}
+	}
+	if err := s.conn.SetDeadline(dl); err != nil {
+		return &ViolationError{Rule: ErrIO, Err: err}
+	}
+	if ctx.Err() != nil {
+		return s.stopped(ctx, 0, "")
+	}
+	body, err := ReadFrame(br, s.cfg.MaxMessageBytes)
+	if err != nil {
+		return s.readErr(ctx, err, false)
+	}
+	s.mu.Lock()
+	s.summary.Frames++
+	s.mu.Unlock()
+
+	req, digest, err := decodeRequest(body, s.cfg.MaxMessageBytes, &st.scratch)
+	if err != nil {
+		return err
+	}
+	if err := s.checkSession(req, st); err != nil {
+		return err
+	}
+	call := Call{Sequence: req.Sequence, Method: req.Method, RequestDigest: digest, HostNonce: req.HostNonce, Binding: req.Binding}
+
+	hctx, cancel := context.WithDeadline(ctx, dl)
+	defer cancel()
+	state, data, herr, err := s.decide(hctx, h, req, call)
+	if err != nil {
+		return err // a payload rule broke: no reply, no handler call
+	}
+	reply, err := canon.Marshal(Reply{
+		ProtocolVersion: ProtocolVersion, Sequence: req.Sequence, HostNonce: req.HostNonce,
+		Binding: s.cfg.Binding, RequestDigest: digest, State: state, Data: data,
+	})
+	if err == nil && len(reply) > s.cfg.MaxMessageBytes {
+		err = &FrameSizeError{Length: uint64(len(reply)), Max: s.cfg.MaxMessageBytes, Err: ErrFrameTooLarge}
+	}
+	if err != nil {
+		// The decision cannot be sent; fall back to an empty
+		// needs_reconciliation, which always fits and never claims the
+		// request was not consumed.
+		herr = errors.Join(herr, fmt.Errorf("reply for state %s cannot be sent: %w", state, err))
+		state = StateNeedsReconciliation
+		reply, err = canon.Marshal(Reply{
+			ProtocolVersion: ProtocolVersion, Sequence: req.Sequence, HostNonce: req.HostNonce,
+			Binding: s.cfg.Binding, RequestDigest: digest, State: state, Data: map[string]any{},
+		})
+		if err != nil {
+			return &ViolationError{Rule: ErrHandler, Sequence: req.Sequence, Method: req.Method, Err: errors.Join(herr, err)}
+		}
+	}
+	if ctx.Err() != nil {
+		return s.stopped(ctx, req.Sequence, req.Method)
+	}
+	if err := WriteFrame(s.conn, reply, s.cfg.MaxMessageBytes); err != nil {
+		rule := ErrIO
+		switch {
+		case ctx.Err() != nil:
+			return s.stopped(ctx, req.Sequence, req.Method)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			rule = ErrTimeout
+		}
+		return &ViolationError{Rule: rule, Sequence: req.Sequence, Method: req.Method,
+			Detail: fmt.Sprintf("the %s reply was decided but could not be sent", state), Err: errors.Join(err, herr)}
+	}
+	s.record(st, req, digest, state, len(body), len(reply))
+	s.log.Debug("ipc: exchange", "sequence", req.Sequence, "method", req.Method, "state", state,
+		"request_bytes", len(body), "reply_bytes", len(reply), "elapsed", time.Since(start))
+	if herr != nil {
+		return &ViolationError{Rule: ErrHandler, Sequence: req.Sequence, Method: req.Method,
+			Detail: "answered needs_reconciliation", Err: herr}
+	}
+	return nil
+}
+
+// checkSession applies the rules that depend on earlier requests.
+func (s *Session) checkSession(req *Request, st *sessionState) error {
+	verr := func(rule error, format string, args ...any) error {
+		return &ViolationError{Rule: rule, Sequence: req.Sequence, Method: req.Method, Detail: fmt.Sprintf(format, args...)}
+	}
+	if req.Sequence != st.next {
+		return verr(ErrSequence, "sequence is %d, want %d", req.Sequence, st.next)
+	}
+	if f := s.cfg.Binding.Diff(req.Binding); f != "" {
+		return verr(ErrBinding, "binding.%s differs from the attempt's", f)
+	}
+	if !st.bootstrapped {
+		if req.Method != MethodBootstrap {
+			return verr(ErrBootstrapOrder, "the first request must be bootstrap")
+		}
+		return nil
+	}
+	if req.HostNonce != st.nonce {
+		return verr(ErrNonce, "host_nonce differs from the one fixed at bootstrap")
+	}
+	if req.Method == MethodBootstrap {
+		return verr(ErrBootstrapOrder, "a second bootstrap")
+	}
+	if st.ended {
+		return verr(ErrOrder, "a request after a %s reply", st.endedBy)
+	}
+	switch req.Method {
+	case MethodAdmit:
+		if st.admitSeen {
+			return verr(ErrOrder, "a second invoke.admit")
+		}
+	case MethodEffect:
+		if !st.admitted {
+			return verr(ErrOrder, "effect.request before an allowed invoke.admit")
+		}
+		if st.published {
+			return verr(ErrOrder, "effect.request after result.publish")
+		}
+	case MethodPublish:
+		if !st.admitted {
+			return verr(ErrOrder, "result.publish before an allowed invoke.admit")
+		}
+		if st.published {
+			return verr(ErrOrder, "a second result.publish")
+		}
+	}
+	return nil
+}
+
+func (s *Session) record(st *sessionState, req *Request, digest canon.Digest, state ReplyState, reqBytes, repBytes int) {
+	st.next++
+	switch req.Method {
+	case MethodBootstrap:
+		st.bootstrapped = true
+		st.nonce = req.HostNonce
+	case MethodAdmit:
+		st.admitSeen = true
+		st.admitted = state == StateAllowed
+	case MethodPublish:
+		st.published = true
+	}
+	if state != StateAllowed {
+		st.ended = true
+		st.endedBy = state
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.Method == MethodBootstrap {
+		s.summary.HostNonce = req.HostNonce
+	}
+	s.summary.Methods[req.Method]++
+	s.summary.States[state]++
+	s.summary.Exchanges = append(s.summary.Exchanges, Exchange{
+		Sequence: req.Sequence, Method: req.Method, RequestDigest: digest, State: state,
+		RequestBytes: reqBytes, ReplyBytes: repBytes,
+	})
+}
+
+// decide checks the payload of req, asks h, and returns the reply state and
+// data. err is a payload violation (nothing is sent); herr is a handler
+// failure, already turned into needs_reconciliation.
+func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call) (state ReplyState, data any, herr, err error) {
+	nr := func(e error) (ReplyState, any, error, error) {
+		return StateNeedsReconciliation, map[string]any{}, e, nil
+	}
+	verr := func(rule error, format string, args ...any) error {
+		return &ViolationError{Rule: rule, Sequence: req.Sequence, Method: req.Method, Detail: fmt.Sprintf(format, args...)}
+	}
+	switch req.Method {
+	case MethodBootstrap:
+		p, err := req.DecodeBootstrap()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		switch {
+		case p.PID != int64(s.cfg.ChildPID):
+			return "", nil, nil, verr(ErrBootstrap, "pid is %d, the child is %d", p.PID, s.cfg.ChildPID)
+		case p.BootstrapID != s.cfg.BootstrapID:
+			return "", nil, nil, verr(ErrBootstrap, "bootstrap_id differs from the one launched")
+		case p.LaunchDigest != s.cfg.LaunchDigest:
+			return "", nil, nil, verr(ErrBootstrap, "launch_digest %s differs from the Runtime's %s", p.LaunchDigest, s.cfg.LaunchDigest)
+		}
+		d, e := h.Bootstrap(ctx, BootstrapRequest{Call: call, Payload: p})
+		if e != nil {
+			return nr(e)
+		}
+		if !d.State.Valid() {
+			return nr(fmt.Errorf("bootstrap decision has state %q", d.State))
+		}
+		return d.State, objectData(d.Data), nil, nil
+
+	case MethodAdmit:
+		p, err := req.DecodeAdmit()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		got, err := s.admitDigest(req)
+		if err != nil {
+			return "", nil, nil, req.payloadErr(err)
+		}
+		if got != s.cfg.Binding.RequestDigest {
+			return "", nil, nil, verr(ErrDigest, "digest of capability_id and arguments is %s, the binding's request_digest is %s", got, s.cfg.Binding.RequestDigest)
+		}
+		d, e := h.Admit(ctx, AdmitRequest{Call: call, Payload: p})
+		if e != nil {
+			return nr(e)
+		}
+		if !d.State.Valid() {
+			return nr(fmt.Errorf("admit decision has state %q", d.State))
+		}
+		return d.State, objectData(d.Data), nil, nil
+
+	case MethodEffect:
+		p, fp, err := req.DecodeEffect()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		d, e := h.Effect(ctx, EffectCall{Call: call, Effect: p, EffectDigest: fp})
+		if e != nil {
+			return nr(e)
+		}
+		switch {
+		case !d.State.Valid():
+			return nr(fmt.Errorf("effect decision has state %q", d.State))
+		case d.State != StateAllowed:
+			return d.State, objectData(d.Data), nil, nil
+		case d.ReceiptID == "" || d.AuthorizationID == "":
+			return nr(fmt.Errorf("allowed effect %q has no receipt_id or authorization_id", p.LogicalEffectID))
+		}
+		return StateAllowed, EffectReceipt{
+			LogicalEffectID: p.LogicalEffectID, EffectRequestDigest: fp,
+			ReceiptID: d.ReceiptID, AuthorizationID: d.AuthorizationID,
+			EffectDisposition: EffectDispositionConfirmed, Result: d.Result,
+		}, nil, nil
+
+	case MethodPublish:
+		p, got, err := req.DecodePublish()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if got != p.DataDigest {
+			return "", nil, nil, verr(ErrDigest, "data digests to %s, data_digest says %s", got, p.DataDigest)
+		}
+		d, e := h.Publish(ctx, PublishRequest{Call: call, Payload: p})
+		if e != nil {
+			return nr(e)
+		}
+		switch {
+		case !d.State.Valid():
+			return nr(fmt.Errorf("publish decision has state %q", d.State))
+		case d.State != StateAllowed:
+			return d.State, objectData(d.Data), nil, nil
+		case len(d.ArtifactRefs) == 0:
+			return nr(errors.New("allowed publish has no artifact_refs"))
+		}
+		for i, ref := range d.ArtifactRefs {
+			if !ValidIdentifier(ref) {
+				return nr(fmt.Errorf("artifact_refs[%d] is not 1..%d code points", i, MaxIdentifierRunes))
+			}
+		}
+		return StateAllowed, PublishReceipt{DataDigest: p.DataDigest, ArtifactRefs: d.ArtifactRefs}, nil, nil
+	}
+	return "", nil, nil, verr(ErrMethod, "unknown method")
+}
+
+func objectData(m map[string]any) any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// admitDigest computes digest({"capability_id","arguments"}) from the
+// payload's canonical bytes, without re-marshalling Go values.
+func (s *Session) admitDigest(req *Request) (canon.Digest, error) {
+	args, ok := req.Payload.Get("arguments")
+	if !ok {
+		return "", errors.New("arguments missing")
+	}
+	id, err := canon.Marshal(s.cfg.Binding.CapabilityID)
+	if err != nil {
+		return "", err
+	}
+	buf := append(make([]byte, 0, 64+len(id)), `{"arguments":`...)
+	if buf, err = args.AppendCanonical(buf); err != nil {
+		return "", err
+	}
+	buf = append(buf, `,"capability_id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, '}')
+	return canon.Sum(buf), nil
+}
