@@ -41,15 +41,15 @@
 //
 // # Effect states
 //
-//	              BeginEffect (new: budget −1)
-//	                     │
-//	                     ▼
-//	               authorized ──ConfirmEffect──▶ confirmed
-//	                │       │
-//	   MarkNotConsumed     MarkUnknown
-//	                │       │
-//	                ▼       ▼
-//	      not_consumed ◀─Resolve── unknown ──Resolve──▶ confirmed
+//	           BeginEffect (new: budget −1)
+//	                  │
+//	                  ▼
+//	            authorized ──ConfirmEffect──▶ confirmed
+//	             │       │
+//	MarkNotConsumed     MarkUnknown
+//	             │       │
+//	             ▼       ▼
+//	   not_consumed ◀─Resolve── unknown ──Resolve──▶ confirmed
 //
 // Resolve may also settle an effect still authorized (the Runtime crashed
 // before recording an outcome). confirmed and not_consumed are final.

@@ -160,17 +160,23 @@ func testAttempts(t *testing.T, l ledger.Ledger) {
 func fencedCalls(l ledger.Ledger, req canon.Digest) map[string]func(f ledger.Fence) error {
 	d := Digest("eff")
 	return map[string]func(f ledger.Fence) error{
-		"IssueBootstrap": func(f ledger.Fence) error { _, err := l.IssueBootstrap(bg, f, "boot-new", Digest("launch")); return err },
+		"IssueBootstrap": func(f ledger.Fence) error {
+			_, err := l.IssueBootstrap(bg, f, "boot-new", Digest("launch"))
+			return err
+		},
 		"RedeemBootstrap": func(f ledger.Fence) error {
 			_, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: "boot", LaunchDigest: Digest("launch"), PID: 42, SessionID: "s"})
 			return err
 		},
-		"Admit":           func(f ledger.Fence) error { _, err := l.Admit(bg, f, req); return err },
-		"BeginEffect":     func(f ledger.Fence) error { _, err := l.BeginEffect(bg, f, "eff-new", d); return err },
-		"ConfirmEffect":   func(f ledger.Fence) error { _, err := l.ConfirmEffect(bg, f, "eff-c", d, "r"); return err },
-		"MarkNotConsumed": func(f ledger.Fence) error { _, err := l.MarkNotConsumed(bg, f, "eff-n", d, ledger.ReasonRefused); return err },
-		"MarkUnknown":     func(f ledger.Fence) error { _, err := l.MarkUnknown(bg, f, "eff-u", d); return err },
-		"AcceptResult":    func(f ledger.Fence) error { _, err := l.AcceptResult(bg, f, Digest("data"), []byte("x")); return err },
+		"Admit":         func(f ledger.Fence) error { _, err := l.Admit(bg, f, req); return err },
+		"BeginEffect":   func(f ledger.Fence) error { _, err := l.BeginEffect(bg, f, "eff-new", d); return err },
+		"ConfirmEffect": func(f ledger.Fence) error { _, err := l.ConfirmEffect(bg, f, "eff-c", d, "r"); return err },
+		"MarkNotConsumed": func(f ledger.Fence) error {
+			_, err := l.MarkNotConsumed(bg, f, "eff-n", d, ledger.ReasonRefused)
+			return err
+		},
+		"MarkUnknown":  func(f ledger.Fence) error { _, err := l.MarkUnknown(bg, f, "eff-u", d); return err },
+		"AcceptResult": func(f ledger.Fence) error { _, err := l.AcceptResult(bg, f, Digest("data"), []byte("x")); return err },
 	}
 }
 

@@ -21,12 +21,14 @@ import (
 // every step every operation's full view must equal the model's.
 
 var (
-	mScopes    = []ledger.Scope{scopeA, scopeB}
-	mOps       = []string{"op1", "op2"}
-	mAttempts  = []string{"a1", "a2", "a3"}
-	mEffects   = []string{"e1", "e2", "e3"}
-	mDigests   = []canon.Digest{Digest("d1"), Digest("d2")}
-	mBoots     = []string{"b1", "b2"}
+	mScopes   = []ledger.Scope{scopeA, scopeB}
+	mOps      = []string{"op1", "op2"}
+	mAttempts = []string{"a1", "a2", "a3"}
+	mEffects  = []string{"e1", "e2", "e3"}
+	mDigests  = []canon.Digest{Digest("d1"), Digest("d2")}
+	mBoots    = []string{"b1", "b2"}
+	// mRounds Repeat rounds per check: longer histories reach deeper states.
+	mRounds    = 2
 	mReceipts  = []string{"r1", "r2"}
 	mReasons   = []ledger.NotConsumedReason{ledger.ReasonRefused, ledger.ReasonCancelled, ledger.ReasonWaitingApproval}
 	mArtifacts = [][]byte{[]byte("art-1"), []byte("art-2")}
@@ -113,10 +115,26 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 		}()
 		m := &model{ops: map[mKey]*mOperation{}, fences: map[mKey][]ledger.Fence{}}
 		ctx := context.Background()
+		// Calls mostly target operations that exist, through their current
+		// fence, so that sequences get deep enough to collide.
 		pickKey := func(rt *rapid.T) mKey {
+			if len(m.ops) > 0 && rapid.IntRange(0, 9).Draw(rt, "existing") > 0 {
+				var keys []mKey
+				for _, s := range mScopes {
+					for _, op := range mOps {
+						if m.ops[mKey{s, op}] != nil {
+							keys = append(keys, mKey{s, op})
+						}
+					}
+				}
+				return rapid.SampledFrom(keys).Draw(rt, "key")
+			}
 			return mKey{rapid.SampledFrom(mScopes).Draw(rt, "scope"), rapid.SampledFrom(mOps).Draw(rt, "op")}
 		}
 		pickFence := func(rt *rapid.T, k mKey) ledger.Fence {
+			if fs := m.fences[k]; len(fs) > 0 && rapid.IntRange(0, 9).Draw(rt, "current") > 2 {
+				return fs[len(fs)-1]
+			}
 			choices := append(slices.Clone(m.fences[k]),
 				ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: "forged", Generation: 1},
 				ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: "a1", Generation: 9})
@@ -127,7 +145,31 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 				rt.Fatalf("%s: err = %v, model says %v", what, got, want)
 			}
 		}
-		rt.Repeat(map[string]func(*rapid.T){
+		// Every operation exists with a started attempt from the first step,
+		// so that short histories already collide on effects and bootstrap
+		// ids; "create" and "start" still run as actions.
+		for _, sc := range mScopes {
+			for _, op := range mOps {
+				k := mKey{sc, op}
+				sp := spec(sc, op, rapid.Int64Range(0, 3).Draw(rt, "budget"))
+				if _, err := l.CreateOperation(ctx, sp); err != nil {
+					rt.Fatalf("CreateOperation: %v", err)
+				}
+				f, err := l.StartAttempt(ctx, sc, op, "a1")
+				if err != nil {
+					rt.Fatalf("StartAttempt: %v", err)
+				}
+				m.ops[k] = &mOperation{
+					op: ledger.Operation{Scope: sc, OperationID: op, CapabilityID: sp.CapabilityID,
+						RequestDigest: sp.RequestDigest, ManifestDigest: sp.ManifestDigest, EffectBudget: sp.EffectBudget,
+						Deadline: sp.Deadline.UTC(), State: ledger.OperationOpen, CurrentAttemptID: "a1", CurrentGeneration: 1},
+					attempts: []ledger.Attempt{{AttemptID: "a1", Generation: 1}},
+					boots:    map[string]ledger.Bootstrap{}, effects: map[string]*mEffect{},
+				}
+				m.fences[k] = []ledger.Fence{f}
+			}
+		}
+		actions := map[string]func(*rapid.T){
 			"create": func(rt *rapid.T) {
 				k := pickKey(rt)
 				sp := spec(k.s, k.op, rapid.Int64Range(0, 3).Draw(rt, "budget"))
@@ -212,7 +254,7 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 				k := pickKey(rt)
 				f := pickFence(rt, k)
 				r := ledger.Redemption{BootstrapID: rapid.SampledFrom(mBoots).Draw(rt, "boot"),
-					LaunchDigest: rapid.SampledFrom(mDigests).Draw(rt, "launch"),
+					LaunchDigest: mDigests[rapid.IntRange(0, 9).Draw(rt, "launch")/9],
 					PID:          rapid.IntRange(1, 3).Draw(rt, "pid"), SessionID: "sess"}
 				_, err := l.RedeemBootstrap(ctx, f, r)
 				want := func() error {
@@ -418,7 +460,18 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 				same(rt, "Cancel", err, want)
 			},
 			"": func(rt *rapid.T) { m.check(rt, l) },
-		})
+		}
+		// Weigh the calls that build state over the two that end an
+		// operation (accept, cancel), so that histories reach redemptions,
+		// settled effects and exhausted budgets before the operation ends.
+		for _, name := range []string{"issue", "redeem", "begin", "settle", "start", "admit"} {
+			for i := range 2 {
+				actions[fmt.Sprint(name, i)] = actions[name]
+			}
+		}
+		for range mRounds {
+			rt.Repeat(actions)
+		}
 	})
 }
 
