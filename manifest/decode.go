@@ -263,6 +263,7 @@ func (d *decoder) capabilityID(v *canon.Value, ptr string) (CapabilityID, error)
 	if v.Kind == canon.String {
 		var ok bool
 		if id, ok = splitCapabilityID(v.Str); !ok {
+			d.capID = truncate(v.Str, 80)
 			return id, d.fail(ptr, "capability_id.format", "%q is not of the form namespace.name@version", truncate(v.Str, 80))
 		}
 	} else {
@@ -283,7 +284,8 @@ func (d *decoder) capabilityID(v *canon.Value, ptr string) (CapabilityID, error)
 			return id, err
 		}
 	}
-	return id, id.validate("", ptr)
+	// Name the id even when it is invalid: it is what the operator sees.
+	return id, id.validate(truncate(id.String(), 80), ptr)
 }
 
 func (d *decoder) examples(v *canon.Value, ptr string) ([]CapabilityExample, error) {
