@@ -71,10 +71,22 @@ func (v *Validator) compiled(schema map[string]any, capID, ptr string) (*compile
 	if err := checkSchemaKeys(doc, capID, ptr); err != nil {
 		return nil, err
 	}
+	if s, err = compileDoc(doc, digest, capID, ptr); err != nil {
+		return nil, err
+	}
+	v.store(digest, s)
+	return s, nil
+}
+
+// compileDoc compiles a plain JSON schema document as draft 2020-12 under
+// a synthetic hierarchical URL (in the reserved .invalid domain, so that it
+// can never name a real host), with the deny-all loader. A hierarchical base
+// makes relative references resolve normally, to URLs the loader refuses.
+func compileDoc(doc any, digest canon.Digest, capID, ptr string) (*compiledSchema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(denyLoader{})
-	url := "urn:zeo:schema:" + strings.TrimPrefix(string(digest), canon.DigestPrefix)
+	url := "https://schema.zeo.invalid/sha256/" + strings.TrimPrefix(string(digest), canon.DigestPrefix) + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.compile", Detail: err.Error(), Cause: err}
 	}
@@ -82,9 +94,7 @@ func (v *Validator) compiled(schema map[string]any, capID, ptr string) (*compile
 	if err != nil {
 		return nil, schemaError(err, capID, ptr)
 	}
-	s = &compiledSchema{sch: sch, doc: doc}
-	v.store(digest, s)
-	return s, nil
+	return &compiledSchema{sch: sch, doc: doc}, nil
 }
 
 func (v *Validator) store(d canon.Digest, s *compiledSchema) {

@@ -1,0 +1,18 @@
+package manifest
+
+import "github.com/zeoruntime/runtimeipc/canon"
+
+// CompileWithoutPrecheck compiles a schema skipping the $ref/$schema key
+// walk, to prove the loader alone refuses every external resource.
+func CompileWithoutPrecheck(schema map[string]any) error {
+	v, err := plainJSON(schema)
+	if err != nil {
+		return err
+	}
+	d, err := canon.DigestOf(v)
+	if err != nil {
+		return err
+	}
+	_, err = compileDoc(v, d, "", "")
+	return err
+}
