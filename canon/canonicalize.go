@@ -100,21 +100,41 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 }
 
 // canonicalizer writes canonical bytes while it scans, in one pass. Object
-// members are written in input order and only rearranged, through scratch,
-// when their keys are not already sorted.
+// members are written in input order. As long as an object's keys arrive in
+// strictly ascending order nothing else is recorded (the common case: the
+// peer sends canonical bytes); at the first key out of order the members
+// written so far are recovered from out, and from then on every member is
+// recorded so that the object can be rearranged, through scratch, when it
+// closes.
 type canonicalizer struct {
 	scanner
 	out     []byte
 	members []member // a stack shared by all open objects
+	keys    []byte   // decoded escaped keys, a stack like members
 	scratch []byte
 }
 
-// member is an object member already written to out: its decoded key and
+// member is an object member already written to out: its decoded key, the
+// offset of the key in the input (-1 when it was recovered from out), and
 // the span of `"key":value` in out.
 type member struct {
-	key        []byte
-	keyOff     int
+	key        keyRef
+	inOff      int
 	start, end int
+}
+
+// keyRef locates a decoded key: in out, between its quotes, when it needs
+// no escape, else in keys. Offsets stay valid while out and keys grow.
+type keyRef struct {
+	off, n int
+	inKeys bool
+}
+
+func (c *canonicalizer) key(k keyRef) []byte {
+	if k.inKeys {
+		return c.keys[k.off : k.off+k.n]
+	}
+	return c.out[k.off : k.off+k.n]
 }
 
 func (c *canonicalizer) value(depth int) error {
@@ -213,6 +233,10 @@ func (c *canonicalizer) array(depth int) error {
 	}
 }
 
+// smallObject is the member count up to which duplicate keys of an
+// unsorted object are found by a linear scan rather than a set.
+const smallObject = 16
+
 func (c *canonicalizer) object(depth int) error {
 	if err := c.enter(depth); err != nil {
 		return err
@@ -220,16 +244,17 @@ func (c *canonicalizer) object(depth int) error {
 	c.pos++
 	open := len(c.out)
 	c.out = append(c.out, '{')
-	base := len(c.members)
-	defer func() { c.members = c.members[:base] }()
 	c.skipSpace()
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
 		c.out = append(c.out, '}')
 		return nil
 	}
+	base, keysBase := len(c.members), len(c.keys)
 	sorted := true
-	for {
+	var prev keyRef
+	var seen map[string]struct{} // keys, once an unsorted object is large
+	for n := 0; ; n++ {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return errAt(ErrSyntax, c.pos, "want a string key, found %s", c.describe(c.pos))
 		}
@@ -238,16 +263,32 @@ func (c *canonicalizer) object(depth int) error {
 		if err != nil {
 			return err
 		}
-		m := member{keyOff: keyOff, start: len(c.out)}
+		mStart := len(c.out)
+		var k keyRef
 		if escaped {
-			m.key = unescape(nil, c.in[start:end])
-			c.out = appendQuoted(c.out, m.key)
+			off := len(c.keys)
+			c.keys = unescape(c.keys, c.in[start:end])
+			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
+			c.out = appendQuoted(c.out, c.keys[off:])
 		} else {
-			m.key = c.in[start:end]
+			k = keyRef{off: mStart + 1, n: end - start}
 			c.out = append(c.out, c.in[start-1:end+1]...)
 		}
-		if n := len(c.members); n > base && sorted && compareUTF16(c.members[n-1].key, m.key) >= 0 {
-			sorted = false
+		if n > 0 {
+			if sorted {
+				switch cmp := compareUTF16(c.key(prev), c.key(k)); {
+				case cmp == 0:
+					return c.duplicate(keyOff, k)
+				case cmp > 0:
+					sorted = false
+					c.recover(open+1, mStart-1)
+				}
+			}
+			if !sorted {
+				if err := c.unique(base, k, keyOff, &seen); err != nil {
+					return err
+				}
+			}
 		}
 		c.skipSpace()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
@@ -259,8 +300,10 @@ func (c *canonicalizer) object(depth int) error {
 		if err := c.value(depth); err != nil {
 			return err
 		}
-		m.end = len(c.out)
-		c.members = append(c.members, m)
+		if !sorted {
+			c.members = append(c.members, member{key: k, inOff: keyOff, start: mStart, end: len(c.out)})
+		}
+		prev = k
 		more, err := c.next('}')
 		if err != nil {
 			return err
@@ -275,18 +318,109 @@ func (c *canonicalizer) object(depth int) error {
 			return err
 		}
 	}
+	c.members, c.keys = c.members[:base], c.keys[:keysBase]
 	c.out = append(c.out, '}')
 	return nil
 }
 
+func (c *canonicalizer) duplicate(keyOff int, k keyRef) error {
+	return errAt(ErrDuplicateKey, keyOff, "key %q appears more than once in the object", truncate(string(c.key(k))))
+}
+
+// unique refuses k if an earlier member of the unsorted object that starts
+// at members[base] has the same key. Small objects are scanned; from
+// smallObject members on, the object keeps the set *seen of its keys.
+func (c *canonicalizer) unique(base int, k keyRef, keyOff int, seen *map[string]struct{}) error {
+	ms := c.members[base:]
+	key := c.key(k)
+	if len(ms) < smallObject {
+		for i := range ms {
+			if string(c.key(ms[i].key)) == string(key) {
+				return c.duplicate(keyOff, k)
+			}
+		}
+		return nil
+	}
+	if *seen == nil {
+		*seen = make(map[string]struct{}, 2*len(ms))
+		for i := range ms {
+			(*seen)[string(c.key(ms[i].key))] = struct{}{}
+		}
+	}
+	if _, dup := (*seen)[string(key)]; dup {
+		return c.duplicate(keyOff, k)
+	}
+	(*seen)[string(key)] = struct{}{}
+	return nil
+}
+
+// recover records the members already written, in canonical form, to
+// out[from:to]: `"key":value` separated by commas.
+func (c *canonicalizer) recover(from, to int) {
+	b := c.out
+	for i := from; i < to; {
+		ks := i + 1
+		j, escaped := ks, false
+		for b[j] != '"' {
+			if b[j] == '\\' {
+				escaped = true
+				j++
+			}
+			j++
+		}
+		k := keyRef{off: ks, n: j - ks}
+		if escaped {
+			off := len(c.keys)
+			c.keys = unescape(c.keys, b[ks:j])
+			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
+		}
+		end := skipCanonical(b, j+2, to)
+		c.members = append(c.members, member{key: k, inOff: -1, start: i, end: end})
+		i = end + 1
+	}
+}
+
+// skipCanonical returns the end of the canonical value that starts at
+// b[i], which ends at or before limit.
+func skipCanonical(b []byte, i, limit int) int {
+	depth := 0
+	for j := i; j < limit; j++ {
+		switch b[j] {
+		case '"':
+			j++
+			for b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		case ',':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return limit
+}
+
 // reorder sorts the members of the object that starts at out[open] and
-// rewrites its body in key order, refusing duplicate keys.
+// rewrites its body in key order. Keys are already known to be unique.
 func (c *canonicalizer) reorder(open int, ms []member) error {
-	slices.SortFunc(ms, func(a, b member) int { return compareUTF16(a.key, b.key) })
+	slices.SortFunc(ms, func(a, b member) int { return compareUTF16(c.key(a.key), c.key(b.key)) })
 	for i := 1; i < len(ms); i++ {
-		if bytes.Equal(ms[i-1].key, ms[i].key) {
-			off := max(ms[i-1].keyOff, ms[i].keyOff)
-			return errAt(ErrDuplicateKey, off, "key %q appears more than once in the object", truncate(string(ms[i].key)))
+		if bytes.Equal(c.key(ms[i-1].key), c.key(ms[i].key)) {
+			// unique has already refused this; kept as a guard.
+			return c.duplicate(max(ms[i-1].inOff, ms[i].inOff), ms[i].key)
 		}
 	}
 	body := open + 1

@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"encoding/binary"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -116,6 +117,10 @@ func (s *scanner) str() (start, end int, escaped bool, err error) {
 	open := s.pos
 	i := open + 1
 	for {
+		// Eight bytes at a time while none needs a closer look.
+		for i+8 <= len(in) && plainASCII8(binary.LittleEndian.Uint64(in[i:])) {
+			i += 8
+		}
 		for i < len(in) {
 			c := in[i]
 			if c < 0x80 && c >= 0x20 && c != '"' && c != '\\' {
@@ -148,6 +153,22 @@ func (s *scanner) str() (start, end int, escaped bool, err error) {
 			i += size
 		}
 	}
+}
+
+// plainASCII8 reports whether the eight bytes packed in w are all printable
+// ASCII other than '"' and '\\', so that a string scan can step over them.
+// In each byte lane, subtracting 0x20 sets the high bit for a control
+// character, subtracting 1 from b^'"' or b^'\\' sets it for a quote or a
+// backslash, and the lane's own high bit marks a non-ASCII byte. A lane
+// that wraps may borrow from the next one and flag it too, which only
+// matters when some lane is flagged already.
+func plainASCII8(w uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	t := (w - 0x20*ones) | ((w ^ '"'*ones) - ones) | ((w ^ '\\'*ones) - ones) | w
+	return t&highs == 0
 }
 
 // escape validates the escape sequence at off and returns its length,

@@ -1,0 +1,27 @@
+package canon
+
+import "strconv"
+
+// Hooks for the black-box tests in package canon_test.
+
+// PlainDecimal exposes the float fast path's test.
+func PlainDecimal(tok []byte) bool { return plainDecimal(tok) }
+
+// PlainASCII8 exposes the eight-byte string scan test.
+func PlainASCII8(w uint64) bool { return plainASCII8(w) }
+
+// CanonicalNumber returns the canonical form of a number token as
+// Canonicalize writes it (fast path included).
+func CanonicalNumber(tok []byte, isInt bool) ([]byte, error) {
+	return appendNumber(nil, tok, isInt, 0)
+}
+
+// SlowFloat formats a float token the slow way, always through ParseFloat
+// and AppendFloat.
+func SlowFloat(tok []byte) ([]byte, error) {
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		return nil, err
+	}
+	return AppendFloat(nil, f)
+}
