@@ -120,7 +120,7 @@ func TestLargeObjects(t *testing.T) {
 		if i == n-1 {
 			j = -1
 		}
-		late.WriteString(`"` + string(rune('A'+(j+1)%2)) + key(j+1)[1:] + `:"` + itoa(j) + `"`)
+		late.WriteString(`"` + string(rune('A'+(j+1)%2)) + key(j + 1)[1:] + `:"` + itoa(j) + `"`)
 	}
 	want := "{" + strings.ReplaceAll(asc.String(), `\u00e9`, "é") + "}"
 	checkCanonical(t, "ascending", []byte("{"+asc.String()+"}"), want, canon.Sum([]byte(want)))
