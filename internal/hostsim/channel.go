@@ -1,0 +1,230 @@
+package hostsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+)
+
+// ChannelConfig configures a Channel with the values the host takes from
+// the LaunchContext.
+type ChannelConfig struct {
+	// Binding is LaunchContext.attempt; every request carries it and every
+	// reply must carry an equal one. Required.
+	Binding ipc.AttemptBinding
+	// HostNonce is the per-process nonce. Empty means a fresh random one
+	// (64 lowercase hex digits, as upstream).
+	HostNonce string
+	// Deadline is deadline_unix_ms as a wall-clock time. Required.
+	Deadline time.Time
+	// RPCTimeout is rpc_timeout_ms. Zero means 5 s.
+	RPCTimeout time.Duration
+	// MaxMessageBytes is max_message_bytes for both directions. Zero means
+	// ipc.MaxMessageBytes.
+	MaxMessageBytes int
+	// Now reads the wall clock for the deadline checks. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Channel is the host's end of the IPC socket (spec §1.2, §1.3): it sends
+// one canonical request and reads exactly one reply, under a lock, checking
+// every correlation field. Any failure breaks it for good: later calls fail
+// without I/O, and nothing is ever retried. A Channel is safe for use by
+// several goroutines; their calls are serialized.
+type Channel struct {
+	conn net.Conn
+	cfg  ChannelConfig
+	now  func() time.Time
+
+	mu          sync.Mutex // serializes exchanges and guards the fields below
+	seq         int64      // last sequence sent
+	broken      error      // first failure, nil while healthy
+	bootTried   bool
+	bootAllowed bool
+	methods     []ipc.Method // methods of the frames sent
+}
+
+// NewChannel returns a Channel over conn, normally the socket inherited as
+// FD 4. It does not take ownership: Close closes conn.
+func NewChannel(conn net.Conn, cfg ChannelConfig) (*Channel, error) {
+	if conn == nil {
+		return nil, errors.New("hostsim: nil connection")
+	}
+	if err := cfg.Binding.Validate(); err != nil {
+		return nil, fmt.Errorf("hostsim: channel binding: %w", err)
+	}
+	if cfg.Deadline.IsZero() {
+		return nil, errors.New("hostsim: channel needs an attempt deadline")
+	}
+	if cfg.HostNonce == "" {
+		n, err := NewNonce()
+		if err != nil {
+			return nil, err
+		}
+		cfg.HostNonce = n
+	}
+	if cfg.RPCTimeout == 0 {
+		cfg.RPCTimeout = ipc.DefaultRPCTimeout
+	}
+	if cfg.RPCTimeout < time.Millisecond || cfg.RPCTimeout > ipc.MaxRPCTimeout {
+		return nil, fmt.Errorf("hostsim: rpc timeout %v outside [1ms, 30s]", cfg.RPCTimeout)
+	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = ipc.MaxMessageBytes
+	}
+	if cfg.MaxMessageBytes < ipc.MinMessageBytes || cfg.MaxMessageBytes > ipc.MaxMessageBytes {
+		return nil, fmt.Errorf("hostsim: max_message_bytes %d outside [%d, %d]", cfg.MaxMessageBytes, ipc.MinMessageBytes, ipc.MaxMessageBytes)
+	}
+	c := &Channel{conn: conn, cfg: cfg, now: cfg.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c, nil
+}
+
+// HostNonce returns the nonce every request carries.
+func (c *Channel) HostNonce() string { return c.cfg.HostNonce }
+
+// Sent returns how many request frames have been sent (the last sequence).
+func (c *Channel) Sent() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seq
+}
+
+// Broken returns the failure that broke the channel, or nil.
+func (c *Channel) Broken() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken
+}
+
+// Close closes the connection. The host closes it before writing stdout,
+// so the Runtime sees EOF before the process exits.
+func (c *Channel) Close() error { return c.conn.Close() }
+
+// envelope is the request as the host builds it; canon.Marshal sorts keys.
+type envelope struct {
+	Binding         ipc.AttemptBinding `json:"binding"`
+	HostNonce       string             `json:"host_nonce"`
+	Method          ipc.Method         `json:"method"`
+	Payload         any                `json:"payload"`
+	ProtocolVersion int                `json:"protocol_version"`
+	Sequence        int64              `json:"sequence"`
+}
+
+// Call sends one request with the given payload (any value that marshals to
+// a JSON object) and returns the checked reply. The error wraps ErrExchange
+// and the specific cause; after it the Channel is broken, except for the
+// local refusals of bootstrap order that send nothing.
+func (c *Channel) Call(ctx context.Context, method ipc.Method, payload any) (*ipc.Reply, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return nil, errors.Join(ErrExchange, ErrBroken, c.broken)
+	}
+	if method == ipc.MethodBootstrap {
+		if c.bootTried {
+			return nil, errors.Join(ErrExchange, ErrBootstrapUsed)
+		}
+		c.bootTried = true
+	} else if !c.bootAllowed {
+		return nil, errors.Join(ErrExchange, ErrSessionUnavailable)
+	}
+	rep, err := c.exchange(ctx, method, payload)
+	if err != nil {
+		c.broken = err
+		return nil, errors.Join(ErrExchange, err)
+	}
+	if method == ipc.MethodBootstrap {
+		c.bootAllowed = rep.State == ipc.StateAllowed
+	}
+	return rep, nil
+}
+
+func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) (*ipc.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	remaining := c.cfg.Deadline.Sub(c.now())
+	if remaining <= 0 {
+		return nil, ErrDeadline
+	}
+	timeout := min(remaining, c.cfg.RPCTimeout)
+	body, err := canon.Marshal(envelope{
+		Binding: c.cfg.Binding, HostNonce: c.cfg.HostNonce, Method: method, Payload: payload,
+		ProtocolVersion: ipc.ProtocolVersion, Sequence: c.seq + 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hostsim: encoding %s request: %w", method, err)
+	}
+	if len(body) > c.cfg.MaxMessageBytes {
+		return nil, fmt.Errorf("%w: %d bytes > %d", ErrRequestTooLarge, len(body), c.cfg.MaxMessageBytes)
+	}
+	c.seq++
+	c.methods = append(c.methods, method)
+	reqDigest := canon.Sum(body)
+	// time.Now carries a monotonic reading, so the conn deadline measures
+	// the whole exchange on the monotonic clock, each read getting only
+	// the time left.
+	if err := c.conn.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := ipc.WriteFrame(c.conn, body, c.cfg.MaxMessageBytes); err != nil {
+		return nil, c.ioErr(ctx, err)
+	}
+	rbody, err := ipc.ReadFrame(c.conn, c.cfg.MaxMessageBytes)
+	if err != nil {
+		if errors.Is(err, ipc.ErrFrameTooLarge) || errors.Is(err, ipc.ErrEmptyFrame) {
+			return nil, fmt.Errorf("%w: %w", ErrReplyTooLarge, err)
+		}
+		return nil, c.ioErr(ctx, err)
+	}
+	rep, err := ipc.DecodeReply(rbody, c.cfg.MaxMessageBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReply, err)
+	}
+	switch {
+	case rep.Sequence != c.seq:
+		return nil, fmt.Errorf("%w: sequence %d, sent %d", ErrCorrelation, rep.Sequence, c.seq)
+	case rep.HostNonce != c.cfg.HostNonce:
+		return nil, fmt.Errorf("%w: host_nonce", ErrCorrelation)
+	case c.cfg.Binding.Diff(rep.Binding) != "":
+		return nil, fmt.Errorf("%w: binding.%s", ErrCorrelation, c.cfg.Binding.Diff(rep.Binding))
+	case rep.RequestDigest != reqDigest:
+		return nil, fmt.Errorf("%w: request_digest %s, sent %s", ErrCorrelation, rep.RequestDigest, reqDigest)
+	}
+	if !c.now().Before(c.cfg.Deadline) {
+		return nil, ErrLateReply
+	}
+	return rep, nil
+}
+
+func (c *Channel) ioErr(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return errors.Join(context.Cause(ctx), err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: %w", ErrDisconnected, err)
+	}
+	return err
+}
+
+// Methods returns the methods of the frames sent, in order.
+func (c *Channel) Methods() []ipc.Method {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]ipc.Method(nil), c.methods...)
+}

@@ -1,0 +1,18 @@
+// Package hostsim is a Go host that behaves like the upstream Python
+// runtime host (zeocore 0.11.0, spec/zeo-wire.md §1.2–1.5, §4.9, §4.10, §5)
+// on the IPC socket: canonical request frames, one exchange at a time,
+// every correlation check on replies, a broken-channel latch with no retry,
+// bootstrap first and once, the effect port's fingerprint, budget and
+// pending/unknown rules, and the mapping of every ending to a HostResult and
+// exit code.
+//
+// It is a test double for the Runtime side (Session tests, launch tests,
+// the demo), never a real provider: capabilities are scripted Go functions
+// (Provider) and provider activation is reduced to hooks. It lives under
+// internal/ so that nothing outside this module can present it as one.
+//
+// Layers: Channel (one exchange per call), EffectPort (the runtime.effects
+// service), Invocation.Run (the whole §5 sequence over a connection,
+// returning the Result the host writes on stdout). The executable that
+// reads FD 3, stdin and FD 4 is built on top of Invocation elsewhere.
+package hostsim
