@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -58,7 +59,7 @@ type Ledger struct {
 	dbOnce     sync.Once // closes the bbolt file (and releases the lock)
 	dbCloseErr error
 
-	beforeCommit func() // test hook (export_test.go); nil in production
+	beforeCommit atomic.Pointer[func()] // test hook (export_test.go); nil in production
 }
 
 var _ ledger.Ledger = (*Ledger)(nil)

@@ -81,8 +81,8 @@ func (l *Ledger) commit(batch []*request) {
 	for len(live) > 0 {
 		failed := -1
 		err := l.db.Update(func(tx *bbolt.Tx) error {
-			if l.beforeCommit != nil {
-				l.beforeCommit()
+			if hook := l.beforeCommit.Load(); hook != nil {
+				(*hook)()
 			}
 			btx := boltTx{tx}
 			for i, r := range live {

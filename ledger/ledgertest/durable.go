@@ -1,0 +1,116 @@
+package ledgertest
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// RunDurable checks that a durable ledger keeps everything it acknowledged
+// across Close and reopen: open(t, dir) must open the ledger stored in dir
+// (creating it when empty). The suite closes every ledger it opens.
+func RunDurable(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {
+	t.Helper()
+	t.Run("ReopenKeepsEverything", func(t *testing.T) { testReopen(t, open) })
+}
+
+func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {
+	dir := t.TempDir()
+	closeIt := func(l ledger.Ledger) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	l := open(t, dir)
+	sp := spec(scopeA, "op1", 5)
+	mustCreate(t, l, sp)
+	mustStart(t, l, scopeA, "op1", "a1")
+	f := mustStart(t, l, scopeA, "op1", "a2")
+	if _, err := l.IssueBootstrap(bg, f, "boot", Digest("launch")); err != nil {
+		t.Fatal(err)
+	}
+	red := ledger.Redemption{BootstrapID: "boot", LaunchDigest: Digest("launch"), PID: 7, SessionID: "s"}
+	if _, err := l.RedeemBootstrap(bg, f, red); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Admit(bg, f, sp.RequestDigest); err != nil {
+		t.Fatal(err)
+	}
+	d := Digest("e")
+	for _, id := range []string{"auth", "conf", "nc", "unk"} {
+		mustBegin(t, l, f, id, d)
+	}
+	if _, err := l.ConfirmEffect(bg, f, "conf", d, "rcpt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.MarkNotConsumed(bg, f, "nc", d, ledger.ReasonRefused); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.MarkUnknown(bg, f, "unk", d); err != nil {
+		t.Fatal(err)
+	}
+	fr := newOp(t, l, "op-result", 0)
+	res, err := l.AcceptResult(bg, fr, Digest("data"), []byte("artifact bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, l, spec(scopeB, "op-cancel", 1))
+	if _, err := l.Cancel(bg, scopeB, "op-cancel", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	keys := []struct {
+		s  ledger.Scope
+		op string
+	}{{scopeA, "op1"}, {scopeA, "op-result"}, {scopeB, "op-cancel"}}
+	var views []ledger.OperationView
+	for _, k := range keys {
+		views = append(views, normView(mustView(t, l, k.s, k.op)))
+	}
+	unknown, err := l.ListUnknown(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeIt(l)
+
+	l = open(t, dir)
+	defer closeIt(l)
+	for i, k := range keys {
+		diff(t, "view of "+k.op+" after reopen", normView(mustView(t, l, k.s, k.op)), views[i])
+	}
+	u2, err := l.ListUnknown(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "ListUnknown after reopen", u2, unknown)
+	// Redelivery after restart: same authorization and receipt, no debit.
+	for _, e := range views[0].Effects {
+		g := mustBegin(t, l, f, e.LogicalEffectID, d)
+		diff(t, "redelivery after reopen", g, ledger.EffectGrant{Effect: e, Redelivery: true})
+	}
+	_, err = l.RedeemBootstrap(bg, f, red)
+	wantErr(t, "redemption after reopen", err, ledger.ErrBootstrapRedeemed)
+	r2, err := l.AcceptResult(bg, fr, Digest("data"), []byte("artifact bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "result after reopen", r2, res)
+	a, err := l.Artifact(bg, scopeA, res.ArtifactRefs[0])
+	if err != nil || !bytes.Equal(a.Bytes, []byte("artifact bytes")) {
+		t.Fatalf("artifact after reopen = %+v, %v", a, err)
+	}
+	f3 := mustStart(t, l, scopeA, "op1", "a3")
+	if f3.Generation != 3 {
+		t.Fatalf("generation after reopen = %d, want 3", f3.Generation)
+	}
+	_, err = l.BeginEffect(bg, f, "late", d)
+	wantStale(t, "old fence after reopen", err)
+	if v := mustView(t, l, scopeA, "op1"); v.Operation.EffectsUsed != 4 {
+		t.Fatalf("effects used after reopen = %d, want 4", v.Operation.EffectsUsed)
+	}
+	Check(t, l, f3, fr)
+}
