@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/manifest"
+)
+
+// The simulated installation: the interpreter version and the installed
+// distribution the provider binding must name (spec §5 step 9). A test may
+// change them through the environment it gives the launcher.
+func installed() (python, dist, version string) {
+	python, dist, version = "3.14.0", "zeocore", "0.11.0"
+	if v := os.Getenv("ZEO_HOSTSIM_PYTHON_VERSION"); v != "" {
+		python = v
+	}
+	if v := os.Getenv("ZEO_HOSTSIM_DISTRIBUTION"); v != "" {
+		dist = v
+	}
+	if v := os.Getenv("ZEO_HOSTSIM_VERSION"); v != "" {
+		version = v
+	}
+	return python, dist, version
+}
+
+// providers are the scripted capabilities, by capability name: what the
+// simulated provider factory registers.
+func providerFor(name string) hostsim.Provider {
+	switch name {
+	case "echo":
+		return hostsim.Echo()
+	case "two_effects":
+		return hostsim.TwoEffects()
+	case "fail":
+		return func(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
+			return hostsim.Outcome{Status: hostsim.OutcomeFailed, ErrorCode: "ZEO_DEMO_DOMAIN_FAILURE"}
+		}
+	case "cancel":
+		return func(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
+			return hostsim.Outcome{Status: hostsim.OutcomeCancelled, ErrorCode: "ZEO_CAP_CANCELLED"}
+		}
+	case "nothing":
+		return func(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
+			return hostsim.Outcome{Status: hostsim.OutcomeUnavailable, ErrorCode: "ZEO_DEMO_UNAVAILABLE"}
+		}
+	case "noisy":
+		// Provider output goes to the sink, never to the machine stdout.
+		return func(_ context.Context, args map[string]any, _ *hostsim.EffectPort) hostsim.Outcome {
+			os.Stdout.WriteString(`{"state":"succeeded","fake":true}` + "\n")
+			os.Stderr.WriteString("Traceback (most recent call last): provider noise\n")
+			return hostsim.Outcome{Status: hostsim.OutcomeSuccess, Response: map[string]any{"text": args["text"]}}
+		}
+	}
+	return hostsim.Echo()
+}
+
+// newInvocation builds the hostsim invocation for a parsed context and
+// request, with the activation, normalization, requirements and response
+// checks the host performs.
+func newInvocation(lc *launchContext, req request) *hostsim.Invocation {
+	var entry manifest.CapabilityManifest
+	inv := &hostsim.Invocation{
+		Binding:                lc.Attempt,
+		ProviderManifestDigest: lc.Provider.ManifestDigest,
+		AdmittedCapabilities:   lc.AdmittedCapabilities,
+		BootstrapID:            lc.BootstrapID,
+		LaunchDigest:           lc.launchDigest,
+		Deadline:               time.UnixMilli(lc.DeadlineUnixMS),
+		RPCTimeout:             time.Duration(*lc.RPCTimeoutMS) * time.Millisecond,
+		MaxMessageBytes:        *lc.MaxMessageBytes,
+		Budget:                 lc.TotalDispatchBudget,
+		CapabilityID:           req.CapabilityID,
+		Arguments:              req.Arguments,
+	}
+	inv.Activate = func() error {
+		python, dist, version := installed()
+		p := lc.Provider
+		if p.PythonVersion != python {
+			return fmt.Errorf("interpreter %s, binding names %s", python, p.PythonVersion)
+		}
+		if p.Distribution != dist || p.Version != version {
+			return fmt.Errorf("installed %s %s, binding names %s %s", dist, version, p.Distribution, p.Version)
+		}
+		if err := manifest.ValidateBinding(p); err != nil {
+			return err
+		}
+		m, err := manifest.Describe(p.Manifests, req.CapabilityID)
+		if err != nil {
+			return err
+		}
+		entry = m
+		inv.Provider = providerFor(m.ID.Name)
+		return nil
+	}
+	inv.Normalize = func(args map[string]any) (map[string]any, error) {
+		p, err := manifest.PrepareRequest(entry, args)
+		if err != nil {
+			return nil, err
+		}
+		return p.Arguments, nil
+	}
+	inv.Requirements = func() error { return requirementsMet(entry, lc) }
+	inv.ValidateResponse = func(resp map[string]any) error { return validateAgainst(entry.ResponseSchema, resp) }
+	return inv
+}
+
+// requirementsMet is the host's requirements check (spec §4.11).
+func requirementsMet(m manifest.CapabilityManifest, lc *launchContext) error {
+	r := m.Requirements
+	subset := func(need, have []string) bool {
+		for _, n := range need {
+			if !slices.Contains(have, n) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case !subset(r.Services, lc.Services), !subset(r.Services, []string{"runtime.effects"}),
+		!subset(r.Credentials, lc.Credentials), !subset(r.Binaries, lc.Binaries),
+		!subset(r.Network.Hosts, lc.NetworkHosts), r.Network.Required && !lc.NetworkAllowed,
+		r.Filesystem.Read, r.Filesystem.Write:
+		return errors.New("requirements not satisfiable")
+	}
+	return nil
+}
+
+// validateAgainst validates v against a JSON Schema object, resolving only
+// local references.
+func validateAgainst(schema map[string]any, v map[string]any) error {
+	b, err := canon.Marshal(schema)
+	if err != nil {
+		return err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytesReader(b))
+	if err != nil {
+		return err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("urn:response", doc); err != nil {
+		return err
+	}
+	s, err := c.Compile("urn:response")
+	if err != nil {
+		return err
+	}
+	vb, err := canon.Marshal(v)
+	if err != nil {
+		return err
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytesReader(vb))
+	if err != nil {
+		return err
+	}
+	return s.Validate(inst)
+}

@@ -1,0 +1,15 @@
+package launch
+
+import (
+	"context"
+	"net"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// InvokeWithPeer is Invoke with serve standing in for the ipc.Session, for
+// tests whose Runtime peer must break the protocol on purpose.
+func (l *Launcher) InvokeWithPeer(ctx context.Context, inv Invocation,
+	serve func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error) (*Outcome, error) {
+	return l.invoke(ctx, inv, serve)
+}

@@ -1,0 +1,157 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+)
+
+// InvokeArgs are the host arguments of an invocation (spec §6).
+var invokeArgs = []string{"invoke", "--request", "-", "--context-fd", "3", "--runtime-fd", "4"}
+
+// Invocation is one attempt to run: what the host receives and who answers
+// its requests.
+type Invocation struct {
+	// Context is the launch context; Invoke materializes, validates and
+	// encodes it, and its Attempt is the binding every reply and the result
+	// must carry.
+	Context LaunchContext
+	// Request is the InvocationRequest document sent on stdin, byte for
+	// byte (see EncodeRequest). The host, not the launcher, judges it.
+	Request []byte
+	// Handler decides the host's IPC requests. Required.
+	Handler ipc.Handler
+	// Dir overrides Config.Dir as the host's working directory when set.
+	Dir string
+	// Credentials selects the session's SCM_CREDENTIALS check; the zero
+	// value is ipc.CredentialsAuto.
+	Credentials ipc.CredentialCheck
+}
+
+// Outcome is everything an invocation produced. It is returned whenever the
+// host process started, with or without an error.
+type Outcome struct {
+	// Result is the host's result; it is set only when Invoke returns a nil
+	// error, and then it is the truth about the attempt.
+	Result HostResult
+	// Process is what the launcher observed of the host process.
+	Process Process
+	// LaunchDigest is the digest of the context that was sent.
+	LaunchDigest canon.Digest
+	// Session summarizes the IPC exchange (frames, methods, replies).
+	Session ipc.Summary
+	// SessionErr is how the IPC session ended: nil when the host closed its
+	// end at a frame boundary, else the *ipc.ViolationError that poisoned
+	// it. A session failure is evidence; the host's result (a
+	// protocol_error when it noticed) still decides the outcome.
+	SessionErr error
+}
+
+// EncodeRequest returns the canonical InvocationRequest document (spec §4.6)
+// for capabilityID and arguments (nil means {}).
+func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error) {
+	if arguments == nil {
+		arguments = map[string]any{}
+	}
+	b, err := canon.Marshal(map[string]any{
+		"protocol_version": ProtocolVersion,
+		"capability_id":    capabilityID,
+		"arguments":        arguments,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("launch: encoding the invocation request: %w", err)
+	}
+	return b, nil
+}
+
+// Invoke runs one invocation end to end: it verifies the provider
+// environment, starts the host (`invoke --request - --context-fd 3
+// --runtime-fd 4`) with the context on FD 3, the request on stdin and the
+// child's end of a fresh socketpair on FD 4, serves the host's IPC with an
+// ipc.Session bound to the child's pid, supervises the process group until
+// the attempt deadline (then SIGTERM, then SIGKILL after the grace period),
+// reaps it, and judges its stdout and exit status with ParseResult.
+//
+// Before the host starts, errors wrap ErrInvalidContext, ErrInvalidConfig,
+// ErrEnvironmentMismatch or the start failure, and the Outcome is nil. Once
+// it has started, the Outcome is always returned; the error is nil when the
+// result is valid, bound to the attempt and agrees with the exit status,
+// and otherwise a *ResultError (errors.Is ErrProtocol) naming the failure,
+// with its Signal set when the host was killed.
+//
+// ctx bounds the whole call together with the attempt deadline; when it is
+// done the host is stopped the same way. Invoke is safe for concurrent use.
+func (l *Launcher) Invoke(ctx context.Context, inv Invocation) (*Outcome, error) {
+	return l.invoke(ctx, inv, nil)
+}
+
+// rawServe replaces the ipc.Session in tests that need a misbehaving Runtime
+// peer.
+type rawServe func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error
+
+func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*Outcome, error) {
+	if inv.Handler == nil && raw == nil {
+		return nil, fmt.Errorf("%w: Invocation.Handler is nil", ErrInvalidConfig)
+	}
+	if inv.Dir != "" {
+		if err := checkDir(inv.Dir); err != nil {
+			return nil, fmt.Errorf("%w: Invocation.Dir: %w", ErrInvalidConfig, err)
+		}
+	}
+	enc, err := inv.Context.Encode()
+	if err != nil {
+		return nil, err
+	}
+	c := enc.Context
+	if err := l.cfg.Verifier.VerifyEnvironment(ctx, c.Provider); err != nil {
+		return nil, err
+	}
+	var session *ipc.Session
+	out := &Outcome{LaunchDigest: enc.LaunchDigest}
+	p, serveErr, err := l.run(ctx, spec{
+		args:     invokeArgs,
+		fd3:      enc.Bytes,
+		stdin:    inv.Request,
+		dir:      inv.Dir,
+		deadline: c.Deadline(),
+		serve: func(ctx context.Context, conn net.Conn, pid int) error {
+			if raw != nil {
+				return raw(ctx, conn, pid, enc.LaunchDigest)
+			}
+			session = ipc.NewSession(conn, ipc.SessionConfig{
+				ChildPID:        pid,
+				Binding:         c.Attempt,
+				BootstrapID:     c.BootstrapID,
+				LaunchDigest:    enc.LaunchDigest,
+				RPCTimeout:      time.Duration(c.RPCTimeoutMS) * time.Millisecond,
+				MaxMessageBytes: c.MaxMessageBytes,
+				Deadline:        c.Deadline(),
+				Credentials:     inv.Credentials,
+				Logger:          l.cfg.Logger,
+			})
+			return session.Serve(ctx, inv.Handler)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Process = *p
+	out.SessionErr = serveErr
+	if session != nil {
+		out.Session = session.Summary()
+	}
+	r, err := parseResult(p.Stdout, p.ExitCode, c.Attempt)
+	if err != nil {
+		if re, ok := err.(*ResultError); ok {
+			re.Signal = p.Signal
+			re.StdoutLen = int(min(p.StdoutBytes, int64(MaxResultBytes+1)))
+		}
+		return out, err
+	}
+	out.Result = r
+	return out, nil
+}

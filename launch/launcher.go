@@ -1,0 +1,291 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// DefaultGrace is the time between SIGTERM and SIGKILL to the host's
+	// process group when Config.Grace is zero.
+	DefaultGrace = 2 * time.Second
+	// DefaultWaitDelay bounds, when Config.WaitDelay is zero, how long the
+	// launcher waits after the host exits for its stdout and stderr to reach
+	// EOF and for its IPC session to end (a descendant that escaped the
+	// process group may still hold them).
+	DefaultWaitDelay = 500 * time.Millisecond
+	// DefaultStderrTailBytes is how much of the end of stderr is kept for
+	// diagnostics when Config.StderrTailBytes is zero.
+	DefaultStderrTailBytes = 8 << 10
+	// DefaultDiscoveryTimeout bounds a discovery command whose context has
+	// no deadline.
+	DefaultDiscoveryTimeout = 30 * time.Second
+)
+
+// Config configures a Launcher. New copies it; later changes to the caller's
+// value have no effect.
+type Config struct {
+	// Interpreter is the absolute path of the program to execute: the
+	// provider environment's python (with Args "-m",
+	// "zeo_core.adapters.runtime_host") or its zeo-capability console script
+	// (with no Args). It is never looked up in PATH. Required.
+	Interpreter string
+	// Args are the arguments placed before the host's own command line.
+	// Nil means none.
+	Args []string
+	// Env is the host's entire environment, "KEY=value" entries. Nothing of
+	// the launching process's environment is inherited: nil or empty means
+	// an empty environment. Keys must be unique and non-empty.
+	Env []string
+	// Dir is the host's working directory: absolute and existing. Required.
+	Dir string
+	// Grace is the time between SIGTERM and SIGKILL to the host's process
+	// group once the deadline passes or the context is cancelled. It is
+	// also the least time a host is given to run: SIGTERM comes at the
+	// attempt deadline or one Grace after start, whichever is later, so a
+	// host started at its deadline still reports timed_out itself. Zero
+	// means DefaultGrace.
+	Grace time.Duration
+	// WaitDelay bounds the wait, after the host exits, for its output
+	// streams and IPC session to end. Zero means DefaultWaitDelay.
+	WaitDelay time.Duration
+	// StderrTailBytes is how many trailing stderr bytes are kept for
+	// diagnostics. Zero means DefaultStderrTailBytes; negative keeps none.
+	StderrTailBytes int
+	// Verifier checks the provider environment before every launch.
+	// Required: pass TrustEnvironment{} explicitly to skip the check.
+	Verifier EnvironmentVerifier
+	// LeaveParentFDs turns off the sweep that marks every descriptor ≥ 3
+	// of this process close-on-exec before each start (as runc does before
+	// starting its init), which keeps descriptors opened without
+	// O_CLOEXEC by cgo or third-party code out of the host. Leave it false
+	// unless the embedding program relies on descriptors being inherited
+	// by other children it starts with raw fork/exec.
+	LeaveParentFDs bool
+	// Logger receives one debug record per launch and warnings for forced
+	// kills. Nil means no logging.
+	Logger *slog.Logger
+}
+
+// Launcher starts ZEO runtime hosts. It holds only its frozen Config, so a
+// Launcher is safe for concurrent use by several goroutines, each running
+// its own invocations.
+type Launcher struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New validates cfg and returns a Launcher. Errors wrap ErrInvalidConfig.
+func New(cfg Config) (*Launcher, error) {
+	if err := checkSupported(); err != nil {
+		return nil, err
+	}
+	c := cfg
+	c.Args = slices.Clone(cfg.Args)
+	c.Env = slices.Clone(cfg.Env)
+	if c.Env == nil {
+		c.Env = []string{}
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.WaitDelay == 0 {
+		c.WaitDelay = DefaultWaitDelay
+	}
+	if c.StderrTailBytes == 0 {
+		c.StderrTailBytes = DefaultStderrTailBytes
+	}
+	if c.StderrTailBytes < 0 {
+		c.StderrTailBytes = 0
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	l := &Launcher{cfg: c, log: c.Logger}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	return l, nil
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if !filepath.IsAbs(c.Interpreter) {
+		add("Interpreter %q is not an absolute path", c.Interpreter)
+	} else if fi, err := os.Stat(c.Interpreter); err != nil {
+		add("Interpreter: %w", err)
+	} else if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		add("Interpreter %s is not an executable file", c.Interpreter)
+	}
+	if err := checkDir(c.Dir); err != nil {
+		add("Dir: %w", err)
+	}
+	seen := make(map[string]bool, len(c.Env))
+	for _, kv := range c.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || k == "":
+			add("Env entry %q is not KEY=value", kv)
+		case strings.ContainsRune(kv, 0):
+			add("Env entry for %s contains a NUL byte", k)
+		case seen[k]:
+			add("Env names %s twice", k)
+		}
+		seen[k] = true
+	}
+	for _, a := range c.Args {
+		if strings.ContainsRune(a, 0) {
+			add("Args entry %q contains a NUL byte", a)
+		}
+	}
+	if c.Grace < 0 {
+		add("Grace is negative")
+	}
+	if c.WaitDelay < 0 {
+		add("WaitDelay is negative")
+	}
+	if c.Verifier == nil {
+		add("Verifier is nil (use TrustEnvironment{} to skip environment verification explicitly)")
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+}
+
+func checkDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%q is not an absolute path", dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+// StopReason says why the launcher signalled the host.
+type StopReason string
+
+// The stop reasons.
+const (
+	// StopNone: the host exited on its own.
+	StopNone StopReason = ""
+	// StopDeadline: the attempt deadline passed.
+	StopDeadline StopReason = "deadline"
+	// StopCancelled: the caller's context was cancelled or its own
+	// deadline passed.
+	StopCancelled StopReason = "cancelled"
+)
+
+// Process is what the launcher observed of one host process. It is
+// evidence for diagnostics and the ledger; it never decides an outcome by
+// itself.
+type Process struct {
+	// PID is the host's process id (also its process group and session id).
+	PID int
+	// ExitCode is the exit status, or -1 when a signal ended the process.
+	ExitCode int
+	// Signal is the signal that ended the process, or nil.
+	Signal os.Signal
+	// Stopped says whether and why the launcher sent SIGTERM to the group;
+	// Killed whether it had to follow with SIGKILL after the grace period.
+	Stopped StopReason
+	Killed  bool
+	// Stdout holds the first MaxResultBytes+1 bytes of stdout;
+	// StdoutBytes counts all of it (the rest was read and discarded).
+	Stdout      []byte
+	StdoutBytes int64
+	// StderrTail holds the last Config.StderrTailBytes of stderr;
+	// StderrBytes counts all of it. Diagnostics only: the protocol never
+	// reads stderr.
+	StderrTail  []byte
+	StderrBytes int64
+	// WaitErr is an error from reaping or from closing the output streams
+	// (exec.ErrWaitDelay when a descendant held stdout past WaitDelay).
+	WaitErr error
+	// Elapsed is the time from start to reap.
+	Elapsed time.Duration
+}
+
+// spec describes one process to run.
+type spec struct {
+	args     []string // host arguments after Config.Args
+	fd3      []byte   // bytes on FD 3
+	stdin    []byte   // bytes on FD 0
+	dir      string   // "" means Config.Dir
+	deadline time.Time
+	// serve, when set, gets the Runtime end of a socketpair whose other end
+	// is the child's FD 4, and the child's pid. It runs while the process
+	// lives, must return when ctx is cancelled, and owns conn.
+	serve func(ctx context.Context, conn net.Conn, pid int) error
+}
+
+// stopSequence waits for the leader's exit, sending SIGTERM and then, after
+// the grace period, SIGKILL to the group when ctx ends. It returns the value
+// received from exited.
+func (l *Launcher) stopSequence(ctx context.Context, deadlineCtx bool, pid int, exited <-chan error, p *Process) error {
+	select {
+	case err := <-exited:
+		return err
+	case <-ctx.Done():
+	}
+	p.Stopped = StopCancelled
+	if deadlineCtx {
+		p.Stopped = StopDeadline
+	}
+	_ = signalGroup(pid, syscall.SIGTERM)
+	t := time.NewTimer(l.cfg.Grace)
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		return err
+	case <-t.C:
+	}
+	p.Killed = true
+	l.log.Warn("launch: host outlived its grace period; killing its process group", "pid", pid, "grace", l.cfg.Grace)
+	_ = signalGroup(pid, syscall.SIGKILL)
+	return <-exited
+}
+
+// argv returns the full argument vector for host arguments args.
+func (l *Launcher) argv(args []string) []string {
+	out := make([]string, 0, 1+len(l.cfg.Args)+len(args))
+	out = append(out, l.cfg.Interpreter)
+	out = append(out, l.cfg.Args...)
+	return append(out, args...)
+}
+
+// newCmd builds the exec.Cmd shared by every platform.
+func (l *Launcher) newCmd(s spec, stdin *os.File, stdout *headWriter, stderr *tailWriter, extra []*os.File) *exec.Cmd {
+	dir := s.dir
+	if dir == "" {
+		dir = l.cfg.Dir
+	}
+	return &exec.Cmd{
+		Path:       l.cfg.Interpreter,
+		Args:       l.argv(s.args),
+		Env:        slices.Clip(l.cfg.Env), // never nil: nil would inherit ours
+		Dir:        dir,
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		ExtraFiles: extra,
+		WaitDelay:  l.cfg.WaitDelay,
+	}
+}

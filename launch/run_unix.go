@@ -1,0 +1,194 @@
+//go:build linux || darwin
+
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// run starts the process described by s, supervises it to its end and reaps
+// it exactly once. It returns a *Process whenever the process started (with
+// the serve error, if s.serve was set), or a start error and nil.
+//
+// Order of events, and why:
+//  1. FD 3 and stdin are sealed in-memory files (an unlinked temp file on
+//     darwin) at offset 0, so the host can read them to EOF in any order
+//     and a large context can never deadlock on a pipe.
+//  2. The socketpair is created SOCK_CLOEXEC; only the child's end is
+//     placed at FD 4, and the parent closes its copy right after start.
+//  3. The child gets a new session (so its own process group, pgid = pid)
+//     and exactly FDs 0–4: Go passes nothing else, and the sweep marks any
+//     stray inheritable descriptor of ours close-on-exec first.
+//  4. Group signals are only ever sent while the leader is unreaped (alive
+//     or a zombie), so the pgid cannot have been reused by then: on Linux
+//     the exit is awaited with waitid(WNOWAIT) through the pidfd, the
+//     group's stragglers are SIGKILLed, and only then is the leader reaped.
+//  5. exec's WaitDelay bounds the wait for stdout/stderr EOF when a
+//     descendant escaped the group with them; the IPC session gets the same
+//     bound after exit before it is cancelled.
+func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
+	ctxFile, err := sealedFile("zeo-launch-context", s.fd3)
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch: context descriptor: %w", err)
+	}
+	defer ctxFile.Close()
+	stdinFile, err := sealedFile("zeo-launch-stdin", s.stdin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch: stdin: %w", err)
+	}
+	defer stdinFile.Close()
+
+	extra := []*os.File{ctxFile}
+	var parentEnd, childEnd *os.File
+	if s.serve != nil {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("launch: socketpair: %w", os.NewSyscallError("socketpair", err))
+		}
+		parentEnd = os.NewFile(uintptr(fds[0]), "zeo-runtime")
+		childEnd = os.NewFile(uintptr(fds[1]), "zeo-host")
+		defer parentEnd.Close()
+		defer childEnd.Close()
+		extra = append(extra, childEnd)
+	}
+
+	stdout := &headWriter{max: MaxResultBytes + 1}
+	stderr := &tailWriter{max: l.cfg.StderrTailBytes}
+	cmd := l.newCmd(s, stdinFile, stdout, stderr, extra)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+
+	if !l.cfg.LeaveParentFDs {
+		if err := sweepCloexec(); err != nil {
+			l.log.Warn("launch: could not mark inherited descriptors close-on-exec", "err", err)
+		}
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("launch: starting %s: %w", l.cfg.Interpreter, err)
+	}
+	pid := cmd.Process.Pid
+	p := &Process{PID: pid}
+	// The child holds its own copies now.
+	ctxFile.Close()
+	stdinFile.Close()
+
+	var conn net.Conn
+	if s.serve != nil {
+		childEnd.Close()
+		conn, err = net.FileConn(parentEnd) // dups; never .Fd(), which would make it blocking
+		parentEnd.Close()
+		if err != nil {
+			_ = signalGroup(pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return nil, nil, fmt.Errorf("launch: wrapping the Runtime socket: %w", err)
+		}
+	}
+
+	// Supervision deadline: the attempt deadline, but never less than one
+	// grace period after start, so that a host launched at (or just before)
+	// its deadline can still report timed_out itself instead of being
+	// killed during startup; and the caller's context.
+	if !s.deadline.IsZero() {
+		if floor := start.Add(l.cfg.Grace); s.deadline.Before(floor) {
+			s.deadline = floor
+		}
+	}
+	sctx := ctx
+	deadlineCtx := false
+	if !s.deadline.IsZero() {
+		if d, ok := ctx.Deadline(); !ok || s.deadline.Before(d) {
+			deadlineCtx = true
+		}
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, s.deadline)
+		defer cancel()
+	}
+
+	var serveErr error
+	serveDone := make(chan struct{})
+	serveCtx, stopServe := context.WithCancel(ctx)
+	defer stopServe()
+	if s.serve != nil {
+		go func() {
+			defer close(serveDone)
+			serveErr = s.serve(serveCtx, conn, pid)
+		}()
+	} else {
+		close(serveDone)
+	}
+
+	exited := make(chan error, 1)
+	reaped := false
+	var waitErr error
+	if canAwaitUnreaped {
+		go func() { exited <- awaitExit(cmd.Process) }()
+	} else {
+		go func() { exited <- cmd.Wait() }()
+		reaped = true
+	}
+	if err := l.stopSequence(sctx, deadlineCtx, pid, exited, p); err != nil {
+		if reaped {
+			waitErr = err
+		} else {
+			l.log.Warn("launch: waiting for the host without reaping failed", "pid", pid, "err", err)
+		}
+	}
+	if p.Stopped == StopDeadline && ctx.Err() != nil {
+		p.Stopped = StopCancelled
+	}
+	if !reaped {
+		// The leader is a zombie: the group id is still ours. Kill whatever
+		// the host left behind, then reap.
+		_ = signalGroup(pid, syscall.SIGKILL)
+		waitErr = cmd.Wait()
+	}
+	p.Elapsed = time.Since(start)
+
+	// The host closes its socket before exiting; give the session the same
+	// bound as the output streams to notice, then stop it.
+	if s.serve != nil {
+		t := time.NewTimer(l.cfg.WaitDelay)
+		select {
+		case <-serveDone:
+		case <-t.C:
+			stopServe()
+			<-serveDone
+		}
+		t.Stop()
+	}
+
+	if st := cmd.ProcessState; st != nil {
+		p.ExitCode = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.Signal = ws.Signal()
+		}
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		p.WaitErr = waitErr
+	}
+	p.Stdout, p.StdoutBytes = stdout.result()
+	p.StderrTail, p.StderrBytes = stderr.result()
+	l.log.Debug("launch: host ended", "pid", pid, "exit", p.ExitCode, "signal", p.Signal,
+		"stopped", p.Stopped, "killed", p.Killed, "elapsed", p.Elapsed)
+	return p, serveErr, nil
+}
+
+// signalGroup sends sig to the process group pgid. A group that no longer
+// exists is not an error.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	err := unix.Kill(-pgid, sig)
+	if err == unix.ESRCH {
+		return nil
+	}
+	return err
+}
