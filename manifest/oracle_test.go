@@ -372,7 +372,9 @@ func withDigest(t interface{ Fatal(...any) }, doc map[string]any) []byte {
 func TestOracleProviderBinding(t *testing.T) {
 	oracle := bindingOracle(t)
 	var valid, accepted, refused int
-	defer func() { t.Logf("valid %d, mutated and accepted by both %d, mutated and refused by both %d", valid, accepted, refused) }()
+	defer func() {
+		t.Logf("valid %d, mutated and accepted by both %d, mutated and refused by both %d", valid, accepted, refused)
+	}()
 	rapid.Check(t, func(t *rapid.T) {
 		doc := genBinding(t)
 		what := "valid"
