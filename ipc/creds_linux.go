@@ -25,27 +25,41 @@ type credReader struct {
 var oobSpace = unix.CmsgSpace(unix.SizeofUcred) + unix.CmsgSpace(4*16)
 
 // newSource returns the reader a Session reads requests from.
+// SO_PASSCRED is already on (NewSession turned it on).
 func newSource(conn net.Conn, mode CredentialCheck, pid int) (io.Reader, error) {
-	if mode == CredentialsOff {
-		return conn, nil
-	}
 	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		if mode == CredentialsRequired {
-			return nil, fmt.Errorf("%w: credential check required but the connection is a %T, not a *net.UnixConn", ErrConfig, conn)
-		}
+	if mode == CredentialsOff || !ok {
 		return conn, nil
-	}
-	if err := setPassCred(uc); err != nil {
-		return nil, &ViolationError{Rule: ErrIO, Detail: "cannot enable SO_PASSCRED", Err: err}
 	}
 	return &credReader{c: uc, pid: int32(pid), oob: make([]byte, oobSpace)}, nil
 }
 
-// setPassCred turns SO_PASSCRED on, without putting the descriptor in
-// blocking mode (no Fd()).
-func setPassCred(uc *net.UnixConn) error {
-	rc, err := uc.SyscallConn()
+// prepareConn turns SO_PASSCRED on for a Session that checks credentials.
+func prepareConn(conn net.Conn, mode CredentialCheck) error {
+	if mode == CredentialsOff {
+		return nil
+	}
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		if mode == CredentialsRequired {
+			return fmt.Errorf("%w: credential check required but the connection is a %T, not a *net.UnixConn", ErrConfig, conn)
+		}
+		return nil
+	}
+	if err := EnablePassCred(uc); err != nil {
+		return fmt.Errorf("%w: cannot enable SO_PASSCRED: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// EnablePassCred turns SO_PASSCRED on for the Runtime's end of the
+// socketpair, without putting the descriptor in blocking mode. The kernel
+// attaches the sender's credentials to bytes only if SO_PASSCRED was on
+// when they were sent: call it before starting the child (NewSession calls
+// it too, which is too late if the child may already have written). Bytes
+// sent earlier arrive with pid 0 and are refused with ErrPeerCredentials.
+func EnablePassCred(c *net.UnixConn) error {
+	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}
@@ -55,7 +69,10 @@ func setPassCred(uc *net.UnixConn) error {
 	}); err != nil {
 		return err
 	}
-	return serr
+	if serr != nil {
+		return fmt.Errorf("setsockopt SO_PASSCRED: %w", serr)
+	}
+	return nil
 }
 
 func (r *credReader) Read(p []byte) (int, error) {
@@ -63,11 +80,14 @@ func (r *credReader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	n, oobn, flags, _, err := r.c.ReadMsgUnix(p, r.oob)
-	if n == 0 && oobn == 0 && err == nil {
-		return 0, io.EOF // orderly shutdown of the stream
-	}
-	if cerr := r.check(n, r.oob[:oobn], flags); cerr != nil {
+	if cerr := r.check(max(n, 0), r.oob[:max(oobn, 0)], flags); cerr != nil {
 		return 0, cerr
+	}
+	if n <= 0 {
+		if err == nil {
+			err = io.EOF // orderly shutdown of the stream
+		}
+		return 0, err
 	}
 	return n, err
 }
@@ -109,6 +129,8 @@ func (r *credReader) check(n int, oob []byte, flags int) error {
 		return fmt.Errorf("%w: unreadable ancillary data: %v", ErrPeerCredentials, perr)
 	case !havePID:
 		return fmt.Errorf("%w: %d bytes arrived without SCM_CREDENTIALS", ErrPeerCredentials, n)
+	case pid == 0:
+		return fmt.Errorf("%w: %d bytes came with pid 0: sent before SO_PASSCRED was enabled, or by a process outside this pid namespace", ErrPeerCredentials, n)
 	case pid != r.pid:
 		return fmt.Errorf("%w: %d bytes were sent by pid %d, the child is pid %d", ErrPeerCredentials, n, pid, r.pid)
 	}

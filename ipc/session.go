@@ -242,16 +242,18 @@ type Session struct {
 }
 
 // NewSession returns a Session that will serve conn, normally the Runtime's
-// end of the socketpair whose other end is the child's FD 4. It never
-// fails: an invalid config is recorded and returned by Serve before conn is
-// touched (as exec.Command records a LookPath failure). Use
+// end of the socketpair whose other end is the child's FD 4. Unless
+// credentials are off, it turns SO_PASSCRED on at once (see EnablePassCred:
+// the launcher should already have done so before starting the child). It
+// never fails: an invalid config is recorded and returned by Serve before
+// conn is read (as exec.Command records a LookPath failure). Use
 // SessionConfig.Validate to check first.
 func NewSession(conn net.Conn, cfg SessionConfig) *Session {
 	s := &Session{conn: conn, cfg: cfg}
 	if conn == nil {
 		s.cfgErr = fmt.Errorf("%w: nil connection", ErrConfig)
-	} else {
-		s.cfgErr = cfg.Validate()
+	} else if s.cfgErr = cfg.Validate(); s.cfgErr == nil {
+		s.cfgErr = prepareConn(conn, cfg.Credentials)
 	}
 	if s.cfg.RPCTimeout == 0 {
 		s.cfg.RPCTimeout = DefaultRPCTimeout
