@@ -89,14 +89,15 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := canonicalizer{scanner: s, out: make([]byte, 0, len(in))}
-	if err := c.value(0); err != nil {
+	c := canonicalizer{scanner: s}
+	out, err := c.value(make([]byte, 0, len(in)), 0)
+	if err != nil {
 		return nil, err
 	}
 	if err := c.finish(); err != nil {
 		return nil, err
 	}
-	return c.out, nil
+	return out, nil
 }
 
 // canonicalizer writes canonical bytes while it scans, in one pass. Object
@@ -106,9 +107,12 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 // written so far are recovered from out, and from then on every member is
 // recorded so that the object can be rearranged, through scratch, when it
 // closes.
+//
+// The output slice travels through the methods as an argument and a result
+// rather than living in the struct: stores of a slice header through a
+// pointer need GC write barriers, which cost measurably here.
 type canonicalizer struct {
 	scanner
-	out     []byte
 	members []member // a stack shared by all open objects
 	keys    []byte   // decoded escaped keys, a stack like members
 	scratch []byte
@@ -130,53 +134,47 @@ type keyRef struct {
 	inKeys bool
 }
 
-func (c *canonicalizer) key(k keyRef) []byte {
+func (c *canonicalizer) key(out []byte, k keyRef) []byte {
 	if k.inKeys {
 		return c.keys[k.off : k.off+k.n]
 	}
-	return c.out[k.off : k.off+k.n]
+	return out[k.off : k.off+k.n]
 }
 
-func (c *canonicalizer) value(depth int) error {
+func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 	if c.pos >= len(c.in) {
-		return errAt(ErrSyntax, c.pos, "unexpected end of input: want a value")
+		return out, errAt(ErrSyntax, c.pos, "unexpected end of input: want a value")
 	}
 	switch ch := c.in[c.pos]; ch {
 	case '{':
-		return c.object(depth + 1)
+		return c.object(out, depth+1)
 	case '[':
-		return c.array(depth + 1)
+		return c.array(out, depth+1)
 	case '"':
 		start, end, escaped, err := c.str()
 		if err != nil {
-			return err
+			return out, err
 		}
 		if !escaped {
-			c.out = append(c.out, c.in[start-1:end+1]...)
-			return nil
+			return append(out, c.in[start-1:end+1]...), nil
 		}
 		c.scratch = unescape(c.scratch[:0], c.in[start:end])
-		c.out = appendQuoted(c.out, c.scratch)
-		return nil
+		return appendQuoted(out, c.scratch), nil
 	case 't':
-		c.out = append(c.out, "true"...)
-		return c.literal("true")
+		return append(out, "true"...), c.literal("true")
 	case 'f':
-		c.out = append(c.out, "false"...)
-		return c.literal("false")
+		return append(out, "false"...), c.literal("false")
 	case 'n':
-		c.out = append(c.out, "null"...)
-		return c.literal("null")
+		return append(out, "null"...), c.literal("null")
 	default:
 		start, end, isInt, err := c.number()
 		if err != nil {
 			if ch != '-' && !isDigit(ch) && err.(*Error).Err == ErrSyntax {
-				return errAt(ErrSyntax, c.pos, "want a value, found %s", c.describe(c.pos))
+				return out, errAt(ErrSyntax, c.pos, "want a value, found %s", c.describe(c.pos))
 			}
-			return err
+			return out, err
 		}
-		c.out, err = appendNumber(c.out, c.in[start:end], isInt, start)
-		return err
+		return appendNumber(out, c.in[start:end], isInt, start)
 	}
 }
 
@@ -205,31 +203,30 @@ func (s *scanner) next(closing byte) (more bool, err error) {
 	return false, errAt(ErrSyntax, s.pos, "want ',' or '%c', found %s", closing, s.describe(s.pos))
 }
 
-func (c *canonicalizer) array(depth int) error {
+func (c *canonicalizer) array(out []byte, depth int) ([]byte, error) {
 	if err := c.enter(depth); err != nil {
-		return err
+		return out, err
 	}
 	c.pos++
-	c.out = append(c.out, '[')
+	out = append(out, '[')
 	c.skipSpace()
 	if c.pos < len(c.in) && c.in[c.pos] == ']' {
 		c.pos++
-		c.out = append(c.out, ']')
-		return nil
+		return append(out, ']'), nil
 	}
 	for {
-		if err := c.value(depth); err != nil {
-			return err
+		var err error
+		if out, err = c.value(out, depth); err != nil {
+			return out, err
 		}
 		more, err := c.next(']')
 		if err != nil {
-			return err
+			return out, err
 		}
 		if !more {
-			c.out = append(c.out, ']')
-			return nil
+			return append(out, ']'), nil
 		}
-		c.out = append(c.out, ',')
+		out = append(out, ',')
 	}
 }
 
@@ -237,18 +234,17 @@ func (c *canonicalizer) array(depth int) error {
 // unsorted object are found by a linear scan rather than a set.
 const smallObject = 16
 
-func (c *canonicalizer) object(depth int) error {
+func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 	if err := c.enter(depth); err != nil {
-		return err
+		return out, err
 	}
 	c.pos++
-	open := len(c.out)
-	c.out = append(c.out, '{')
+	open := len(out)
+	out = append(out, '{')
 	c.skipSpace()
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
-		c.out = append(c.out, '}')
-		return nil
+		return append(out, '}'), nil
 	}
 	base, keysBase := len(c.members), len(c.keys)
 	sorted := true
@@ -256,87 +252,87 @@ func (c *canonicalizer) object(depth int) error {
 	var seen map[string]struct{} // keys, once an unsorted object is large
 	for n := 0; ; n++ {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
-			return errAt(ErrSyntax, c.pos, "want a string key, found %s", c.describe(c.pos))
+			return out, errAt(ErrSyntax, c.pos, "want a string key, found %s", c.describe(c.pos))
 		}
 		keyOff := c.pos
 		start, end, escaped, err := c.str()
 		if err != nil {
-			return err
+			return out, err
 		}
-		mStart := len(c.out)
+		mStart := len(out)
 		var k keyRef
 		if escaped {
 			off := len(c.keys)
 			c.keys = unescape(c.keys, c.in[start:end])
 			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
-			c.out = appendQuoted(c.out, c.keys[off:])
+			out = appendQuoted(out, c.keys[off:])
 		} else {
 			k = keyRef{off: mStart + 1, n: end - start}
-			c.out = append(c.out, c.in[start-1:end+1]...)
+			out = append(out, c.in[start-1:end+1]...)
 		}
 		if n > 0 {
 			if sorted {
-				switch cmp := compareUTF16(c.key(prev), c.key(k)); {
+				switch cmp := compareUTF16(c.key(out, prev), c.key(out, k)); {
 				case cmp == 0:
-					return c.duplicate(keyOff, k)
+					return out, c.duplicate(out, keyOff, k)
 				case cmp > 0:
 					sorted = false
-					c.recover(open+1, mStart-1)
+					c.recover(out, open+1, mStart-1)
 				}
 			}
 			if !sorted {
-				if err := c.unique(base, k, keyOff, &seen); err != nil {
-					return err
+				if err := c.unique(out, base, k, keyOff, &seen); err != nil {
+					return out, err
 				}
 			}
 		}
 		c.skipSpace()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
-			return errAt(ErrSyntax, c.pos, "want ':' after object key, found %s", c.describe(c.pos))
+			return out, errAt(ErrSyntax, c.pos, "want ':' after object key, found %s", c.describe(c.pos))
 		}
 		c.pos++
 		c.skipSpace()
-		c.out = append(c.out, ':')
-		if err := c.value(depth); err != nil {
-			return err
+		out = append(out, ':')
+		if out, err = c.value(out, depth); err != nil {
+			return out, err
 		}
 		if !sorted {
-			c.members = append(c.members, member{key: k, inOff: keyOff, start: mStart, end: len(c.out)})
+			c.members = append(c.members, member{key: k, inOff: keyOff, start: mStart, end: len(out)})
 		}
 		prev = k
 		more, err := c.next('}')
 		if err != nil {
-			return err
+			return out, err
 		}
 		if !more {
 			break
 		}
-		c.out = append(c.out, ',')
+		out = append(out, ',')
 	}
 	if !sorted {
-		if err := c.reorder(open, c.members[base:]); err != nil {
-			return err
+		var err error
+		if out, err = c.reorder(out, open, c.members[base:]); err != nil {
+			return out, err
 		}
 	}
 	c.members, c.keys = c.members[:base], c.keys[:keysBase]
-	c.out = append(c.out, '}')
-	return nil
+	return append(out, '}'), nil
 }
 
-func (c *canonicalizer) duplicate(keyOff int, k keyRef) error {
-	return errAt(ErrDuplicateKey, keyOff, "key %q appears more than once in the object", truncate(string(c.key(k))))
+func (c *canonicalizer) duplicate(out []byte, keyOff int, k keyRef) error {
+	return errAt(ErrDuplicateKey, keyOff, "key %q appears more than once in the object", truncate(string(c.key(out, k))))
 }
 
 // unique refuses k if an earlier member of the unsorted object that starts
 // at members[base] has the same key. Small objects are scanned; from
 // smallObject members on, the object keeps the set *seen of its keys.
-func (c *canonicalizer) unique(base int, k keyRef, keyOff int, seen *map[string]struct{}) error {
+func (c *canonicalizer) unique(out []byte, base int, k keyRef, keyOff int, seen *map[string]struct{}) error {
 	ms := c.members[base:]
-	key := c.key(k)
+	key := c.key(out, k)
 	if len(ms) < smallObject {
 		for i := range ms {
-			if string(c.key(ms[i].key)) == string(key) {
-				return c.duplicate(keyOff, k)
+			if string(c.key(out, ms[i].key)) == string(key) {
+				return c.duplicate(out, keyOff, k)
 			}
 		}
 		return nil
@@ -344,11 +340,11 @@ func (c *canonicalizer) unique(base int, k keyRef, keyOff int, seen *map[string]
 	if *seen == nil {
 		*seen = make(map[string]struct{}, 2*len(ms))
 		for i := range ms {
-			(*seen)[string(c.key(ms[i].key))] = struct{}{}
+			(*seen)[string(c.key(out, ms[i].key))] = struct{}{}
 		}
 	}
 	if _, dup := (*seen)[string(key)]; dup {
-		return c.duplicate(keyOff, k)
+		return c.duplicate(out, keyOff, k)
 	}
 	(*seen)[string(key)] = struct{}{}
 	return nil
@@ -356,13 +352,12 @@ func (c *canonicalizer) unique(base int, k keyRef, keyOff int, seen *map[string]
 
 // recover records the members already written, in canonical form, to
 // out[from:to]: `"key":value` separated by commas.
-func (c *canonicalizer) recover(from, to int) {
-	b := c.out
+func (c *canonicalizer) recover(out []byte, from, to int) {
 	for i := from; i < to; {
 		ks := i + 1
 		j, escaped := ks, false
-		for b[j] != '"' {
-			if b[j] == '\\' {
+		for out[j] != '"' {
+			if out[j] == '\\' {
 				escaped = true
 				j++
 			}
@@ -371,10 +366,10 @@ func (c *canonicalizer) recover(from, to int) {
 		k := keyRef{off: ks, n: j - ks}
 		if escaped {
 			off := len(c.keys)
-			c.keys = unescape(c.keys, b[ks:j])
+			c.keys = unescape(c.keys, out[ks:j])
 			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
 		}
-		end := skipCanonical(b, j+2, to)
+		end := skipCanonical(out, j+2, to)
 		c.members = append(c.members, member{key: k, inOff: -1, start: i, end: end})
 		i = end + 1
 	}
@@ -415,22 +410,22 @@ func skipCanonical(b []byte, i, limit int) int {
 
 // reorder sorts the members of the object that starts at out[open] and
 // rewrites its body in key order. Keys are already known to be unique.
-func (c *canonicalizer) reorder(open int, ms []member) error {
-	slices.SortFunc(ms, func(a, b member) int { return compareUTF16(c.key(a.key), c.key(b.key)) })
+func (c *canonicalizer) reorder(out []byte, open int, ms []member) ([]byte, error) {
+	slices.SortFunc(ms, func(a, b member) int { return compareUTF16(c.key(out, a.key), c.key(out, b.key)) })
 	for i := 1; i < len(ms); i++ {
-		if bytes.Equal(c.key(ms[i-1].key), c.key(ms[i].key)) {
+		if bytes.Equal(c.key(out, ms[i-1].key), c.key(out, ms[i].key)) {
 			// unique has already refused this; kept as a guard.
-			return c.duplicate(max(ms[i-1].inOff, ms[i].inOff), ms[i].key)
+			return out, c.duplicate(out, max(ms[i-1].inOff, ms[i].inOff), ms[i].key)
 		}
 	}
 	body := open + 1
-	c.scratch = append(c.scratch[:0], c.out[body:]...)
-	c.out = c.out[:body]
+	c.scratch = append(c.scratch[:0], out[body:]...)
+	out = out[:body]
 	for i, m := range ms {
 		if i > 0 {
-			c.out = append(c.out, ',')
+			out = append(out, ',')
 		}
-		c.out = append(c.out, c.scratch[m.start-body:m.end-body]...)
+		out = append(out, c.scratch[m.start-body:m.end-body]...)
 	}
-	return nil
+	return out, nil
 }

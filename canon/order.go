@@ -1,37 +1,45 @@
 package canon
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // compareUTF16 orders two valid UTF-8 strings by their UTF-16 code units,
 // as RFC 8785 §3.2.3 sorts object keys. UTF-8 byte order equals code point
-// order, which differs from UTF-16 order only when a supplementary
-// character (encoded as surrogates, 0xD800..0xDFFF) meets one in
-// U+E000..U+FFFF, so only the first differing rune needs a closer look.
+// order, which differs from UTF-16 order in one case only: a supplementary
+// character (UTF-16 surrogates 0xD800..0xDFFF, UTF-8 lead byte 0xF0..0xF4)
+// meets one in U+E000..U+FFFF (lead byte 0xEE or 0xEF) at the first
+// difference. The first differing byte decides: in valid UTF-8 a byte of
+// 0xEE or more is always a lead byte, and when the first difference is a
+// continuation byte both characters share their lead byte and so their
+// UTF-16 class.
 func compareUTF16(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
-	for i < n && a[i] == b[i] {
-		i++
+	for i+8 <= n {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			i += bits.TrailingZeros64(x) / 8
+			return compareAt(a[i], b[i])
+		}
+		i += 8
 	}
-	if i == n {
-		return len(a) - len(b)
+	for ; i < n; i++ {
+		if a[i] != b[i] {
+			return compareAt(a[i], b[i])
+		}
 	}
-	for i > 0 && !utf8.RuneStart(a[i]) {
-		i--
-	}
-	ra, _ := utf8.DecodeRune(a[i:])
-	rb, _ := utf8.DecodeRune(b[i:])
-	ua, ub := firstUnit(ra), firstUnit(rb)
-	if ua != ub {
-		return int(ua) - int(ub)
-	}
-	return int(ra) - int(rb)
+	return len(a) - len(b)
 }
 
-// firstUnit returns the first UTF-16 code unit of r.
-func firstUnit(r rune) rune {
-	if r < 0x10000 {
-		return r
+// compareAt orders two different bytes found at the first difference of
+// two UTF-8 strings by the UTF-16 order of the characters they start.
+func compareAt(x, y byte) int {
+	if x >= 0xEE && y >= 0xEE && (x >= 0xF0) != (y >= 0xF0) {
+		if x >= 0xF0 {
+			return -1 // x starts a supplementary character: surrogates sort first
+		}
+		return 1
 	}
-	return 0xD800 + (r-0x10000)>>10
+	return int(x) - int(y)
 }
