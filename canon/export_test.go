@@ -4,8 +4,9 @@ import "strconv"
 
 // Hooks for the black-box tests in package canon_test.
 
-// PlainDecimal exposes the float fast path's test.
-func PlainDecimal(tok []byte) bool { return plainDecimal(tok) }
+// PlainDecimal exposes the float fast path's test: the length of the
+// token's prefix that is its canonical form, or 0.
+func PlainDecimal(tok []byte) int { return plainDecimal(tok) }
 
 // PlainASCII8 exposes the eight-byte string scan test.
 func PlainASCII8(w uint64) bool { return plainASCII8(w) }

@@ -39,8 +39,8 @@ func appendNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 		}
 		return append(dst, tok...), nil
 	}
-	if plainDecimal(tok) {
-		return append(dst, tok...), nil
+	if n := plainDecimal(tok); n > 0 {
+		return append(dst, tok[:n]...), nil
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
@@ -49,27 +49,49 @@ func appendNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 	return AppendFloat(dst, f)
 }
 
-// plainDecimal reports whether a float token is already in its ES6 form, so
-// that formatting can be skipped: no exponent, no trailing zero in the
-// fraction, at most 15 significant digits (any decimal of at most 15
-// significant digits is the shortest round-trip form of its float64), and a
-// magnitude of at least 1e-6 (below that ES6 switches to exponent form).
-func plainDecimal(tok []byte) bool {
-	sig, fracZeros, seenDot := 0, 0, false
-	for _, c := range tok {
+// plainDecimal spares the float conversion for float tokens whose
+// canonical form is a prefix of the token: it returns the length of that
+// prefix, or 0 when the token needs ParseFloat and [AppendFloat]. That is
+// the case for a token with no exponent, 1 to 15 significant digits (any
+// decimal of at most 15 significant digits is the unique shortest
+// round-trip form of its float64), at most 21 integer digits (ES6 switches
+// to exponent form at 1e21) and at most 5 zeros between the point and the
+// first significant digit (ES6 switches below 1e-6). The prefix drops
+// trailing zeros of the fraction, and the point when nothing is left after
+// it: "100.0" is "100", "1.50" is "1.5".
+func plainDecimal(tok []byte) int {
+	dot, first, last := -1, -1, -1
+	for i, c := range tok {
 		switch {
-		case c == '-':
 		case c == '.':
-			seenDot = true
+			dot = i
 		case c == 'e' || c == 'E':
-			return false
-		case sig > 0 || c != '0':
-			sig++
-		case seenDot:
-			fracZeros++
+			return 0
+		case '1' <= c && c <= '9':
+			if first < 0 {
+				first = i
+			}
+			last = i
 		}
 	}
-	return seenDot && sig > 0 && sig <= 15 && fracZeros <= 5 && tok[len(tok)-1] != '0'
+	if dot < 0 || first < 0 {
+		return 0 // an integer token, or a zero (which may be -0.0)
+	}
+	sig := last - first + 1
+	if first < dot && dot < last {
+		sig--
+	}
+	switch {
+	case sig > 15:
+		return 0
+	case first < dot && dot-first > 21:
+		return 0
+	case first > dot && first-dot-1 > 5:
+		return 0
+	case last > dot:
+		return last + 1
+	}
+	return dot
 }
 
 // AppendFloat appends the ECMAScript Number.prototype.toString form of f
