@@ -54,7 +54,8 @@ const (
 )
 
 // listFDs returns this process's open descriptors and their targets,
-// leaving out the one used to list them.
+// leaving out the one used to list them; a target is prefixed "cloexec "
+// when the descriptor is close-on-exec, so not inherited.
 func listFDs() map[string]string {
 	out := map[string]string{}
 	d, err := os.Open("/proc/self/fd")
@@ -72,6 +73,13 @@ func listFDs() map[string]string {
 		t, err := os.Readlink("/proc/self/fd/" + n)
 		if err != nil {
 			t = "?"
+		}
+		// execve closes every close-on-exec descriptor, so those present
+		// without the flag were inherited; the Go runtime opens its own
+		// (cgroup files, epoll) close-on-exec before main runs.
+		fd, _ := strconv.Atoi(n)
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC != 0 {
+			t = "cloexec " + t
 		}
 		out[n] = t
 	}
