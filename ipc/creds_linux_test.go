@@ -240,4 +240,3 @@ func openFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
-

@@ -111,7 +111,9 @@ func TestInvocationSequences(t *testing.T) {
 		{"success", nil, &peer{}, want{state: "succeeded", frames: 3, refs: []string{"artifact-a"}}},
 		{"other capability (scope)", func(i *hostsim.Invocation) { i.CapabilityID = "example.other@1.0.0" }, &peer{}, want{state: "refused", code: "ZEO_HOST_SCOPE"}},
 		{"capability not admitted (scope)", func(i *hostsim.Invocation) { i.AdmittedCapabilities = nil }, &peer{}, want{state: "refused", code: "ZEO_HOST_SCOPE"}},
-		{"manifest digest differs (scope)", func(i *hostsim.Invocation) { i.ProviderManifestDigest = canon.Digest("sha256:" + strings.Repeat("0", 64)) }, &peer{}, want{state: "refused", code: "ZEO_HOST_SCOPE"}},
+		{"manifest digest differs (scope)", func(i *hostsim.Invocation) {
+			i.ProviderManifestDigest = canon.Digest("sha256:" + strings.Repeat("0", 64))
+		}, &peer{}, want{state: "refused", code: "ZEO_HOST_SCOPE"}},
 		{"changed request", func(i *hostsim.Invocation) { i.Arguments = map[string]any{"text": "changed"} }, &peer{}, want{state: "refused", frames: 1, code: "ZEO_HOST_REQUEST_BINDING"}},
 		{"invalid arguments", func(i *hostsim.Invocation) { i.Arguments = map[string]any{"text": int64(4)} }, &peer{}, want{state: "invalid_request", frames: 1, code: "ZEO_HOST_INVALID_REQUEST"}},
 		{"admit refused", nil, &peer{admitState: ipc.StateRefused}, want{state: "refused", frames: 2, code: "ZEO_HOST_REFUSED"}},
