@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -23,7 +24,9 @@ type Unmarshaler interface {
 // ([ErrMissingField]); a JSON value decodes only into a Go type of its own
 // kind ([ErrType]): integers into integer or float types, floats only into
 // float types, strings into strings, booleans into bools, null only into
-// pointers, interfaces and [Value]. Into an empty interface an object
+// pointers, interfaces and [Value]. A json.RawMessage receives the
+// canonical bytes of its value and a json.Number the canonical text of a
+// number. Into an empty interface an object
 // becomes map[string]any, an array []any, an integer int64 and a float
 // float64, so that [Marshal] gives the same canonical bytes back.
 func Unmarshal(in []byte, target any) error { return Options{}.Unmarshal(in, target) }
@@ -50,6 +53,7 @@ func (v *Value) Decode(target any) error {
 var (
 	valueType       = reflect.TypeFor[Value]()
 	unmarshalerType = reflect.TypeFor[Unmarshaler]()
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
 )
 
 func typeErr(v *Value, ptr string, want string) *Error {
@@ -63,8 +67,26 @@ func decode(v *Value, dst reflect.Value, ptr string) error {
 		}
 		return nil
 	}
-	if dst.Type() == valueType {
+	switch dst.Type() {
+	case valueType:
 		dst.Set(reflect.ValueOf(*v))
+		return nil
+	case rawMessageType:
+		b, err := v.appendCanonical(nil, ptr)
+		if err != nil {
+			return err
+		}
+		dst.SetBytes(b)
+		return nil
+	case jsonNumberType:
+		if v.Kind != Integer && v.Kind != Float {
+			return typeErr(v, ptr, "number")
+		}
+		b, err := v.appendCanonical(nil, ptr)
+		if err != nil {
+			return err
+		}
+		dst.SetString(string(b))
 		return nil
 	}
 	switch dst.Kind() {

@@ -29,6 +29,9 @@
 // otherwise, everything else raw UTF-8), integers in decimal with -0 as 0,
 // and floats in the ECMAScript Number.prototype.toString form ([AppendFloat]).
 //
+// A float literal that underflows (1e-400) becomes zero and is written 0,
+// as upstream's Python float does.
+//
 // A [Digest] is "sha256:" followed by the lowercase hex SHA-256 of
 // canonical bytes: [Sum] for bytes already canonical, [DigestJSON] for JSON
 // bytes, [DigestOf] for Go values.
@@ -40,4 +43,20 @@
 // required fields enforced and no type coercion. [Parse] returns a [Value]
 // tree for callers that need to inspect a document and decode or hash it
 // without parsing it twice.
+//
+// # Caveats
+//
+// Canonical bytes are for hashing and sending; they do not always parse
+// back under the same rules. A float of magnitude in [2^53, 1e21) with no
+// fraction is written as plain digits (the float literal 1e20 becomes
+// 100000000000000000000, exactly as the Python host writes it), and those
+// digits read back as an integer literal outside ±(2^53−1), which
+// [ErrUnsafeInteger] refuses. Keep such values as a [Value] or a Go float,
+// not as canonical bytes (json.RawMessage), when they must be written
+// again.
+//
+// # Concurrency
+//
+// Every function and method of this package may be called from several
+// goroutines at once; the package has no mutable state.
 package canon
