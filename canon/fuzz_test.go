@@ -162,3 +162,64 @@ func FuzzDifferential(f *testing.F) {
 		}
 	})
 }
+
+// fuzzTarget is a representative wire struct: nested structs and pointers,
+// maps, slices, an empty interface, a Value, integers of several widths.
+type fuzzTarget struct {
+	Base
+	ID       string              `json:"id" canon:"optional"`
+	Gen      int64               `json:"gen" canon:"optional"`
+	Small    int8                `json:"small" canon:"optional"`
+	Unsigned uint32              `json:"unsigned" canon:"optional"`
+	Ratio    float32             `json:"ratio" canon:"optional"`
+	Flag     *bool               `json:"flag" canon:"optional"`
+	Tags     []string            `json:"tags,omitempty"`
+	Labels   map[string]int      `json:"labels,omitempty"`
+	Inner    *Inner              `json:"inner,omitempty"`
+	Pair     [2]float64          `json:"pair" canon:"optional"`
+	Any      any                 `json:"any" canon:"optional"`
+	Val      *canon.Value        `json:"val,omitempty"`
+	Raw      json.RawMessage     `json:"raw,omitempty"`
+	Deep     map[string][]*Inner `json:"deep,omitempty"`
+}
+
+// FuzzUnmarshal decodes arbitrary bytes into fuzzTarget: no panic; only
+// strict JSON is decoded; a decoded value marshals, and decoding that
+// again reaches a fixed point.
+func FuzzUnmarshal(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte(`{"id":"w-1","gen":9007199254740991,"small":-128,"unsigned":4294967295,"ratio":0.5,"flag":true,` +
+		`"tags":["a"],"labels":{"b":1},"inner":{"n":1,"s":"x"},"pair":[1,2.5],"any":{"x":[1,1.5,null]},` +
+		`"val":{"k":"v"},"raw":[1,{"b":2,"a":1}],"deep":{"k":[null,{"n":2}]}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var v fuzzTarget
+		if err := canon.Unmarshal(in, &v); err != nil {
+			var e *canon.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is not a *canon.Error", err)
+			}
+			return
+		}
+		if _, err := canon.Canonicalize(in); err != nil {
+			t.Fatalf("Unmarshal accepted what Canonicalize refuses: %v", err)
+		}
+		out, err := canon.Marshal(v)
+		if err != nil {
+			if errors.Is(err, canon.ErrUnsafeInteger) && len(v.Raw) > 0 {
+				return // the documented caveat, through json.RawMessage
+			}
+			t.Fatalf("Marshal of a decoded value: %v", err)
+		}
+		var again fuzzTarget
+		if err := canon.Unmarshal(out, &again); err != nil {
+			if errors.Is(err, canon.ErrUnsafeInteger) {
+				return // a float ≥ 2^53 written as digits (the caveat)
+			}
+			t.Fatalf("Unmarshal(Marshal(v)) = %v; Marshal gave %s", err, out)
+		}
+		out2, err := canon.Marshal(again)
+		if err != nil || !bytes.Equal(out, out2) {
+			t.Fatalf("no fixed point: %s then %s (%v)", out, out2, err)
+		}
+	})
+}
