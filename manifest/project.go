@@ -81,11 +81,27 @@ func InventoryJSON(ms []CapabilityManifest) ([]byte, error) {
 }
 
 func marshalInventory(inv []CapabilityManifest) ([]byte, error) {
-	alias := make([]manifestAlias, len(inv))
+	elems := make([]canon.Value, len(inv))
+	fast := true
 	for i := range inv {
-		alias[i] = manifestAlias(inv[i])
+		var ok bool
+		if elems[i], ok = manifestValue(&inv[i]); !ok {
+			fast = false
+			break
+		}
 	}
-	b, err := canon.Marshal(alias)
+	var b []byte
+	var err error
+	if fast {
+		arr := canon.Value{Kind: canon.Array, Elems: elems}
+		b, err = arr.AppendCanonical(make([]byte, 0, 2048*len(inv)+2))
+	} else {
+		alias := make([]manifestAlias, len(inv))
+		for i := range inv {
+			alias[i] = manifestAlias(inv[i])
+		}
+		b, err = canon.Marshal(alias)
+	}
 	if err != nil {
 		return nil, &ValidationError{Err: ErrInvalidManifest, Rule: "json", Detail: "manifest has no canonical JSON form", Cause: err}
 	}

@@ -63,7 +63,39 @@ func (v *Validator) PrepareRequest(m CapabilityManifest, args map[string]any) (P
 		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments have no canonical JSON form", Cause: err}
 	}
 	obj, _ := plain.(map[string]any)
-	return v.prepare(s, id, obj)
+	return prepare(s, id, obj)
+}
+
+// Preparer prepares requests for one capability whose request schema has
+// been compiled once: the fast path for a Runtime that admits a manifest
+// and then prepares many requests for it. It holds its own copy of the
+// schema, so later changes to the manifest do not affect it. A Preparer is
+// immutable and safe for concurrent use.
+type Preparer struct {
+	id     string
+	schema *compiledSchema
+}
+
+// Preparer compiles (or finds in the cache) m's request schema and returns
+// a Preparer for m. Errors are those of [Validator.PrepareRequest] for the
+// schema.
+func (v *Validator) Preparer(m CapabilityManifest) (*Preparer, error) {
+	id := m.ID.String()
+	s, err := v.compiled(m.RequestSchema, id, "/request_schema")
+	if err != nil {
+		return nil, err
+	}
+	return &Preparer{id: id, schema: s}, nil
+}
+
+// Prepare is [Validator.PrepareRequest] without the schema lookup.
+func (p *Preparer) Prepare(args map[string]any) (Prepared, error) {
+	plain, err := plainJSON(args)
+	if err != nil {
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: p.id, Rule: "arguments.json", Detail: "arguments have no canonical JSON form", Cause: err}
+	}
+	obj, _ := plain.(map[string]any)
+	return prepare(p.schema, p.id, obj)
 }
 
 // PrepareRequestJSON is PrepareRequest for arguments given as JSON bytes,
@@ -82,10 +114,10 @@ func (v *Validator) PrepareRequestJSON(m CapabilityManifest, args []byte) (Prepa
 	if !ok {
 		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "type", Detail: "arguments must be a JSON object, found " + val.Kind.String()}
 	}
-	return v.prepare(s, id, obj)
+	return prepare(s, id, obj)
 }
 
-func (v *Validator) prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error) {
+func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error) {
 	if args == nil {
 		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "type", Detail: "arguments must be a JSON object"}
 	}
@@ -94,10 +126,9 @@ func (v *Validator) prepare(s *compiledSchema, id string, args map[string]any) (
 	}
 	root, _ := s.doc.(map[string]any)
 	applyDefaults(root, root, args)
-	b, err := canon.Marshal(struct {
-		CapabilityID string         `json:"capability_id"`
-		Arguments    map[string]any `json:"arguments"`
-	}{id, args})
+	av, _ := objectValue(args) // plain by construction
+	pre := obj(canon.Member{Key: "arguments", Value: av}, canon.Member{Key: "capability_id", Value: strValue(id)})
+	b, err := pre.AppendCanonical(nil)
 	if err != nil {
 		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments have no canonical JSON form", Cause: err}
 	}

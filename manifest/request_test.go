@@ -181,3 +181,23 @@ func assertErr(t *testing.T, err, sentinel error, capID, ptr string) {
 }
 
 var _ = json.Marshal
+
+func TestPreparer(t *testing.T) {
+	want := loadVectors(t).Derived.WorkedExample.RequestDigest
+	echo := echoManifests(t)[0]
+	var v manifest.Validator
+	p, err := v.Preparer(echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Preparer keeps its own copy of the schema.
+	delete(echo.RequestSchema, "properties")
+	got, err := p.Prepare(map[string]any{"text": "hello"})
+	if err != nil || got.RequestDigest != want {
+		t.Errorf("Prepare = %s, %v; want %s", got.RequestDigest, err, want)
+	}
+	_, err = p.Prepare(map[string]any{"text": 1})
+	assertErr(t, err, manifest.ErrInvalidArguments, "example.echo@1.0.0", "/text")
+	_, err = p.Prepare(map[string]any{"text": "x", "n": int64(1) << 60})
+	assertErr(t, err, manifest.ErrInvalidArguments, "example.echo@1.0.0", "")
+}

@@ -50,7 +50,7 @@ const draft2020URI = "https://json-schema.org/draft/2020-12/schema"
 // compiled returns the compiled form of a schema given as a Go JSON value.
 // rule errors carry ptr (the schema's pointer) and capID.
 func (v *Validator) compiled(schema map[string]any, capID, ptr string) (*compiledSchema, error) {
-	canonical, err := canon.Marshal(schema)
+	canonical, err := canonicalOf(schema)
 	if err != nil {
 		return nil, &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.json", Detail: "schema has no canonical JSON form", Cause: err}
 	}
@@ -231,19 +231,4 @@ func validateInstance(s *compiledSchema, inst any, sentinel error, capID, ptr, r
 		return &ValidationError{Err: sentinel, CapabilityID: capID, Pointer: ptr + loc, Rule: rule, Detail: msg, Cause: err}
 	}
 	return &ValidationError{Err: sentinel, CapabilityID: capID, Pointer: ptr, Rule: rule, Detail: err.Error(), Cause: err}
-}
-
-// plainJSON converts a Go value to the plain JSON form santhosh and the
-// digests expect (via canonical bytes, so the value is exactly what would
-// be hashed).
-func plainJSON(v any) (any, error) {
-	b, err := canon.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	val, err := canon.Parse(b)
-	if err != nil {
-		return nil, err
-	}
-	return val.Interface(), nil
 }
