@@ -2,6 +2,7 @@ package canon
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 )
 
@@ -89,8 +90,17 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := canonicalizer{scanner: s}
+	c := canonicalizer{scanner: s, budget: 2*len(in) + 4096}
 	out, err := c.value(make([]byte, 0, len(in)), 0)
+	if err == errRearrangedTooMuch {
+		// Nested objects that each need rearranging cost O(depth × size)
+		// here; the tree path costs O(size log size) on any shape.
+		v, err := o.Parse(in)
+		if err != nil {
+			return nil, err
+		}
+		return v.AppendCanonical(out[:0])
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -102,11 +112,12 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 
 // canonicalizer writes canonical bytes while it scans, in one pass. Object
 // members are written in input order. As long as an object's keys arrive in
-// strictly ascending order nothing else is recorded (the common case: the
-// peer sends canonical bytes); at the first key out of order the members
-// written so far are recovered from out, and from then on every member is
-// recorded so that the object can be rearranged, through scratch, when it
-// closes.
+// strictly ascending order only the offset of each member in out is
+// recorded (the common case: the peer sends canonical bytes); at the first
+// key out of order the members written so far are recovered from those
+// offsets, and from then on every member is recorded in full so that the
+// object can be rearranged, through scratch, when it closes. Recovering
+// reads only the keys, so it costs O(members) and never rescans values.
 //
 // The output slice travels through the methods as an argument and a result
 // rather than living in the struct: stores of a slice header through a
@@ -114,6 +125,8 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 type canonicalizer struct {
 	scanner
 	members []member // a stack shared by all open objects
+	starts  []int    // offsets in out of the members of sorted objects, a stack
+	budget  int      // bytes reorder may still move before the tree path takes over
 	keys    []byte   // decoded escaped keys, a stack like members
 	scratch []byte
 }
@@ -230,6 +243,10 @@ func (c *canonicalizer) array(out []byte, depth int) ([]byte, error) {
 	}
 }
 
+// errRearrangedTooMuch stops the one-pass canonicalizer when rearranging
+// objects has moved more bytes than its budget; it never leaves the package.
+var errRearrangedTooMuch = errors.New("canon: rearranged too much")
+
 // smallObject is the member count up to which duplicate keys of an
 // unsorted object are found by a linear scan rather than a set.
 const smallObject = 16
@@ -246,7 +263,7 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 		c.pos++
 		return append(out, '}'), nil
 	}
-	base, keysBase := len(c.members), len(c.keys)
+	base, keysBase, startsBase := len(c.members), len(c.keys), len(c.starts)
 	sorted := true
 	var prev keyRef
 	var seen map[string]struct{} // keys, once an unsorted object is large
@@ -277,7 +294,7 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 					return out, c.duplicate(out, keyOff, k)
 				case cmp > 0:
 					sorted = false
-					c.recover(out, open+1, mStart-1)
+					c.recover(out, startsBase, mStart-1)
 				}
 			}
 			if !sorted {
@@ -285,6 +302,9 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 					return out, err
 				}
 			}
+		}
+		if sorted {
+			c.starts = append(c.starts, mStart)
 		}
 		c.skipSpace()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
@@ -315,7 +335,7 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 			return out, err
 		}
 	}
-	c.members, c.keys = c.members[:base], c.keys[:keysBase]
+	c.members, c.keys, c.starts = c.members[:base], c.keys[:keysBase], c.starts[:startsBase]
 	return append(out, '}'), nil
 }
 
@@ -350,11 +370,17 @@ func (c *canonicalizer) unique(out []byte, base int, k keyRef, keyOff int, seen 
 	return nil
 }
 
-// recover records the members already written, in canonical form, to
-// out[from:to]: `"key":value` separated by commas.
-func (c *canonicalizer) recover(out []byte, from, to int) {
-	for i := from; i < to; {
-		ks := i + 1
+// recover records the members of the current object already written to
+// out, whose offsets are starts[from:], the last one ending at last (the
+// comma before the member being read), and drops those offsets.
+func (c *canonicalizer) recover(out []byte, from, last int) {
+	for i := from; i < len(c.starts); i++ {
+		start := c.starts[i]
+		end := last
+		if i+1 < len(c.starts) {
+			end = c.starts[i+1] - 1
+		}
+		ks := start + 1
 		j, escaped := ks, false
 		for out[j] != '"' {
 			if out[j] == '\\' {
@@ -369,43 +395,9 @@ func (c *canonicalizer) recover(out []byte, from, to int) {
 			c.keys = unescape(c.keys, out[ks:j])
 			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
 		}
-		end := skipCanonical(out, j+2, to)
-		c.members = append(c.members, member{key: k, inOff: -1, start: i, end: end})
-		i = end + 1
+		c.members = append(c.members, member{key: k, inOff: -1, start: start, end: end})
 	}
-}
-
-// skipCanonical returns the end of the canonical value that starts at
-// b[i], which ends at or before limit.
-func skipCanonical(b []byte, i, limit int) int {
-	depth := 0
-	for j := i; j < limit; j++ {
-		switch b[j] {
-		case '"':
-			j++
-			for b[j] != '"' {
-				if b[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if depth == 0 {
-				return j + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return j + 1
-			}
-		case ',':
-			if depth == 0 {
-				return j
-			}
-		}
-	}
-	return limit
+	c.starts = c.starts[:from]
 }
 
 // reorder sorts the members of the object that starts at out[open] and
@@ -419,6 +411,9 @@ func (c *canonicalizer) reorder(out []byte, open int, ms []member) ([]byte, erro
 		}
 	}
 	body := open + 1
+	if c.budget -= len(out) - body; c.budget < 0 {
+		return out, errRearrangedTooMuch
+	}
 	c.scratch = append(c.scratch[:0], out[body:]...)
 	out = out[:body]
 	for i, m := range ms {
