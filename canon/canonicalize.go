@@ -3,6 +3,7 @@ package canon
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 	"slices"
 )
 
@@ -266,7 +267,7 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 	base, keysBase, startsBase := len(c.members), len(c.keys), len(c.starts)
 	sorted := true
 	var prev keyRef
-	var seen map[string]struct{} // keys, once an unsorted object is large
+	var seen keySet // keys, once an unsorted object is large
 	for n := 0; ; n++ {
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return out, errAt(ErrSyntax, c.pos, "want a string key, found %s", c.describe(c.pos))
@@ -345,29 +346,63 @@ func (c *canonicalizer) duplicate(out []byte, keyOff int, k keyRef) error {
 
 // unique refuses k if an earlier member of the unsorted object that starts
 // at members[base] has the same key. Small objects are scanned; from
-// smallObject members on, the object keeps the set *seen of its keys.
-func (c *canonicalizer) unique(out []byte, base int, k keyRef, keyOff int, seen *map[string]struct{}) error {
+// smallObject members on, the object keeps the hash set seen of its keys.
+func (c *canonicalizer) unique(out []byte, base int, k keyRef, keyOff int, seen *keySet) error {
 	ms := c.members[base:]
 	key := c.key(out, k)
 	if len(ms) < smallObject {
 		for i := range ms {
-			if string(c.key(out, ms[i].key)) == string(key) {
+			if bytes.Equal(c.key(out, ms[i].key), key) {
 				return c.duplicate(out, keyOff, k)
 			}
 		}
 		return nil
 	}
-	if *seen == nil {
-		*seen = make(map[string]struct{}, 2*len(ms))
-		for i := range ms {
-			(*seen)[string(c.key(out, ms[i].key))] = struct{}{}
+	if 2*(len(ms)+1) > len(seen.slots) {
+		seen.grow(c, out, ms)
+	}
+	mask := uint64(len(seen.slots) - 1)
+	for i := maphash.Bytes(seen.seed, key) & mask; ; i = (i + 1) & mask {
+		j := seen.slots[i]
+		if j == 0 {
+			// The member being read gets index len(ms) once its value is
+			// done, before the next lookup.
+			seen.slots[i] = len(ms) + 1
+			return nil
+		}
+		if bytes.Equal(c.key(out, ms[j-1].key), key) {
+			return c.duplicate(out, keyOff, k)
 		}
 	}
-	if _, dup := (*seen)[string(key)]; dup {
-		return c.duplicate(out, keyOff, k)
+}
+
+// keySet is an open-addressing hash set of the members of one large
+// unsorted object: each slot holds a member index plus one, or 0 when
+// empty. It keeps no copy of the keys, so it allocates only its slots.
+type keySet struct {
+	seed  maphash.Seed
+	slots []int
+}
+
+// grow resizes the set to at least four slots per member of ms, which it
+// then holds.
+func (s *keySet) grow(c *canonicalizer, out []byte, ms []member) {
+	if s.slots == nil {
+		s.seed = maphash.MakeSeed() // per object: keys from the peer cannot aim at collisions
 	}
-	(*seen)[string(key)] = struct{}{}
-	return nil
+	n := 64
+	for n < 4*(len(ms)+1) {
+		n *= 2
+	}
+	s.slots = make([]int, n)
+	mask := uint64(n - 1)
+	for j := range ms {
+		i := maphash.Bytes(s.seed, c.key(out, ms[j].key)) & mask
+		for s.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		s.slots[i] = j + 1
+	}
 }
 
 // recover records the members of the current object already written to
