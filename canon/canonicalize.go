@@ -10,7 +10,11 @@ import (
 // Default limits. They match the protocol: no document may exceed 1 MiB,
 // and nesting stays well inside what the Python host can parse.
 const (
+	// DefaultMaxBytes is the largest input accepted by default (1 MiB,
+	// the protocol's frame limit); longer input is [ErrTooLarge].
 	DefaultMaxBytes = 1 << 20
+	// DefaultMaxDepth is the deepest nesting of arrays and objects
+	// accepted by default; deeper input is [ErrTooDeep].
 	DefaultMaxDepth = 512
 )
 
@@ -70,10 +74,13 @@ func (s *scanner) finish() error {
 }
 
 // Canonicalize checks that in is strict JSON (see the package comment) and
-// returns its RFC 8785 canonical bytes, using the default limits.
+// returns its RFC 8785 canonical bytes, using the default limits. The
+// result is a fresh slice; in is not modified or retained. On error the
+// result is nil and the error an [*Error].
 func Canonicalize(in []byte) ([]byte, error) { return Options{}.Canonicalize(in) }
 
-// DigestJSON returns the digest of the canonical form of the JSON bytes in.
+// DigestJSON returns the digest of the canonical form of the JSON bytes in,
+// refusing what [Canonicalize] refuses.
 func DigestJSON(in []byte) (Digest, error) { return Options{}.DigestJSON(in) }
 
 // DigestJSON is like the package-level [DigestJSON] with o's limits.

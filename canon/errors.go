@@ -45,8 +45,10 @@ var (
 )
 
 // Error describes one refusal. Offset locates it in the input bytes for
-// parsing errors; Pointer (an RFC 6901 JSON pointer) locates it in the
-// document for decoding and encoding errors.
+// parsing errors (for [ErrTooLarge] it is the limit, the first byte past
+// it); Pointer (an RFC 6901 JSON pointer) locates it in the document for
+// decoding and encoding errors. Unmarshal's decoding errors carry both.
+// Detail quotes at most 80 bytes of the input.
 type Error struct {
 	Err     error  // one of the package's sentinel errors
 	Offset  int64  // byte offset into the input; -1 when not applicable
@@ -54,6 +56,9 @@ type Error struct {
 	Detail  string // what exactly was found
 }
 
+// Error describes the refusal for a person: the sentinel's text, the byte
+// offset and pointer, and the detail. The text may change between versions;
+// test with [errors.Is] and [errors.As], never on the message.
 func (e *Error) Error() string {
 	where := ""
 	if e.Offset >= 0 {

@@ -23,6 +23,8 @@ const (
 
 var kindNames = [...]string{"null", "boolean", "integer", "float", "string", "array", "object"}
 
+// String returns the JSON name of k ("null", "boolean", "integer",
+// "float", "string", "array", "object").
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
@@ -33,7 +35,8 @@ func (k Kind) String() string {
 // Value is a parsed JSON value that has passed every strict rule. Only the
 // field for its Kind is set. Object members keep their input order; the
 // canonical order is applied by [Value.AppendCanonical]. Values returned by
-// [Parse] share nothing with the input bytes.
+// [Parse] share nothing with the input bytes. A Value may be read from
+// several goroutines at once; changing it while others read is a data race.
 type Value struct {
 	Kind    Kind
 	Bool    bool     // Bool
