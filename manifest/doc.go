@@ -54,8 +54,22 @@
 // network. Formats are annotations, never assertions, as upstream. Compiled
 // schemas are cached by schema digest in a [Validator].
 //
+// "pattern" and "patternProperties" run as upstream's Python re.search
+// does: \d, \w and \s are Unicode-aware and '$' also matches before a final
+// "\n" (the pattern is translated to RE2; see pyRegexp).
+//
 // Known differences from upstream's Python jsonschema, each in the
-// direction of refusing more: a "pattern" must compile as a Go RE2 regular
-// expression (no look-around or back-references), and a "$schema" other
-// than the draft 2020-12 URI is refused (upstream always applies 2020-12).
+// direction of refusing more: a pattern using what RE2 lacks (look-around,
+// back-references) makes the schema invalid, and a "$schema" other than the
+// draft 2020-12 URI is refused (upstream always applies 2020-12).
+//
+// # Request preparation
+//
+// [Validator.PrepareRequest] (or a [Preparer], which skips the schema
+// lookup) validates arguments, materializes the schema's declared defaults
+// and returns the request digest the host recomputes after its own
+// normalization (DESIGN decision 4). Pydantic behaviour that a JSON Schema
+// does not describe (default factories, validators that rewrite values,
+// aliases, models that drop unknown keys) is not reproduced; callers of such
+// capabilities pass already-normalized arguments.
 package manifest

@@ -86,6 +86,7 @@ func compileDoc(doc any, digest canon.Digest, capID, ptr string) (*compiledSchem
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(denyLoader{})
+	c.UseRegexpEngine(pyRegexp)
 	url := "https://schema.zeo.invalid/sha256/" + strings.TrimPrefix(string(digest), canon.DigestPrefix) + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.compile", Detail: err.Error(), Cause: err}
