@@ -96,3 +96,9 @@ func sweepCloexec() error {
 	}
 	return errors.Join(errs...)
 }
+
+// prepareRuntimeEnd turns on SO_PASSCRED on the Runtime's end of the
+// socketpair before the child starts.
+func prepareRuntimeEnd(fd int) error {
+	return os.NewSyscallError("setsockopt(SO_PASSCRED)", unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PASSCRED, 1))
+}

@@ -54,6 +54,15 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("launch: socketpair: %w", os.NewSyscallError("socketpair", err))
 		}
+		// Credentials must be on before the child can write: the kernel
+		// attaches SCM_CREDENTIALS only to bytes sent after SO_PASSCRED is
+		// set on the receiving end, and the session checks every frame's
+		// sender (DESIGN decision 7).
+		if err := prepareRuntimeEnd(fds[0]); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, nil, fmt.Errorf("launch: socket credentials: %w", err)
+		}
 		parentEnd = os.NewFile(uintptr(fds[0]), "zeo-runtime")
 		childEnd = os.NewFile(uintptr(fds[1]), "zeo-host")
 		defer parentEnd.Close()

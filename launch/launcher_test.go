@@ -1,0 +1,418 @@
+package launch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/launch"
+)
+
+// launcherWith returns a launcher for the simulated host with short
+// supervision bounds, for tests that make the host hang.
+func launcherWith(t testing.TB, grace, waitDelay time.Duration, env ...string) (*launch.Launcher, string) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := launch.New(launch.Config{
+		Interpreter: hostsimPath, Env: env, Dir: dir, Grace: grace, WaitDelay: waitDelay,
+		Verifier: launch.TrustEnvironment{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, dir
+}
+
+type report struct {
+	FDs        map[string]string `json:"fds"`
+	Env        []string          `json:"env"`
+	PID        int               `json:"pid"`
+	PGID       int               `json:"pgid"`
+	SID        int               `json:"sid"`
+	ContextLen int               `json:"context_len"`
+	StdinLen   int               `json:"stdin_len"`
+	SocketOK   bool              `json:"socket_ok"`
+}
+
+// TestChildSeesOnlyWhatItIsGiven plants a secret in this process's
+// environment and an inheritable descriptor in its table, launches the
+// host, and reads back what the host saw: exactly the configured
+// environment, exactly FDs 0–4 (stdin and the context as memfds, stdout
+// and stderr pipes, the socket), its own session and process group.
+func TestChildSeesOnlyWhatItIsGiven(t *testing.T) {
+	t.Setenv("ZEO_PARENT_SECRET", "hunter2-parent-secret")
+	leak, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leak)
+
+	env := []string{"ZEO_HOSTSIM_SCENARIO=report", "LANG=C.UTF-8"}
+	l, _ := newLauncher(t, env...)
+	f := newFixture(t)
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	enc, err := inv.Context.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.Invoke(testCtx(t), inv)
+	if !errors.Is(err, launch.ErrInvalidResult) || out == nil {
+		t.Fatalf("a report is not a HostResult: err = %v", err)
+	}
+	if bytes.Contains(out.Process.Stdout, []byte("hunter2")) {
+		t.Fatal("the parent's secret reached the host")
+	}
+	var r report
+	if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+		t.Fatalf("%v: %q", err, out.Process.Stdout)
+	}
+	if strings.Join(r.Env, "\n") != strings.Join(env, "\n") {
+		t.Fatalf("host environment %q, want exactly %q", r.Env, env)
+	}
+	// Descriptors the host inherited are those it found without
+	// close-on-exec (execve closes the others); the Go runtime opens its
+	// own close-on-exec before main.
+	inherited := map[string]string{}
+	for fd, target := range r.FDs {
+		if !strings.HasPrefix(target, "cloexec ") {
+			inherited[fd] = target
+		}
+	}
+	if len(inherited) != 5 || inherited["0"] == "" || inherited["1"] == "" || inherited["2"] == "" || inherited["3"] == "" || inherited["4"] == "" {
+		t.Fatalf("host inherited descriptors %v, want exactly 0-4 (all: %v)", inherited, r.FDs)
+	}
+	t.Logf("host descriptors at startup: %v", r.FDs)
+	for fd, prefix := range map[string]string{"0": "/memfd:zeo-launch-stdin", "1": "pipe:", "2": "pipe:", "3": "/memfd:zeo-launch-context", "4": "socket:"} {
+		if !strings.HasPrefix(r.FDs[fd], prefix) {
+			t.Errorf("fd %s is %q, want %s…", fd, r.FDs[fd], prefix)
+		}
+	}
+	if r.PID != out.Process.PID || r.PGID != r.PID || r.SID != r.PID {
+		t.Fatalf("pid %d pgid %d sid %d, launcher saw pid %d", r.PID, r.PGID, r.SID, out.Process.PID)
+	}
+	if r.ContextLen != len(enc.Bytes) || r.StdinLen != len(inv.Request) || !r.SocketOK {
+		t.Fatalf("report %+v", r)
+	}
+}
+
+// TestLargeContext sends a context over 64 KiB (more than a pipe holds) and
+// still completes.
+func TestLargeContext(t *testing.T) {
+	f := newFixture(t)
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	for i := 0; len(inv.Context.AdmittedCapabilities) < 600; i++ {
+		inv.Context.AdmittedCapabilities = append(inv.Context.AdmittedCapabilities,
+			"padding.capability_"+strconv.Itoa(i)+"@1.0.0-"+strings.Repeat("p", 200))
+	}
+	enc, err := inv.Context.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enc.Bytes) <= 64<<10 {
+		t.Fatalf("context is only %d bytes", len(enc.Bytes))
+	}
+	l, _ := newLauncher(t)
+	out, err := l.Invoke(testCtx(t), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.State != launch.StateSucceeded || out.LaunchDigest != enc.LaunchDigest {
+		t.Fatalf("%+v", out.Result)
+	}
+	t.Logf("context of %d bytes", len(enc.Bytes))
+}
+
+// TestMisbehavingHosts: each way a host can fail to produce a result gives
+// its own typed outcome.
+func TestMisbehavingHosts(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		scenario string
+		err      error
+		check    func(t *testing.T, out *launch.Outcome, re *launch.ResultError)
+	}{
+		{"garbage", launch.ErrMalformedResult, nil},
+		{"two-lines", launch.ErrNotOneLine, nil},
+		{"big-stdout", launch.ErrResultTooLarge, func(t *testing.T, out *launch.Outcome, _ *launch.ResultError) {
+			if out.Process.StdoutBytes <= launch.MaxResultBytes || len(out.Process.Stdout) != launch.MaxResultBytes+1 {
+				t.Fatalf("stdout %d bytes, kept %d", out.Process.StdoutBytes, len(out.Process.Stdout))
+			}
+		}},
+		{"wrong-exit", launch.ErrExitMismatch, func(t *testing.T, _ *launch.Outcome, re *launch.ResultError) {
+			if re.Result == nil || re.Result.State != launch.StateSucceeded || re.ExitCode != 3 || re.WantExitCode != 0 {
+				t.Fatalf("evidence %+v", re)
+			}
+		}},
+		{"crash-mid-frame", launch.ErrSignaled, func(t *testing.T, out *launch.Outcome, re *launch.ResultError) {
+			if re.Signal != syscall.SIGKILL || out.Process.Stopped != launch.StopNone {
+				t.Fatalf("signal %v, stopped %q", re.Signal, out.Process.Stopped)
+			}
+			if out.SessionErr == nil {
+				t.Fatal("a frame cut short did not fail the session")
+			}
+		}},
+		{"exit-1", launch.ErrUnknownExitCode, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
+			l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO="+tt.scenario)
+			inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+			out, err := l.Invoke(testCtx(t), inv)
+			var re *launch.ResultError
+			if !errors.Is(err, tt.err) || !errors.As(err, &re) || out == nil {
+				t.Fatalf("err = %v, want %v", err, tt.err)
+			}
+			if tt.check != nil {
+				tt.check(t, out, re)
+			}
+		})
+	}
+}
+
+// TestDeadlineStopsTheGroup: a host that hangs past its deadline gets
+// SIGTERM; one that ignores SIGTERM gets SIGKILL after the grace period.
+func TestDeadlineStopsTheGroup(t *testing.T) {
+	f := newFixture(t)
+	for _, tt := range []struct {
+		scenario string
+		signal   syscall.Signal
+		killed   bool
+	}{{"hang", syscall.SIGTERM, false}, {"hang-ignore-term", syscall.SIGKILL, true}} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
+			l, _ := launcherWith(t, 200*time.Millisecond, 200*time.Millisecond, "ZEO_HOSTSIM_SCENARIO="+tt.scenario)
+			inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+			inv.Context.DeadlineUnixMS = time.Now().Add(300 * time.Millisecond).UnixMilli()
+			out, err := l.Invoke(testCtx(t), inv)
+			var re *launch.ResultError
+			if !errors.Is(err, launch.ErrSignaled) || !errors.As(err, &re) {
+				t.Fatalf("err = %v", err)
+			}
+			if re.Signal != tt.signal || out.Process.Stopped != launch.StopDeadline || out.Process.Killed != tt.killed {
+				t.Fatalf("signal %v stopped %q killed %v", re.Signal, out.Process.Stopped, out.Process.Killed)
+			}
+		})
+	}
+}
+
+// TestCallerCancellation: cancelling the caller's context stops the host the
+// same way, reported as cancelled.
+func TestCallerCancellation(t *testing.T) {
+	f := newFixture(t)
+	l, _ := launcherWith(t, 200*time.Millisecond, 200*time.Millisecond, "ZEO_HOSTSIM_SCENARIO=hang")
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+	defer cancel()
+	out, err := l.Invoke(ctx, inv)
+	if !errors.Is(err, launch.ErrSignaled) || out.Process.Stopped != launch.StopCancelled {
+		t.Fatalf("err = %v, stopped %q", err, out.Process.Stopped)
+	}
+}
+
+// grandchildPID reads the pid the host's grandchild recorded.
+func grandchildPID(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "hostsim-grandchild.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+// waitDead polls until pid is gone or a zombie awaiting its reaper.
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	for range 200 {
+		if !alive(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d is still alive", pid)
+}
+
+// TestGrandchildHoldingStdout: the host forks a grandchild that holds
+// stdout and ignores SIGTERM, then hangs ignoring SIGTERM. The call returns
+// after deadline, grace and WaitDelay at most, with the whole group killed:
+// the grandchild is dead and stdout reached EOF because of it (no
+// ErrWaitDelay).
+func TestGrandchildHoldingStdout(t *testing.T) {
+	f := newFixture(t)
+	const grace, waitDelay, deadline = 200 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second
+	l, dir := launcherWith(t, grace, waitDelay, "ZEO_HOSTSIM_SCENARIO=grandchild")
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	start := time.Now()
+	inv.Context.DeadlineUnixMS = start.Add(deadline).UnixMilli()
+	out, err := l.Invoke(testCtx(t), inv)
+	elapsed := time.Since(start)
+	if !errors.Is(err, launch.ErrSignaled) || !out.Process.Killed || out.Process.Stopped != launch.StopDeadline {
+		t.Fatalf("err = %v, process %+v", err, out.Process)
+	}
+	if out.Process.WaitErr != nil {
+		t.Fatalf("stdout outlived the group kill: %v", out.Process.WaitErr)
+	}
+	waitDead(t, grandchildPID(t, dir))
+	t.Logf("returned after %v (deadline %v + grace %v + WaitDelay %v = %v)", elapsed, deadline, grace, waitDelay, deadline+grace+waitDelay)
+}
+
+// TestGrandchildEscapingTheGroup: a grandchild that leaves the process group
+// (setsid) cannot be reached by the group kill and keeps stdout open; the
+// launcher still returns, WaitDelay after the host's exit, with the result
+// the host wrote and exec.ErrWaitDelay recorded.
+func TestGrandchildEscapingTheGroup(t *testing.T) {
+	f := newFixture(t)
+	l, dir := launcherWith(t, 200*time.Millisecond, 300*time.Millisecond, "ZEO_HOSTSIM_SCENARIO=grandchild-escape")
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	out, err := l.Invoke(testCtx(t), inv)
+	pid := grandchildPID(t, dir)
+	t.Cleanup(func() { unix.Kill(pid, unix.SIGKILL) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.State != launch.StateSucceeded || !errors.Is(out.Process.WaitErr, exec.ErrWaitDelay) {
+		t.Fatalf("state %s, wait error %v", out.Result.State, out.Process.WaitErr)
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents) - 1 // the directory being read
+}
+
+// children lists the live processes whose parent is this process.
+func children(t testing.TB) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) > 1 {
+			if ppid, _ := strconv.Atoi(fields[1]); ppid == self {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// TestNoLeaksAcrossLaunches launches the host many times (500 with
+// ZEO_LAUNCH_LEAK_N=500; 60 by default, 20 under -short or -race) and checks that
+// this process's descriptors, goroutines and child processes are back to
+// where they started.
+func TestNoLeaksAcrossLaunches(t *testing.T) {
+	n := 60
+	if testing.Short() || raceEnabled {
+		n = 20
+	}
+	if s := os.Getenv("ZEO_LAUNCH_LEAK_N"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFixture(t)
+	l, _ := newLauncher(t)
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	ctx := testCtx(t)
+	// One warm-up launch: the runtime's poller and timers are created once.
+	if _, err := l.Invoke(ctx, inv); err != nil {
+		t.Fatal(err)
+	}
+	fds0, gr0, ch0 := openFDs(t), runtime.NumGoroutine(), len(children(t))
+	start := time.Now()
+	for i := range n {
+		out, err := l.Invoke(ctx, inv)
+		if err != nil {
+			t.Fatalf("launch %d: %v", i, err)
+		}
+		if out.Result.State != launch.StateSucceeded || out.Session.Frames != 3 {
+			t.Fatalf("launch %d: %s after %d frames; session %v; stderr %q", i, out.Result.State, out.Session.Frames, out.SessionErr, out.Process.StderrTail)
+		}
+	}
+	elapsed := time.Since(start)
+	var fds, gr, ch int
+	for range 100 {
+		fds, gr, ch = openFDs(t), runtime.NumGoroutine(), len(children(t))
+		if fds <= fds0 && gr <= gr0 && ch <= ch0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("%d launches in %v (%v each); fds %d→%d, goroutines %d→%d, children %d→%d",
+		n, elapsed, elapsed/time.Duration(n), fds0, fds, gr0, gr, ch0, ch)
+	if fds > fds0 || gr > gr0 || ch > ch0 {
+		t.Fatalf("leak after %d launches: fds %d→%d, goroutines %d→%d, children %d→%d", n, fds0, fds, gr0, gr, ch0, ch)
+	}
+}
+
+// TestSweepKeepsStrayDescriptorsOut shows the check above can fail: with
+// the close-on-exec sweep turned off, a descriptor this process opened
+// without O_CLOEXEC reaches the host.
+func TestSweepKeepsStrayDescriptorsOut(t *testing.T) {
+	leak, err := unix.Open("/dev/null", unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(leak)
+	l, err := launch.New(launch.Config{
+		Interpreter: hostsimPath, Env: []string{"ZEO_HOSTSIM_SCENARIO=report"}, Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, LeaveParentFDs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	out, _ := l.Invoke(testCtx(t), f.invocation(t, "echo", map[string]any{"text": "hello"}, nil))
+	var r report
+	if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+		t.Fatal(err)
+	}
+	if target := r.FDs[strconv.Itoa(leak)]; target != "/dev/null" {
+		t.Fatalf("fd %d in the host is %q; the stray descriptor did not leak without the sweep", leak, target)
+	}
+}
