@@ -67,6 +67,9 @@ type (
 // manifest, so that encoding/json writes [] and {} where canon.Marshal does
 // (never null for a nil slice or map).
 func (m CapabilityManifest) MarshalJSON() ([]byte, error) {
+	if v, ok := manifestValue(&m); ok {
+		return v.AppendCanonical(nil)
+	}
 	return canon.Marshal((*manifestAlias)(&m))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -36,6 +37,16 @@ func TestMaterializedEncoding(t *testing.T) {
 	}
 	if string(c) != want || string(j) != want {
 		t.Errorf("canon %s\njson  %s\nwant  %s", c, j, want)
+	}
+	if slow, err := manifest.MarshalReflect(m); err != nil || string(slow) != want {
+		t.Errorf("reflection path %s (%v)", slow, err)
+	}
+	// A non-plain Go value inside a payload takes the reflection path.
+	m.Metadata = map[string]any{"n": []int{1, 2}, "s": struct {
+		A string `json:"a"`
+	}{"x"}}
+	if got, err := canon.Marshal(m); err != nil || !strings.Contains(string(got), `"metadata":{"n":[1,2],"s":{"a":"x"}}`) {
+		t.Errorf("non-plain metadata: %s (%v)", got, err)
 	}
 	var keys map[string]any
 	_ = json.Unmarshal(c, &keys)
@@ -205,5 +216,24 @@ func TestInventoryOrder(t *testing.T) {
 	}
 	if in[0].Tags[0] != "\U0001F600" || in[0].Effects.Kinds[0] != "write" {
 		t.Errorf("Inventory modified its input")
+	}
+}
+
+// TestDigestPathsAgree: a manifest with non-plain Go values (reflection
+// path) digests like its plain equivalent (fast path).
+func TestDigestPathsAgree(t *testing.T) {
+	base := echoManifests(t)[0]
+	plain, nonPlain := base, base
+	plain.Metadata = map[string]any{"n": []any{int64(1), int64(2)}, "f": 1.5}
+	nonPlain.Metadata = map[string]any{"n": []int{1, 2}, "f": float32(1.5)}
+	d1, err1 := manifest.InventoryDigest([]manifest.CapabilityManifest{plain})
+	d2, err2 := manifest.InventoryDigest([]manifest.CapabilityManifest{nonPlain})
+	if err1 != nil || err2 != nil || d1 != d2 {
+		t.Errorf("digests %s (%v) vs %s (%v)", d1, err1, d2, err2)
+	}
+	bad := base
+	bad.Metadata = map[string]any{"n": int64(1) << 60}
+	if _, err := manifest.InventoryDigest([]manifest.CapabilityManifest{bad}); !errors.Is(err, manifest.ErrInvalidManifest) || !errors.Is(err, canon.ErrUnsafeInteger) {
+		t.Errorf("unsafe integer: %v", err)
 	}
 }

@@ -16,3 +16,9 @@ func CompileWithoutPrecheck(schema map[string]any) error {
 	_, err = compileDoc(v, d, "", "")
 	return err
 }
+
+// MarshalReflect encodes a manifest with canon.Marshal's reflection path,
+// to check the fast path against it.
+func MarshalReflect(m CapabilityManifest) ([]byte, error) {
+	return canon.Marshal((*manifestAlias)(&m))
+}

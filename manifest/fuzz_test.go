@@ -81,6 +81,9 @@ func FuzzDecodeManifest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if slow, err := manifest.MarshalReflect(m); err != nil || string(slow) != string(out) {
+			t.Fatalf("fast and reflection encodings differ (%v):\n%s\n%s", err, out, slow)
+		}
 		m2, err := manifest.DecodeManifest(out)
 		if err != nil {
 			t.Fatalf("re-encoded manifest refused: %v", err)

@@ -3,6 +3,8 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -134,7 +136,9 @@ func (v *Validator) Len() int {
 func checkSchemaKeys(doc any, capID, ptr string) error {
 	switch x := doc.(type) {
 	case map[string]any:
-		for k, val := range x {
+		// Sorted, so that the first of several problems is always the same.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			val := x[k]
 			p := ptrKey(ptr, k)
 			switch k {
 			case "$ref", "$dynamicRef":
