@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	jsoncanonicalizer "github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
 	"github.com/gowebpki/jcs"
@@ -137,6 +138,7 @@ func BenchmarkCanon(b *testing.B) {
 			b.Run(in.name+"/"+impl.name, func(b *testing.B) {
 				b.SetBytes(int64(len(in.doc)))
 				b.ReportAllocs()
+				cpu := processCPU()
 				for b.Loop() {
 					out, err := impl.run(in.doc)
 					if err != nil {
@@ -148,15 +150,26 @@ func BenchmarkCanon(b *testing.B) {
 						_ = sha256.Sum256(out)
 					}
 				}
+				reportCPU(b, cpu)
 			})
 		}
 		b.Run(in.name+"/sha256", func(b *testing.B) {
 			b.SetBytes(int64(len(in.doc)))
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				_ = sha256.Sum256(in.doc)
 			}
+			reportCPU(b, cpu)
 		})
+	}
+}
+
+// reportCPU adds the process CPU time per operation since start as the
+// metric cpu-ns/op, next to the wall time of ns/op.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start > 0 && b.N > 0 {
+		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 

@@ -120,12 +120,13 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 
 // canonicalizer writes canonical bytes while it scans, in one pass. Object
 // members are written in input order. As long as an object's keys arrive in
-// strictly ascending order only the offset of each member in out is
-// recorded (the common case: the peer sends canonical bytes); at the first
-// key out of order the members written so far are recovered from those
-// offsets, and from then on every member is recorded in full so that the
-// object can be rearranged, through scratch, when it closes. Recovering
-// reads only the keys, so it costs O(members) and never rescans values.
+// strictly ascending order nothing is recorded (the common case: the peer
+// sends canonical bytes); at the first key out of order the members written
+// so far are recovered by reading them back from out, and from then on
+// every member is recorded so that the object can be rearranged, through
+// scratch, when it closes. Reading back and rearranging both draw on a
+// budget of bytes proportional to the input: nested objects that each need
+// rearranging would otherwise cost O(depth × size).
 //
 // The output slice travels through the methods as an argument and a result
 // rather than living in the struct: stores of a slice header through a
@@ -133,8 +134,7 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 type canonicalizer struct {
 	scanner
 	members []member // a stack shared by all open objects
-	starts  []int    // offsets in out of the members of sorted objects, a stack
-	budget  int      // bytes reorder may still move before the tree path takes over
+	budget  int      // bytes recover and reorder may still touch before the tree path takes over
 	keys    []byte   // decoded escaped keys, a stack like members
 	scratch []byte
 }
@@ -271,7 +271,7 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 		c.pos++
 		return append(out, '}'), nil
 	}
-	base, keysBase, startsBase := len(c.members), len(c.keys), len(c.starts)
+	base, keysBase := len(c.members), len(c.keys)
 	sorted := true
 	var prev keyRef
 	var seen keySet // keys, once an unsorted object is large
@@ -302,7 +302,10 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 					return out, c.duplicate(out, keyOff, k)
 				case cmp > 0:
 					sorted = false
-					c.recover(out, startsBase, mStart-1)
+					if c.budget -= mStart - open; c.budget < 0 {
+						return out, errRearrangedTooMuch
+					}
+					c.recover(out, open+1, mStart-1)
 				}
 			}
 			if !sorted {
@@ -310,9 +313,6 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 					return out, err
 				}
 			}
-		}
-		if sorted {
-			c.starts = append(c.starts, mStart)
 		}
 		c.skipSpace()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
@@ -343,7 +343,7 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 			return out, err
 		}
 	}
-	c.members, c.keys, c.starts = c.members[:base], c.keys[:keysBase], c.starts[:startsBase]
+	c.members, c.keys = c.members[:base], c.keys[:keysBase]
 	return append(out, '}'), nil
 }
 
@@ -412,17 +412,11 @@ func (s *keySet) grow(c *canonicalizer, out []byte, ms []member) {
 	}
 }
 
-// recover records the members of the current object already written to
-// out, whose offsets are starts[from:], the last one ending at last (the
-// comma before the member being read), and drops those offsets.
-func (c *canonicalizer) recover(out []byte, from, last int) {
-	for i := from; i < len(c.starts); i++ {
-		start := c.starts[i]
-		end := last
-		if i+1 < len(c.starts) {
-			end = c.starts[i+1] - 1
-		}
-		ks := start + 1
+// recover records the members already written, in canonical form, to
+// out[from:to]: `"key":value` separated by commas.
+func (c *canonicalizer) recover(out []byte, from, to int) {
+	for i := from; i < to; {
+		ks := i + 1
 		j, escaped := ks, false
 		for out[j] != '"' {
 			if out[j] == '\\' {
@@ -437,9 +431,43 @@ func (c *canonicalizer) recover(out []byte, from, last int) {
 			c.keys = unescape(c.keys, out[ks:j])
 			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
 		}
-		c.members = append(c.members, member{key: k, inOff: -1, start: start, end: end})
+		end := skipCanonical(out, j+2, to)
+		c.members = append(c.members, member{key: k, inOff: -1, start: i, end: end})
+		i = end + 1
 	}
-	c.starts = c.starts[:from]
+}
+
+// skipCanonical returns the end of the canonical value that starts at
+// b[i], which ends at or before limit.
+func skipCanonical(b []byte, i, limit int) int {
+	depth := 0
+	for j := i; j < limit; j++ {
+		switch b[j] {
+		case '"':
+			j++
+			for b[j] != '"' {
+				if b[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if depth == 0 {
+				return j + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		case ',':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return limit
 }
 
 // reorder sorts the members of the object that starts at out[open] and
