@@ -96,8 +96,8 @@ func canonicalOf(v any) ([]byte, error) {
 // santhosh and the digests expect), checking that it has a canonical form
 // (safe integers, finite floats, valid UTF-8).
 func plainJSON(v any) (any, error) {
-	if pv, ok := plainValue(v); ok {
-		return pv.Interface(), nil
+	if c, ok := copyPlain(v); ok {
+		return c, nil
 	}
 	b, err := canon.Marshal(v)
 	if err != nil {
@@ -196,4 +196,42 @@ func manifestValue(m *CapabilityManifest) (canon.Value, bool) {
 		canon.Member{Key: "schema_version", Value: strValue(m.SchemaVersion)},
 		canon.Member{Key: "tags", Value: stringsValue(m.Tags)},
 	), true
+}
+
+// copyPlain deep-copies a plain JSON Go value into the form canon.Parse
+// gives (int becomes int64, []string becomes []any, ...), checking the
+// canonical rules as plainValue does. ok is false when it cannot.
+func copyPlain(v any) (any, bool) {
+	switch x := v.(type) {
+	case nil, bool:
+		return x, true
+	case string:
+		return x, utf8.ValidString(x)
+	case int64:
+		return x, -canon.MaxSafeInteger <= x && x <= canon.MaxSafeInteger
+	case int:
+		return copyPlain(int64(x))
+	case float64:
+		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			var ok bool
+			if out[i], ok = copyPlain(e); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, ok := copyPlain(e)
+			if !ok || !utf8.ValidString(k) {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	}
+	return nil, false
 }
