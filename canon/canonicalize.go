@@ -98,7 +98,7 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := canonicalizer{scanner: s, budget: 2*len(in) + 4096}
+	c := canonicalizer{scanner: s, mark: s.pos, budget: 2*len(in) + 4096}
 	out, err := c.value(make([]byte, 0, len(in)), 0)
 	if err == errRearrangedTooMuch {
 		// Nested objects that each need rearranging cost O(depth × size)
@@ -112,18 +112,27 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	out = c.flush(out)
 	if err := c.finish(); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// canonicalizer writes canonical bytes while it scans, in one pass. Object
-// members are written in input order. As long as an object's keys arrive in
-// strictly ascending order nothing is recorded (the common case: the peer
-// sends canonical bytes); at the first key out of order the members written
-// so far are recovered by reading them back from out, and from then on
-// every member is recorded so that the object can be rearranged, through
+// canonicalizer writes canonical bytes while it scans, in one pass.
+//
+// Input that is already canonical is not copied token by token: the bytes
+// from mark to the cursor are pending output, identical to the input, and
+// are copied in one piece when something different must be written
+// (whitespace dropped, a string re-escaped, a number reformatted, an object
+// rearranged) or at the end. So a position in the output is len(out) plus
+// the pending bytes before it ([canonicalizer.at]).
+//
+// Object members are written in input order. As long as an object's keys
+// arrive in strictly ascending order nothing is recorded (the common case:
+// the peer sends canonical bytes); at the first key out of order the members
+// written so far are recovered by reading them back from out, and from then
+// on every member is recorded so that the object can be rearranged, through
 // scratch, when it closes. Reading back and rearranging both draw on a
 // budget of bytes proportional to the input: nested objects that each need
 // rearranging would otherwise cost O(depth × size).
@@ -133,33 +142,78 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 // pointer need GC write barriers, which cost measurably here.
 type canonicalizer struct {
 	scanner
+	mark    int      // in[mark:pos] is output not yet copied to out
 	members []member // a stack shared by all open objects
-	budget  int      // bytes recover and reorder may still touch before the tree path takes over
 	keys    []byte   // decoded escaped keys, a stack like members
 	scratch []byte
+	budget  int // bytes recover and reorder may still touch before the tree path takes over
 }
 
-// member is an object member already written to out: its decoded key, the
-// offset of the key in the input (-1 when it was recovered from out), and
-// the span of `"key":value` in out.
+// member is an object member already written: its decoded key, the offset
+// of the key in the input (-1 when it was recovered from out), and the span
+// of `"key":value` in the output.
 type member struct {
 	key        keyRef
 	inOff      int
 	start, end int
 }
 
-// keyRef locates a decoded key: in out, between its quotes, when it needs
-// no escape, else in keys. Offsets stay valid while out and keys grow.
+// keyRef locates a decoded key: in the input or in out, between its
+// quotes, when it needs no escape, else in keys. Offsets stay valid while
+// out and keys grow.
 type keyRef struct {
 	off, n int
-	inKeys bool
+	where  uint8
 }
 
+const (
+	keyInOut uint8 = iota
+	keyInInput
+	keyInKeys
+)
+
 func (c *canonicalizer) key(out []byte, k keyRef) []byte {
-	if k.inKeys {
+	switch k.where {
+	case keyInInput:
+		return c.in[k.off : k.off+k.n]
+	case keyInKeys:
 		return c.keys[k.off : k.off+k.n]
 	}
 	return out[k.off : k.off+k.n]
+}
+
+// at returns the output position that input position pos (at or after
+// mark) will have.
+func (c *canonicalizer) at(out []byte, pos int) int { return len(out) + pos - c.mark }
+
+// flush copies the pending output, up to the cursor, to out.
+func (c *canonicalizer) flush(out []byte) []byte {
+	out = append(out, c.in[c.mark:c.pos]...)
+	c.mark = c.pos
+	return out
+}
+
+// replace writes b in place of the input token that ends at the cursor and
+// starts at start.
+func (c *canonicalizer) replace(out []byte, start int, b []byte) []byte {
+	out = append(out, c.in[c.mark:start]...)
+	out = append(out, b...)
+	c.mark = c.pos
+	return out
+}
+
+// spaceAhead reports whether the cursor may be at whitespace, which
+// dropSpace then keeps out of the output. The test is inlined at each call
+// site; canonical input has no whitespace.
+func (c *canonicalizer) spaceAhead() bool { return c.pos < len(c.in) && c.in[c.pos] <= ' ' }
+
+func (c *canonicalizer) dropSpace(out []byte) []byte {
+	if isSpace(c.in[c.pos]) {
+		out = c.flush(out)
+		c.skipSpace()
+		c.mark = c.pos
+	}
+	return out
 }
 
 func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
@@ -173,20 +227,20 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 		return c.array(out, depth+1)
 	case '"':
 		start, end, escaped, err := c.str()
-		if err != nil {
+		if err != nil || !escaped {
 			return out, err
 		}
-		if !escaped {
-			return append(out, c.in[start-1:end+1]...), nil
-		}
+		out = append(out, c.in[c.mark:start-1]...)
 		c.scratch = unescape(c.scratch[:0], c.in[start:end])
-		return appendQuoted(out, c.scratch), nil
+		out = appendQuoted(out, c.scratch)
+		c.mark = c.pos
+		return out, nil
 	case 't':
-		return append(out, "true"...), c.literal("true")
+		return out, c.literal("true")
 	case 'f':
-		return append(out, "false"...), c.literal("false")
+		return out, c.literal("false")
 	case 'n':
-		return append(out, "null"...), c.literal("null")
+		return out, c.literal("null")
 	default:
 		start, end, isInt, err := c.number()
 		if err != nil {
@@ -195,7 +249,16 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 			}
 			return out, err
 		}
-		return appendNumber(out, c.in[start:end], isInt, start)
+		tok := c.in[start:end]
+		switch n := verbatimNumber(tok, isInt); {
+		case n == len(tok):
+			return out, nil
+		case n > 0:
+			return c.replace(out, start, tok[:n]), nil
+		}
+		out = append(out, c.in[c.mark:start]...)
+		c.mark = c.pos
+		return appendNumber(out, tok, isInt, start)
 	}
 }
 
@@ -224,30 +287,48 @@ func (s *scanner) next(closing byte) (more bool, err error) {
 	return false, errAt(ErrSyntax, s.pos, "want ',' or '%c', found %s", closing, s.describe(s.pos))
 }
 
+// next is [scanner.next] that keeps whitespace out of the output.
+func (c *canonicalizer) next(out []byte, closing byte) ([]byte, bool, error) {
+	if c.spaceAhead() {
+		out = c.dropSpace(out)
+	}
+	if c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			if c.spaceAhead() {
+				out = c.dropSpace(out)
+			}
+			return out, true, nil
+		case closing:
+			c.pos++
+			return out, false, nil
+		}
+	}
+	return out, false, errAt(ErrSyntax, c.pos, "want ',' or '%c', found %s", closing, c.describe(c.pos))
+}
+
 func (c *canonicalizer) array(out []byte, depth int) ([]byte, error) {
 	if err := c.enter(depth); err != nil {
 		return out, err
 	}
 	c.pos++
-	out = append(out, '[')
-	c.skipSpace()
+	if c.spaceAhead() {
+		out = c.dropSpace(out)
+	}
 	if c.pos < len(c.in) && c.in[c.pos] == ']' {
 		c.pos++
-		return append(out, ']'), nil
+		return out, nil
 	}
 	for {
 		var err error
 		if out, err = c.value(out, depth); err != nil {
 			return out, err
 		}
-		more, err := c.next(']')
-		if err != nil {
+		var more bool
+		if out, more, err = c.next(out, ']'); err != nil || !more {
 			return out, err
 		}
-		if !more {
-			return append(out, ']'), nil
-		}
-		out = append(out, ',')
 	}
 }
 
@@ -263,13 +344,14 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 	if err := c.enter(depth); err != nil {
 		return out, err
 	}
+	open := c.at(out, c.pos)
 	c.pos++
-	open := len(out)
-	out = append(out, '{')
-	c.skipSpace()
+	if c.spaceAhead() {
+		out = c.dropSpace(out)
+	}
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
-		return append(out, '}'), nil
+		return out, nil
 	}
 	base, keysBase := len(c.members), len(c.keys)
 	sorted := true
@@ -284,16 +366,19 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 		if err != nil {
 			return out, err
 		}
-		mStart := len(out)
+		var mStart int
 		var k keyRef
 		if escaped {
+			out = append(out, c.in[c.mark:keyOff]...)
+			mStart = len(out)
 			off := len(c.keys)
 			c.keys = unescape(c.keys, c.in[start:end])
-			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
+			k = keyRef{off: off, n: len(c.keys) - off, where: keyInKeys}
 			out = appendQuoted(out, c.keys[off:])
+			c.mark = c.pos
 		} else {
-			k = keyRef{off: mStart + 1, n: end - start}
-			out = append(out, c.in[start-1:end+1]...)
+			mStart = c.at(out, keyOff)
+			k = keyRef{off: start, n: end - start, where: keyInInput}
 		}
 		if n > 0 {
 			if sorted {
@@ -305,6 +390,7 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 					if c.budget -= mStart - open; c.budget < 0 {
 						return out, errRearrangedTooMuch
 					}
+					out = c.flush(out)
 					c.recover(out, open+1, mStart-1)
 				}
 			}
@@ -314,37 +400,43 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 				}
 			}
 		}
-		c.skipSpace()
+		if c.spaceAhead() {
+			out = c.dropSpace(out)
+		}
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
 			return out, errAt(ErrSyntax, c.pos, "want ':' after object key, found %s", c.describe(c.pos))
 		}
 		c.pos++
-		c.skipSpace()
-		out = append(out, ':')
+		if c.spaceAhead() {
+			out = c.dropSpace(out)
+		}
 		if out, err = c.value(out, depth); err != nil {
 			return out, err
 		}
 		if !sorted {
-			c.members = append(c.members, member{key: k, inOff: keyOff, start: mStart, end: len(out)})
+			c.members = append(c.members, member{key: k, inOff: keyOff, start: mStart, end: c.at(out, c.pos)})
 		}
 		prev = k
-		more, err := c.next('}')
-		if err != nil {
+		var more bool
+		if out, more, err = c.next(out, '}'); err != nil {
 			return out, err
 		}
 		if !more {
 			break
 		}
-		out = append(out, ',')
 	}
 	if !sorted {
+		// Everything up to the closing brace must be in out to be moved.
+		c.pos--
+		out = c.flush(out)
+		c.pos++
 		var err error
 		if out, err = c.reorder(out, open, c.members[base:]); err != nil {
 			return out, err
 		}
 	}
 	c.members, c.keys = c.members[:base], c.keys[:keysBase]
-	return append(out, '}'), nil
+	return out, nil
 }
 
 func (c *canonicalizer) duplicate(out []byte, keyOff int, k keyRef) error {
@@ -429,7 +521,7 @@ func (c *canonicalizer) recover(out []byte, from, to int) {
 		if escaped {
 			off := len(c.keys)
 			c.keys = unescape(c.keys, out[ks:j])
-			k = keyRef{off: off, n: len(c.keys) - off, inKeys: true}
+			k = keyRef{off: off, n: len(c.keys) - off, where: keyInKeys}
 		}
 		end := skipCanonical(out, j+2, to)
 		c.members = append(c.members, member{key: k, inOff: -1, start: i, end: end})
@@ -492,5 +584,8 @@ func (c *canonicalizer) reorder(out []byte, open int, ms []member) ([]byte, erro
 		}
 		out = append(out, c.scratch[m.start-body:m.end-body]...)
 	}
+	// The closing brace, at the cursor's left, is output too.
+	out = append(out, '}')
+	c.mark = c.pos
 	return out, nil
 }

@@ -49,6 +49,20 @@ func appendNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 	return AppendFloat(dst, f)
 }
 
+// verbatimNumber returns n such that tok[:n] is the canonical form of the
+// validated number token tok: len(tok) when tok is canonical already, less
+// for a float with trailing fraction zeros, 0 when [appendNumber] must
+// format (or refuse) it.
+func verbatimNumber(tok []byte, isInt bool) int {
+	if !isInt {
+		return plainDecimal(tok)
+	}
+	if !safeIntegerToken(tok) || len(tok) == 2 && tok[0] == '-' && tok[1] == '0' {
+		return 0
+	}
+	return len(tok)
+}
+
 // plainDecimal spares the float conversion for float tokens whose
 // canonical form is a prefix of the token: it returns the length of that
 // prefix, or 0 when the token needs ParseFloat and [AppendFloat]. That is
