@@ -1,6 +1,7 @@
 package canon_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -144,4 +145,44 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// TestAnchorEdgeCaseTable replays every row of the edge-case table in
+// spec/anchors.md §3 (probed against cyberphone, gowebpki v1.0.1/v1.0.2 and
+// jsontext) with the protocol's answer: refused where upstream's strict
+// parser refuses, including the unsafe integers every library accepts.
+func TestAnchorEdgeCaseTable(t *testing.T) {
+	rows := []struct {
+		in   string
+		err  error  // refusal, or nil
+		want string // canonical output when accepted
+	}{
+		{`{"a":1,"a":2}`, canon.ErrDuplicateKey, ""},
+		{`["\ud800"]`, canon.ErrLoneSurrogate, ""},
+		{`["\udc00\u0041"]`, canon.ErrLoneSurrogate, ""},
+		{`["\ud800\u0041"]`, canon.ErrLoneSurrogate, ""},
+		{"[\"\xff\"]", canon.ErrInvalidUTF8, ""},
+		{`[9007199254740993]`, canon.ErrUnsafeInteger, ""},
+		{`[1e400]`, canon.ErrNonFinite, ""},
+		{`[0x1p4]`, canon.ErrSyntax, ""},
+		{`[+1]`, canon.ErrSyntax, ""},
+		{`[01]`, canon.ErrSyntax, ""},
+		{`[1.]`, canon.ErrSyntax, ""},
+		{`[1 2]`, canon.ErrSyntax, ""},
+		{`[tr ue]`, canon.ErrSyntax, ""},
+		{`[{"\ud800"},"x"]`, canon.ErrLoneSurrogate, ""},
+		{`42`, nil, "42"},
+		{` 42`, nil, "42"},
+		{`-0`, nil, "0"},
+		{`[-0]`, nil, "[0]"},
+	}
+	for _, r := range rows {
+		out, err := canon.Canonicalize([]byte(r.in))
+		switch {
+		case r.err != nil && !errors.Is(err, r.err):
+			t.Errorf("%s: got %q, %v; want %v", r.in, out, err, r.err)
+		case r.err == nil && (err != nil || string(out) != r.want):
+			t.Errorf("%s: got %q, %v; want %s", r.in, out, err, r.want)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -166,6 +167,39 @@ func TestES6NumberPrefixes(t *testing.T) {
 // ES6 number stream (well under a second, also under the race detector).
 func TestES6Number1M(t *testing.T) {
 	checkES6(t, 1000000)
+}
+
+// TestES6ThroughCanonicalize feeds the first 1,000,000 values of the ES6
+// stream (200,000 under the race detector, or with -short) to the canonicalizer as float tokens, in exponent form and (for
+// magnitudes where it is short) in fixed form, and expects the stream's
+// expected text, which is also AppendFloat's (checked by the hashes above).
+// This covers the token fast path on the same values.
+func TestES6ThroughCanonicalize(t *testing.T) {
+	n := 1000000
+	if raceEnabled || testing.Short() {
+		n = 200000
+	}
+	var seq es6Sequence
+	for range n {
+		f := math.Float64frombits(seq.next())
+		want, err := canon.AppendFloat(nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks := []string{strconv.FormatFloat(f, 'e', -1, 64)}
+		if a := math.Abs(f); a >= 1e-7 && a < 1e22 {
+			toks = append(toks, strconv.FormatFloat(f, 'f', -1, 64))
+		}
+		for _, tok := range toks {
+			if !strings.ContainsAny(tok, ".eE") {
+				tok += ".0" // keep it a float token
+			}
+			got, err := canon.Canonicalize([]byte(tok))
+			if err != nil || string(got) != string(want) {
+				t.Fatalf("%s (bits %#x): got %s, %v; want %s", tok, math.Float64bits(f), got, err, want)
+			}
+		}
+	}
 }
 
 // TestES6NumberLong checks more lines when ZEO_ES6_LINES asks for them
