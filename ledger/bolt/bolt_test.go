@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -70,16 +69,6 @@ func TestConformance(t *testing.T) {
 func TestDurable(t *testing.T) {
 	ledgertest.RunDurable(t, func(t *testing.T, dir string) ledger.Ledger {
 		l, err := bolt.Open(filepath.Join(dir, "ledger.db"), bolt.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	})
-}
-
-func TestGroupCommitDisabled(t *testing.T) {
-	ledgertest.Run(t, func(t *testing.T) ledger.Ledger {
-		l, err := bolt.Open(filepath.Join(t.TempDir(), "ledger.db"), bolt.Options{MaxBatch: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,5 +308,3 @@ func TestContextEndsWhileQueued(t *testing.T) {
 		}
 	}
 }
-
-var _ = cmp.Diff

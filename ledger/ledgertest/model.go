@@ -28,7 +28,7 @@ var (
 	mDigests  = []canon.Digest{Digest("d1"), Digest("d2")}
 	mBoots    = []string{"b1", "b2"}
 	// mRounds Repeat rounds per check: longer histories reach deeper states.
-	mRounds    = 2
+	mRounds    = 1
 	mReceipts  = []string{"r1", "r2"}
 	mReasons   = []ledger.NotConsumedReason{ledger.ReasonRefused, ledger.ReasonCancelled, ledger.ReasonWaitingApproval}
 	mArtifacts = [][]byte{[]byte("art-1"), []byte("art-2")}

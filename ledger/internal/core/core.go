@@ -27,7 +27,7 @@ type OpKey struct {
 	Org, Project, Op string
 }
 
-// Key returns the key of the operation f names.
+// KeyOf returns the key of operation op in scope s.
 func KeyOf(s ledger.Scope, op string) OpKey {
 	return OpKey{Org: s.OrganizationID, Project: s.ProjectID, Op: op}
 }
