@@ -107,7 +107,10 @@ func (o Options) Canonicalize(in []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return v.AppendCanonical(out[:0])
+		if out, err = v.AppendCanonical(out[:0]); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	if err != nil {
 		return nil, err
