@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -125,7 +126,11 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 		return Prepared{}, err
 	}
 	root, _ := s.doc.(map[string]any)
-	applyDefaults(root, root, args)
+	w := defaulter{root: root, budget: maxDefaultSteps}
+	if !w.apply(root, args, 0) {
+		return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.defaults",
+			Detail: fmt.Sprintf("materializing defaults needs more than %d schema steps; the schema is too deeply composed", maxDefaultSteps)}
+	}
 	av, _ := objectValue(args) // plain by construction
 	pre := obj(canon.Member{Key: "arguments", Value: av}, canon.Member{Key: "capability_id", Value: strValue(id)})
 	b, err := pre.AppendCanonical(nil)
@@ -180,22 +185,45 @@ func lookupPointer(root map[string]any, ref string) any {
 	return cur
 }
 
-// applyDefaults materializes declared defaults into val (in place) along
-// schema. The recursion descends into val at every step, so it ends.
-func applyDefaults(root map[string]any, schema any, val any) {
+// maxDefaultSteps bounds the schema nodes visited while materializing
+// defaults, so that a schema composed as a wide DAG (allOf of allOf of ...
+// through shared $refs) cannot make the walk exponential.
+const maxDefaultSteps = 100_000
+
+// defaulter materializes declared defaults; budget counts the steps left.
+type defaulter struct {
+	root   map[string]any
+	budget int
+}
+
+// apply materializes declared defaults into val (in place) along schema
+// and reports false when the step budget ran out. Descending into val ends
+// by itself; hops counts the steps that do not descend (allOf/anyOf/oneOf),
+// so that a schema cycling through them cannot recurse forever (the
+// validator refuses such cycles first anyway).
+func (w *defaulter) apply(schema any, val any, hops int) bool {
+	w.budget--
+	if w.budget < 0 {
+		return false
+	}
+	root := w.root
 	s := resolve(root, schema)
-	if s == nil {
-		return
+	if s == nil || hops > maxRefChain {
+		return true
 	}
 	if all, ok := s["allOf"].([]any); ok {
 		for _, sub := range all {
-			applyDefaults(root, sub, val)
+			if !w.apply(sub, val, hops+1) {
+				return false
+			}
 		}
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
 		if branches, ok := s[key].([]any); ok {
 			if b := onlyBranchFor(root, branches, val); b != nil {
-				applyDefaults(root, b, val)
+				if !w.apply(b, val, hops+1) {
+					return false
+				}
 			}
 		}
 	}
@@ -204,7 +232,9 @@ func applyDefaults(root map[string]any, schema any, val any) {
 		props, _ := s["properties"].(map[string]any)
 		for name, ps := range props {
 			if cur, present := x[name]; present {
-				applyDefaults(root, ps, cur)
+				if !w.apply(ps, cur, 0) {
+					return false
+				}
 				continue
 			}
 			if psm, ok := ps.(map[string]any); ok {
@@ -216,20 +246,29 @@ func applyDefaults(root map[string]any, schema any, val any) {
 		if ap, ok := s["additionalProperties"].(map[string]any); ok {
 			for name, cur := range x {
 				if _, declared := props[name]; !declared {
-					applyDefaults(root, ap, cur)
+					if !w.apply(ap, cur, 0) {
+						return false
+					}
 				}
 			}
 		}
 	case []any:
 		prefix, _ := s["prefixItems"].([]any)
 		for i, e := range x {
+			var sub any
 			if i < len(prefix) {
-				applyDefaults(root, prefix[i], e)
+				sub = prefix[i]
 			} else if items, ok := s["items"].(map[string]any); ok {
-				applyDefaults(root, items, e)
+				sub = items
+			} else {
+				continue
+			}
+			if !w.apply(sub, e, 0) {
+				return false
 			}
 		}
 	}
+	return true
 }
 
 // onlyBranchFor returns the one branch of an anyOf/oneOf that describes

@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -200,4 +201,20 @@ func TestPreparer(t *testing.T) {
 	assertErr(t, err, manifest.ErrInvalidArguments, "example.echo@1.0.0", "/text")
 	_, err = p.Prepare(map[string]any{"text": "x", "n": int64(1) << 60})
 	assertErr(t, err, manifest.ErrInvalidArguments, "example.echo@1.0.0", "")
+}
+
+// TestPrepareDefaultsBudget: a schema that composes allOf as a DAG through
+// shared $refs (2^17 paths) is refused instead of walked exponentially.
+func TestPrepareDefaultsBudget(t *testing.T) {
+	const depth = 17
+	defs := map[string]any{fmt.Sprintf("A%d", depth): map[string]any{"type": "object"}}
+	for i := depth - 1; i >= 0; i-- {
+		ref := map[string]any{"$ref": fmt.Sprintf("#/$defs/A%d", i+1)}
+		defs[fmt.Sprintf("A%d", i)] = map[string]any{"allOf": []any{ref, ref}}
+	}
+	m := manifest.CapabilityManifest{RequestSchema: map[string]any{"$defs": defs, "$ref": "#/$defs/A0"}}
+	_, err := manifest.PrepareRequest(m, map[string]any{})
+	if !errors.Is(err, manifest.ErrInvalidSchema) {
+		t.Fatalf("got %v, want ErrInvalidSchema", err)
+	}
 }
