@@ -228,6 +228,7 @@ func TestValidatorsTable(t *testing.T) {
 		{"schema dialect draft-07", []mutation{{ptr: m0 + "/request_schema/$schema", val: "http://json-schema.org/draft-07/schema#"}}, false, manifest.ErrInvalidSchema, echoID, m0 + "/request_schema/$schema"},
 		{"schema dialect 2020-12", []mutation{{ptr: m0 + "/request_schema/$schema", val: "https://json-schema.org/draft/2020-12/schema"}}, false, nil, "", ""},
 		{"local ref", []mutation{{ptr: m0 + "/request_schema/$defs", val: obj("T", obj("type", "string"))}, {ptr: m0 + "/request_schema/properties/text", val: obj("$ref", "#/$defs/T")}}, false, nil, "", ""},
+		{"local ref under remote $id", []mutation{{ptr: m0 + "/request_schema/$id", val: "https://example.com/req.json"}, {ptr: m0 + "/request_schema/$defs", val: obj("T", obj("type", "string"))}, {ptr: m0 + "/request_schema/properties/text", val: obj("$ref", "#/$defs/T")}}, false, nil, "", ""},
 		{"remote ref", []mutation{{ptr: m0 + "/request_schema/properties/text/$ref", val: "https://example.com/s.json"}}, false, manifest.ErrExternalReference, echoID, m0 + "/request_schema/properties/text/$ref"},
 		{"relative ref", []mutation{{ptr: m0 + "/response_schema/properties/text/$ref", val: "other.json#/x"}}, false, manifest.ErrExternalReference, echoID, m0 + "/response_schema/properties/text/$ref"},
 		{"file ref", []mutation{{ptr: m0 + "/request_schema/$ref", val: "file:///etc/passwd"}}, false, manifest.ErrExternalReference, echoID, m0 + "/request_schema/$ref"},
