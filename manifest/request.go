@@ -49,6 +49,7 @@ func PrepareRequest(m CapabilityManifest, args map[string]any) (Prepared, error)
 // already-normalized arguments, and the host's refusal
 // (ZEO_HOST_REQUEST_BINDING) tells it so.
 //
+// m is taken as admitted (see [ValidateBinding]): its id is not re-checked.
 // args may hold any Go values canon.Marshal accepts; a nil map is {}.
 // Errors are *ValidationError: ErrInvalidArguments with the JSON pointer of
 // the offending argument (relative to the arguments object), or the schema

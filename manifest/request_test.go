@@ -1,7 +1,6 @@
 package manifest_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -180,8 +179,6 @@ func assertErr(t *testing.T, err, sentinel error, capID, ptr string) {
 		t.Errorf("error names capability %q at %q, want %q at %q (%v)", ve.CapabilityID, ve.Pointer, capID, ptr, err)
 	}
 }
-
-var _ = json.Marshal
 
 func TestPreparer(t *testing.T) {
 	want := loadVectors(t).Derived.WorkedExample.RequestDigest

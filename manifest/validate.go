@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"fmt"
 	"slices"
 )
 
@@ -146,5 +145,3 @@ func validDigest(s string) bool {
 	}
 	return true
 }
-
-var _ = fmt.Sprintf
