@@ -22,3 +22,10 @@ func CompileWithoutPrecheck(schema map[string]any) error {
 func MarshalReflect(m CapabilityManifest) ([]byte, error) {
 	return canon.Marshal((*manifestAlias)(&m))
 }
+
+// MaterializeDefaults runs the default walk over plain JSON values with a
+// given step budget and reports whether it finished.
+func MaterializeDefaults(schema map[string]any, args map[string]any, budget int) bool {
+	w := defaulter{root: schema, budget: budget}
+	return w.apply(schema, args, 0)
+}

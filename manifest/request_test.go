@@ -201,17 +201,28 @@ func TestPreparer(t *testing.T) {
 }
 
 // TestPrepareDefaultsBudget: a schema that composes allOf as a DAG through
-// shared $refs (2^17 paths) is refused instead of walked exponentially.
+// shared $refs (2^depth paths) exhausts the step budget instead of being
+// walked exponentially; a budget that covers every path completes it.
 func TestPrepareDefaultsBudget(t *testing.T) {
-	const depth = 17
-	defs := map[string]any{fmt.Sprintf("A%d", depth): map[string]any{"type": "object"}}
+	const depth = 10
+	defs := map[string]any{fmt.Sprintf("A%d", depth): map[string]any{"type": "object",
+		"properties": map[string]any{"x": map[string]any{"default": 1}}}}
 	for i := depth - 1; i >= 0; i-- {
 		ref := map[string]any{"$ref": fmt.Sprintf("#/$defs/A%d", i+1)}
 		defs[fmt.Sprintf("A%d", i)] = map[string]any{"allOf": []any{ref, ref}}
 	}
-	m := manifest.CapabilityManifest{RequestSchema: map[string]any{"$defs": defs, "$ref": "#/$defs/A0"}}
-	_, err := manifest.PrepareRequest(m, map[string]any{})
-	if !errors.Is(err, manifest.ErrInvalidSchema) {
-		t.Fatalf("got %v, want ErrInvalidSchema", err)
+	schema := map[string]any{"$defs": defs, "$ref": "#/$defs/A0"}
+	if manifest.MaterializeDefaults(schema, map[string]any{}, 1000) {
+		t.Errorf("2^%d paths finished within 1000 steps", depth)
+	}
+	args := map[string]any{}
+	if !manifest.MaterializeDefaults(schema, args, 1<<(depth+2)) || args["x"] != int64(1) && args["x"] != 1 {
+		t.Errorf("full budget: %v", args)
+	}
+	// Through the public API the same schema prepares normally.
+	m := manifest.CapabilityManifest{RequestSchema: schema}
+	p, err := manifest.PrepareRequest(m, nil)
+	if err != nil || p.Arguments["x"] != int64(1) {
+		t.Errorf("PrepareRequest = %v, %v", p.Arguments, err)
 	}
 }
