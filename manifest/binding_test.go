@@ -151,3 +151,38 @@ func TestPaginate(t *testing.T) {
 		t.Errorf("Describe unknown = %v", err)
 	}
 }
+
+// TestNestedDecodeErrors: a binding nested in a larger wire document (as
+// LaunchContext.provider is) keeps its *ValidationError through both
+// decoders, so callers can still read the capability and pointer.
+func TestNestedDecodeErrors(t *testing.T) {
+	type envelope struct {
+		Provider manifest.ProviderBinding `json:"provider"`
+	}
+	bad := build(t, []mutation{{ptr: "/manifests/0/effects/kinds", val: arr("teleport")}}, false)
+	doc := []byte(`{"provider":` + string(bad) + `}`)
+	var e1, e2 envelope
+	for name, err := range map[string]error{
+		"canon":         canon.Unmarshal(doc, &e1),
+		"encoding/json": json.Unmarshal(doc, &e2),
+	} {
+		var ve *manifest.ValidationError
+		if !errors.As(err, &ve) || !errors.Is(err, manifest.ErrInvalidManifest) {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if ve.CapabilityID != echoID || ve.Pointer != "/manifests/0/effects/kinds/0" {
+			t.Errorf("%s: %q at %q", name, ve.CapabilityID, ve.Pointer)
+		}
+	}
+	good := []byte(`{"provider":` + loadRealHost(t).FD3 + `}`)
+	if err := canon.Unmarshal(good, &e1); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(good, &e2); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(e1, e2); diff != "" || manifest.ValidateBinding(e1.Provider) != nil {
+		t.Errorf("nested decode differs or invalid:\n%s", diff)
+	}
+}

@@ -60,7 +60,9 @@ type ValidationError struct {
 	// a CapabilityManifest, or request arguments); "" is the root.
 	Pointer string
 	// Rule names the rule broken, e.g. "capability_id.name.pattern",
-	// "type", "unknown_key", "required", "schema.metaschema".
+	// "type", "unknown_key", "required", "schema.metaschema"; for a JSON
+	// Schema failure it ends with the keyword, e.g.
+	// "arguments.schema:required" or "example.request:type".
 	Rule string
 	// Detail says what exactly was found.
 	Detail string

@@ -41,7 +41,7 @@ func ExampleValidator_PrepareRequest() {
 	// Output:
 	// example.echo@1.0.0 map[organization_id:org-a text:hello]
 	// sha256:3728323797a91381fc9531abaaece040023f2ce3860adfd65224b16b33f1c342
-	// manifest: arguments do not match request schema: capability "example.echo@1.0.0" at "/text" (arguments.schema): got number, want string
+	// manifest: arguments do not match request schema: capability "example.echo@1.0.0" at "/text" (arguments.schema:type): got number, want string
 }
 
 func ExampleParseCapabilityID() {

@@ -196,6 +196,14 @@ func TestPreparer(t *testing.T) {
 	}
 	_, err = p.Prepare(map[string]any{"text": 1})
 	assertErr(t, err, manifest.ErrInvalidArguments, "example.echo@1.0.0", "/text")
+	var ve *manifest.ValidationError
+	if errors.As(err, &ve) && ve.Rule != "arguments.schema:type" {
+		t.Errorf("rule %q", ve.Rule)
+	}
+	_, err = p.Prepare(map[string]any{})
+	if errors.As(err, &ve) && ve.Rule != "arguments.schema:required" {
+		t.Errorf("rule %q (%v)", ve.Rule, err)
+	}
 	_, err = p.Prepare(map[string]any{"text": "x", "n": int64(1) << 60})
 	assertErr(t, err, manifest.ErrInvalidArguments, "example.echo@1.0.0", "")
 }

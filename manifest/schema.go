@@ -206,9 +206,7 @@ func schemaError(err error, capID, ptr string) error {
 // leaf returns the JSON pointer and message of the first most specific
 // cause of a validation error.
 func leaf(ve *jsonschema.ValidationError) (string, string) {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
+	ve = leafError(ve)
 	var b strings.Builder
 	for _, tok := range ve.InstanceLocation {
 		b.WriteByte('/')
@@ -223,6 +221,24 @@ func leaf(ve *jsonschema.ValidationError) (string, string) {
 	return b.String(), strings.TrimSpace(msg)
 }
 
+func leafError(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	return ve
+}
+
+// keyword returns the schema keyword of the most specific cause ("type",
+// "required", "pattern", ...), or "".
+func keyword(ve *jsonschema.ValidationError) string {
+	if k := leafError(ve).ErrorKind; k != nil {
+		if kp := k.KeywordPath(); len(kp) > 0 {
+			return kp[len(kp)-1]
+		}
+	}
+	return ""
+}
+
 // validateInstance validates a plain JSON value (as produced by canon)
 // against a compiled schema.
 func validateInstance(s *compiledSchema, inst any, sentinel error, capID, ptr, rule string) error {
@@ -233,6 +249,9 @@ func validateInstance(s *compiledSchema, inst any, sentinel error, capID, ptr, r
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &ve) {
 		loc, msg := leaf(ve)
+		if kw := keyword(ve); kw != "" {
+			rule += ":" + kw
+		}
 		return &ValidationError{Err: sentinel, CapabilityID: capID, Pointer: ptr + loc, Rule: rule, Detail: msg, Cause: err}
 	}
 	return &ValidationError{Err: sentinel, CapabilityID: capID, Pointer: ptr, Rule: rule, Detail: err.Error(), Cause: err}
