@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -440,4 +441,112 @@ func TestOracleKnownDisagreements(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLaxFormsNormalize: every unambiguous lax form of a valid manifest (a
+// string id, duplicated set elements, omitted defaults) decodes to the same
+// materialized manifest, and so to the same projection digest, as its strict
+// form; both decoders agree.
+func TestLaxFormsNormalize(t *testing.T) {
+	var laxCases, stringIDs int
+	defer func() { t.Logf("%d lax documents differed from their strict form (%d with a string id)", laxCases, stringIDs) }()
+	rapid.Check(t, func(t *rapid.T) {
+		strict := genManifest(t, 0)
+		// Materialize the strict form first (genManifest may omit defaults).
+		sb, err := canon.Marshal(strict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := manifest.DecodeManifest(sb)
+		if err != nil {
+			t.Fatalf("strict form refused: %v", err)
+		}
+		lax := deepCopyJSON(strict).(map[string]any)
+		if rapid.Bool().Draw(t, "string-id") {
+			id := lax["id"].(map[string]any)
+			lax["id"] = fmt.Sprintf("%s.%s@%s", id["namespace"], id["name"], id["version"])
+		}
+		for _, p := range []string{"/error_codes", "/tags", "/effects/kinds", "/requirements/services", "/requirements/credentials", "/requirements/binaries", "/requirements/network/hosts"} {
+			a, ok := getAt(lax, p).([]any)
+			if !ok || len(a) == 0 || !rapid.Bool().Draw(t, "dup") {
+				continue
+			}
+			a = append(a, a[rapid.IntRange(0, len(a)-1).Draw(t, "which")])
+			set(t, lax, p, a, false)
+		}
+		if want.Effects.Concurrency == manifest.ParallelSafe && rapid.Bool().Draw(t, "omit-concurrency") {
+			removeAt(lax, "/effects/concurrency")
+		}
+		for _, p := range []string{"/schema_version", "/projection_name", "/requirements/filesystem", "/requirements/network"} {
+			if v := getAt(lax, p); rapid.Bool().Draw(t, "omit") && isDefault(p, v) {
+				removeAt(lax, p)
+			}
+		}
+		lb, err := canon.Marshal(lax)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(lb) != string(sb) {
+			laxCases++
+		}
+		if _, ok := lax["id"].(string); ok {
+			stringIDs++
+		}
+		got, err := manifest.DecodeManifest(lb)
+		if err != nil {
+			t.Fatalf("lax form refused: %v\n%s", err, lb)
+		}
+		var viaJSON manifest.CapabilityManifest
+		if err := json.Unmarshal(lb, &viaJSON); err != nil {
+			t.Fatalf("encoding/json refused the lax form: %v", err)
+		}
+		dw, _ := manifest.InventoryDigest([]manifest.CapabilityManifest{want})
+		dg, _ := manifest.InventoryDigest([]manifest.CapabilityManifest{got})
+		dj, _ := manifest.InventoryDigest([]manifest.CapabilityManifest{viaJSON})
+		if dw != dg || dg != dj {
+			t.Fatalf("lax form digests differently:\nstrict %s\nlax    %s", sb, lb)
+		}
+		gb, _ := canon.Marshal(got)
+		wb, _ := canon.Marshal(want)
+		if string(gb) != string(wb) {
+			t.Fatalf("materialized forms differ:\n%s\n%s", wb, gb)
+		}
+	})
+}
+
+// isDefault reports whether v is the value decoding fills in for p.
+func isDefault(p string, v any) bool {
+	switch p {
+	case "/schema_version":
+		return v == "1.0"
+	case "/projection_name":
+		return v == nil
+	case "/requirements/filesystem":
+		m, _ := v.(map[string]any)
+		roles, _ := m["roles"].([]any)
+		return m != nil && m["read"] == false && m["write"] == false && len(roles) == 0
+	case "/requirements/network":
+		m, _ := v.(map[string]any)
+		hosts, _ := m["hosts"].([]any)
+		return m != nil && m["required"] == false && len(hosts) == 0
+	}
+	return false
+}
+
+func deepCopyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopyJSON(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = deepCopyJSON(e)
+		}
+		return a
+	}
+	return v
 }

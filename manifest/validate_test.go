@@ -21,7 +21,7 @@ func baseBinding(t testing.TB) map[string]any {
 }
 
 // set replaces (or, with del, removes) the value at a JSON pointer.
-func set(t testing.TB, doc any, ptr string, val any, del bool) {
+func set(t fataler, doc any, ptr string, val any, del bool) {
 	t.Helper()
 	toks := strings.Split(ptr[1:], "/")
 	cur := doc
@@ -53,6 +53,12 @@ func set(t testing.TB, doc any, ptr string, val any, del bool) {
 			t.Fatalf("pointer %s runs through a scalar", ptr)
 		}
 	}
+}
+
+// fataler is what set needs from *testing.T and *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
 }
 
 type mutation struct {
