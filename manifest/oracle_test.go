@@ -449,7 +449,9 @@ func TestOracleKnownDisagreements(t *testing.T) {
 // form; both decoders agree.
 func TestLaxFormsNormalize(t *testing.T) {
 	var laxCases, stringIDs int
-	defer func() { t.Logf("%d lax documents differed from their strict form (%d with a string id)", laxCases, stringIDs) }()
+	defer func() {
+		t.Logf("%d lax documents differed from their strict form (%d with a string id)", laxCases, stringIDs)
+	}()
 	rapid.Check(t, func(t *rapid.T) {
 		strict := genManifest(t, 0)
 		// Materialize the strict form first (genManifest may omit defaults).
