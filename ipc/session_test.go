@@ -62,7 +62,7 @@ func effectPayload(id string) map[string]any {
 		"connector_revision": "sha256:" + strings.Repeat("1", 64), "operation": "read", "arguments": map[string]any{}}
 }
 
-func publishPayload(t testing.TB) map[string]any {
+func publishPayload(t fatalT) map[string]any {
 	data := map[string]any{"text": "hello"}
 	d, err := canon.DigestOf(data)
 	if err != nil {
@@ -71,7 +71,7 @@ func publishPayload(t testing.TB) map[string]any {
 	return map[string]any{"data": data, "data_digest": string(d)}
 }
 
-func body(t testing.TB, e any) []byte {
+func body(t fatalT, e any) []byte {
 	t.Helper()
 	b, err := canon.Marshal(e)
 	if err != nil {
@@ -131,7 +131,13 @@ func runScript(t *testing.T, cfg ipc.SessionConfig, h ipc.Handler, steps []step)
 	return err, replies
 }
 
-func frame(t testing.TB, e any) []byte { return frameBytes(body(t, e)) }
+func frame(t fatalT, e any) []byte { return frameBytes(body(t, e)) }
+
+// fatalT is the part of testing.TB that *rapid.T also has.
+type fatalT interface {
+	Helper()
+	Fatal(args ...any)
+}
 
 func TestSessionRules(t *testing.T) {
 	f := newFixture(t)
