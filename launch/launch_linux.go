@@ -102,3 +102,9 @@ func sweepCloexec() error {
 func prepareRuntimeEnd(fd int) error {
 	return os.NewSyscallError("setsockopt(SO_PASSCRED)", unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PASSCRED, 1))
 }
+
+// socketpair returns a connected AF_UNIX stream pair, both ends
+// close-on-exec from birth.
+func socketpair() ([2]int, error) {
+	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+}

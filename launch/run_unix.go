@@ -50,7 +50,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	extra := []*os.File{ctxFile}
 	var parentEnd, childEnd *os.File
 	if s.serve != nil {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		fds, err := socketpair()
 		if err != nil {
 			return nil, nil, fmt.Errorf("launch: socketpair: %w", os.NewSyscallError("socketpair", err))
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -12,6 +14,13 @@ import (
 // is read from --binding-fd, validated without importing anything, and
 // every failure is protocol_error with a null binding.
 func (h *host) discover(a args) int {
+	switch h.sc {
+	case scGarbage:
+		h.write([]byte("not JSON\n"))
+		return 0
+	case scExit1:
+		return 1
+	}
 	if h.sc == scReport {
 		raw, _ := readFD(a.bindingFD)
 		return h.emitJSON(h.report(raw, nil, -1))
@@ -33,6 +42,11 @@ func (h *host) discover(a args) int {
 	out, err := discovery(a, b)
 	if err != nil {
 		return h.emit(hostsim.ProtocolErrorResult())
+	}
+	if h.sc == scLie {
+		out["version"] = "9.9.9"
+		out["next_offset"] = int64(99)
+		out["capability"] = map[string]any{}
 	}
 	return h.emitJSON(out)
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -68,6 +70,7 @@ func providerFor(name string) hostsim.Provider {
 // checks the host performs.
 func newInvocation(lc *launchContext, req request) *hostsim.Invocation {
 	var entry manifest.CapabilityManifest
+	var v manifest.Validator // one schema cache for activation and normalization
 	inv := &hostsim.Invocation{
 		Binding:                lc.Attempt,
 		ProviderManifestDigest: lc.Provider.ManifestDigest,
@@ -90,7 +93,7 @@ func newInvocation(lc *launchContext, req request) *hostsim.Invocation {
 		if p.Distribution != dist || p.Version != version {
 			return fmt.Errorf("installed %s %s, binding names %s %s", dist, version, p.Distribution, p.Version)
 		}
-		if err := manifest.ValidateBinding(p); err != nil {
+		if err := v.ValidateBinding(p); err != nil {
 			return err
 		}
 		m, err := manifest.Describe(p.Manifests, req.CapabilityID)
@@ -102,7 +105,7 @@ func newInvocation(lc *launchContext, req request) *hostsim.Invocation {
 		return nil
 	}
 	inv.Normalize = func(args map[string]any) (map[string]any, error) {
-		p, err := manifest.PrepareRequest(entry, args)
+		p, err := v.PrepareRequest(entry, args)
 		if err != nil {
 			return nil, err
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command zeo-hostsim is a simulated ZEO runtime host: an executable with the
 // command line, descriptors, stdout envelope and exit codes of
 // `zeo-capability` (spec §1, §4.10, §4.12, §5, §6), driving the invocation

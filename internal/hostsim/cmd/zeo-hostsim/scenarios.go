@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -49,6 +51,8 @@ const (
 	scCrashMidFrame scenario = "crash-mid-frame"
 	// scExit1 exits 1 without output, as a crashing interpreter would.
 	scExit1 scenario = "exit-1"
+	// scLie answers discovery with a well-formed but wrong document.
+	scLie scenario = "lie"
 	// scSleeper is the grandchild role: it ignores SIGTERM and sleeps.
 	scSleeper scenario = "sleeper"
 )

@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/zeoruntime/runtimeipc/bench/pluginshared"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+)
+
+// buildTool builds a main package into dir: pkg relative to the module root
+// when root is set, else to the bench module.
+func buildTool(b *testing.B, dir, name, pkg string, root bool) string {
+	b.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command(gobin, "build", "-o", out, pkg)
+	if root {
+		cmd.Dir = ".."
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("building %s: %v", pkg, err)
+	}
+	return out
+}
+
+type allowAll struct{}
+
+func (allowAll) Bootstrap(context.Context, ipc.BootstrapRequest) (ipc.Decision, error) {
+	return ipc.Decision{State: ipc.StateAllowed}, nil
+}
+func (allowAll) Admit(context.Context, ipc.AdmitRequest) (ipc.Decision, error) {
+	return ipc.Decision{State: ipc.StateAllowed}, nil
+}
+func (allowAll) Effect(_ context.Context, c ipc.EffectCall) (ipc.EffectDecision, error) {
+	return ipc.EffectDecision{State: ipc.StateAllowed, ReceiptID: "r", AuthorizationID: "a"}, nil
+}
+func (allowAll) Publish(context.Context, ipc.PublishRequest) (ipc.PublishDecision, error) {
+	return ipc.PublishDecision{State: ipc.StateAllowed, ArtifactRefs: []string{"artifact-a"}}, nil
+}
+
+// echoInvocation is the recorded echo invocation of the real-host
+// transcript s01 (context, request), answered by an allow-all Runtime.
+func echoInvocation(b *testing.B) launch.Invocation {
+	b.Helper()
+	raw, err := os.ReadFile("../testdata/real-host/s01_echo_success.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rh struct {
+		FD3   string `json:"fd3_bytes_utf8"`
+		Stdin string `json:"stdin_bytes_utf8"`
+	}
+	if err := json.Unmarshal(raw, &rh); err != nil {
+		b.Fatal(err)
+	}
+	c, err := launch.DecodeContext([]byte(rh.FD3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return launch.Invocation{Context: c, Request: []byte(rh.Stdin), Handler: allowAll{}}
+}
+
+// BenchmarkLaunch compares, on the same machine in one run:
+//
+//   - Hostsim: launch → bootstrap → invoke.admit → result.publish → HostResult
+//     of the simulated host executable through launch.Invoke;
+//   - BareExec: exec + wait of the same executable doing nothing (no
+//     arguments: it prints its invalid_request line and exits), the floor
+//     any launcher pays;
+//   - GoPlugin: hashicorp/go-plugin v1.8.0 starting an equivalent Go plugin
+//     (net/rpc), dispensing it, making one call and killing it.
+func BenchmarkLaunch(b *testing.B) {
+	dir := b.TempDir()
+	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	pluginBin := buildTool(b, dir, "pluginecho", "./pluginecho", false)
+	work := b.TempDir()
+
+	b.Run("Hostsim", func(b *testing.B) {
+		l, err := launch.New(launch.Config{
+			Interpreter: hostsim, Dir: work, Verifier: launch.TrustEnvironment{},
+			Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inv := echoInvocation(b)
+		ctx := context.Background()
+		var child time.Duration
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := l.Invoke(ctx, inv)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if out.Result.State != launch.StateSucceeded {
+				b.Fatal(out.Result.State)
+			}
+			child += out.Process.Elapsed
+		}
+		// child-ns/op: from start to reap of the host process; the rest of
+		// ns/op is the launcher's own work around it.
+		b.ReportMetric(float64(child.Nanoseconds())/float64(b.N), "child-ns/op")
+	})
+
+	b.Run("BareExec", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cmd := exec.Command(hostsim)
+			cmd.Env = []string{}
+			cmd.Dir = work
+			cmd.Stdout = io.Discard
+			if err := cmd.Run(); err != nil {
+				if _, ok := err.(*exec.ExitError); !ok {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+
+	b.Run("GoPlugin", func(b *testing.B) {
+		logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
+		b.ReportAllocs()
+		for b.Loop() {
+			client := plugin.NewClient(&plugin.ClientConfig{
+				HandshakeConfig:  pluginshared.Handshake,
+				Plugins:          map[string]plugin.Plugin{"echo": &pluginshared.EchoPlugin{}},
+				Cmd:              exec.Command(pluginBin),
+				AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
+				Logger:           logger,
+			})
+			rpcClient, err := client.Client()
+			if err != nil {
+				client.Kill()
+				b.Fatal(err)
+			}
+			raw, err := rpcClient.Dispense("echo")
+			if err != nil {
+				client.Kill()
+				b.Fatal(err)
+			}
+			got, err := raw.(pluginshared.Echoer).Echo("hello")
+			if err != nil || got != "hello" {
+				client.Kill()
+				b.Fatalf("%q, %v", got, err)
+			}
+			client.Kill()
+		}
+	})
+}
