@@ -1,6 +1,65 @@
 // Package launch is the Runtime's trusted launcher for the ZEO runtime host
-// (`zeo-capability`, protocol version 1): it builds the LaunchContext, starts
-// the host with exactly the descriptors, environment and process group the
-// protocol requires, supervises it to its deadline, and judges what it left
-// behind (its one stdout line and exit status) with ParseResult.
+// (`zeo-capability`, protocol version 1; spec/zeo-wire.md §1.1, §1.4–1.5,
+// §4.5, §4.10, §4.12, §6): it builds the LaunchContext, starts the host with
+// exactly the descriptors, environment and process group the protocol
+// requires, serves its IPC through an ipc.Session bound to the child,
+// supervises it to its deadline, and judges what it left behind — its one
+// stdout line and its exit status — with ParseResult.
+//
+// # What a launch guarantees
+//
+// The five duties of the trusted launcher (seed 000):
+//
+//   - Exact program and environment: Config.Interpreter is an absolute path,
+//     never looked up; Config.Env is the child's whole environment and
+//     nothing of the launching process is inherited. An EnvironmentVerifier
+//     (TreeVerifier: a digest of the environment's directory tree) must
+//     accept the binding's environment_digest before every launch.
+//   - A fresh private socketpair (AF_UNIX, SOCK_STREAM, close-on-exec) whose
+//     child end is FD 4; the Runtime end has SO_PASSCRED on before the child
+//     starts and is wrapped with net.FileConn, never .Fd().
+//   - The context on FD 3 and the request on stdin, each a sealed memfd
+//     (Linux; an unlinked temp file on macOS) at offset 0, so the host reads
+//     them to EOF in any order and a context of any size up to 1 MiB cannot
+//     deadlock. The child holds exactly FDs 0–4; every other descriptor of
+//     this process is marked close-on-exec first (Config.LeaveParentFDs).
+//   - Its own session and process group. At the attempt deadline (or when
+//     ctx ends) the group gets SIGTERM, and SIGKILL after Config.Grace.
+//     Group signals are sent only while the leader is unreaped, so the
+//     group id cannot have been reused; on Linux the exit is awaited through
+//     the pidfd with waitid(WNOWAIT), the group's stragglers are killed,
+//     and only then is the leader reaped, exactly once. Config.WaitDelay
+//     bounds the wait for stdout/stderr EOF after exit, so a descendant
+//     holding stdout can never hang the call.
+//   - The channel bound to the actual child: the ipc.Session checks that
+//     every frame was sent by the child's pid and that bootstrap presents
+//     the child's pid, the bootstrap id and the launch digest of the context
+//     that was sent.
+//
+// Stdout is read to at most MaxResultBytes+1 bytes (the rest is drained and
+// discarded); stderr keeps a bounded tail for diagnostics only and is never
+// parsed.
+//
+// # What it refuses
+//
+// ParseResult never resolves a disagreement toward the exit code: a
+// signal, an unknown exit status, empty, oversized, multi-line or malformed
+// stdout, an incoherent HostResult, a foreign or null binding and an exit
+// status that disagrees with the state are each a distinct *ResultError
+// wrapping ErrProtocol. The Runtime then keeps the evidence and asks its
+// ledger; it never redispatches (DESIGN decision 12).
+//
+// # Limits of the containment
+//
+// A process group is not a cgroup: a descendant that calls setsid leaves
+// the group and survives the group kill (it still cannot hang the call,
+// because of WaitDelay). The environment check is check-then-execute: the
+// tree must not be writable by anyone the Runtime does not trust.
+//
+// # Platforms
+//
+// Linux is first class. macOS builds and runs with a temp file instead of a
+// memfd and without waitid(WNOWAIT), so stragglers of a host that exits on
+// its own are not killed there. Any other platform, Windows included, does
+// not compile this package (DESIGN decision 11).
 package launch
