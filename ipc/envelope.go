@@ -3,6 +3,7 @@ package ipc
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -80,6 +81,10 @@ type Request struct {
 	Payload         canon.Value    `json:"payload"`
 	ProtocolVersion int64          `json:"protocol_version"`
 	Sequence        int64          `json:"sequence"`
+
+	// payloadRaw is the payload's canonical bytes as a slice of the
+	// request body, set by DecodeRequest; nil for a Request built by hand.
+	payloadRaw []byte
 }
 
 // Reply is the RuntimeReply envelope (spec §4.8). Data is any value that
@@ -263,10 +268,11 @@ func (e EffectRequest) Validate() error {
 // Digest returns the effect's fingerprint: the digest of its canonical
 // JSON, which is what effect_request_digest must echo.
 func (e EffectRequest) Digest() (canon.Digest, error) {
-	if e.Arguments == nil {
-		e.Arguments = map[string]any{}
+	b, err := e.AppendCanonical(nil)
+	if err != nil {
+		return "", err
 	}
-	return canon.DigestOf(e)
+	return canon.Sum(b), nil
 }
 
 // RequestDigest returns the request digest of spec §3.3: the digest of
@@ -313,12 +319,13 @@ func decodeRequest(body []byte, max int, scratch *[]byte) (*Request, canon.Diges
 		return nil, "", &ViolationError{Rule: ErrNotCanonical, Detail: fmt.Sprintf("canonical form has %d bytes, body has %d", len(c), len(body))}
 	}
 	req := new(Request)
-	if err := v.Decode(req); err != nil {
+	if err := decodeRequestValue(&v, req); err != nil {
 		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request envelope", Err: err}
 	}
 	if err := req.check(); err != nil {
 		return nil, "", err
 	}
+	req.payloadRaw = payloadSlice(body, req)
 	return req, canon.Sum(body), nil
 }
 
@@ -350,6 +357,28 @@ func (r *Request) check() error {
 	return nil
 }
 
+// payloadSlice returns the payload's bytes inside a canonical body. The
+// envelope's members are in canonical order and the last two are the
+// integers protocol_version and sequence, so the payload runs from its
+// offset to the fixed tail. Any doubt returns nil (the caller then
+// re-encodes the payload).
+func payloadSlice(body []byte, req *Request) []byte {
+	tail := `,"protocol_version":` + strconv.FormatInt(req.ProtocolVersion, 10) + `,"sequence":` + strconv.FormatInt(req.Sequence, 10) + `}`
+	start, end := req.Payload.Offset, len(body)-len(tail)
+	if start <= 0 || end <= start || !bytes.HasSuffix(body, []byte(tail)) || body[start] != '{' || body[end-1] != '}' {
+		return nil
+	}
+	return body[start:end:end]
+}
+
+// canonicalPayload returns the payload's canonical bytes.
+func (r *Request) canonicalPayload() ([]byte, error) {
+	if r.payloadRaw != nil {
+		return r.payloadRaw, nil
+	}
+	return r.Payload.Canonical()
+}
+
 func truncate(s string) string {
 	const n = 80
 	if len(s) <= n {
@@ -362,10 +391,27 @@ func (r *Request) payloadErr(err error) error {
 	return &ViolationError{Rule: ErrPayload, Sequence: r.Sequence, Method: r.Method, Detail: "payload of " + string(r.Method), Err: err}
 }
 
+var (
+	bootstrapNames = []string{"bootstrap_id", "launch_digest", "pid"}
+	admitNames     = []string{"arguments"}
+	effectNames    = []string{"logical_effect_id", "connection_ref", "connector_revision", "operation", "arguments"}
+	publishNames   = []string{"data", "data_digest"}
+)
+
 // DecodeBootstrap decodes the payload as a strict BootstrapPayload.
 func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
 	var p BootstrapPayload
-	if err := r.Payload.Decode(&p); err != nil {
+	f := fieldSet{ptr: "/payload"}
+	if err := f.walk(&r.Payload, bootstrapNames, func(i int, m *canon.Value) {
+		switch i {
+		case 0:
+			f.str(m, bootstrapNames[i], &p.BootstrapID)
+		case 1:
+			f.str(m, bootstrapNames[i], (*string)(&p.LaunchDigest))
+		case 2:
+			f.integer(m, bootstrapNames[i], &p.PID)
+		}
+	}); err != nil {
 		return p, r.payloadErr(err)
 	}
 	if err := checkIdentifier("bootstrap_id", p.BootstrapID); err != nil {
@@ -380,11 +426,11 @@ func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
 // DecodeAdmit decodes the payload as a strict AdmitPayload.
 func (r *Request) DecodeAdmit() (AdmitPayload, error) {
 	var p AdmitPayload
-	if err := r.Payload.Decode(&p); err != nil {
+	f := fieldSet{ptr: "/payload"}
+	if err := f.walk(&r.Payload, admitNames, func(i int, m *canon.Value) {
+		f.object(m, admitNames[i], &p.Arguments)
+	}); err != nil {
 		return p, r.payloadErr(err)
-	}
-	if p.Arguments == nil {
-		return p, r.payloadErr(fmt.Errorf("arguments must be an object"))
 	}
 	return p, nil
 }
@@ -393,13 +439,28 @@ func (r *Request) DecodeAdmit() (AdmitPayload, error) {
 // returns it with its digest, computed from the payload's canonical bytes.
 func (r *Request) DecodeEffect() (EffectRequest, canon.Digest, error) {
 	var p EffectRequest
-	if err := r.Payload.Decode(&p); err != nil {
+	f := fieldSet{ptr: "/payload"}
+	if err := f.walk(&r.Payload, effectNames, func(i int, m *canon.Value) {
+		k := effectNames[i]
+		switch i {
+		case 0:
+			f.str(m, k, &p.LogicalEffectID)
+		case 1:
+			f.str(m, k, &p.ConnectionRef)
+		case 2:
+			f.str(m, k, (*string)(&p.ConnectorRevision))
+		case 3:
+			f.str(m, k, &p.Operation)
+		case 4:
+			f.object(m, k, &p.Arguments)
+		}
+	}); err != nil {
 		return p, "", r.payloadErr(err)
 	}
 	if err := p.Validate(); err != nil {
 		return p, "", r.payloadErr(err)
 	}
-	c, err := r.Payload.Canonical()
+	c, err := r.canonicalPayload()
 	if err != nil {
 		return p, "", r.payloadErr(err)
 	}
@@ -411,19 +472,35 @@ func (r *Request) DecodeEffect() (EffectRequest, canon.Digest, error) {
 // bytes. It does not compare that digest with DataDigest.
 func (r *Request) DecodePublish() (PublishPayload, canon.Digest, error) {
 	var p PublishPayload
-	if err := r.Payload.Decode(&p); err != nil {
+	var data *canon.Value
+	f := fieldSet{ptr: "/payload"}
+	if err := f.walk(&r.Payload, publishNames, func(i int, m *canon.Value) {
+		switch i {
+		case 0:
+			f.object(m, publishNames[i], &p.Data)
+			data = m
+		case 1:
+			f.str(m, publishNames[i], (*string)(&p.DataDigest))
+		}
+	}); err != nil {
 		return p, "", r.payloadErr(err)
-	}
-	if p.Data == nil {
-		return p, "", r.payloadErr(fmt.Errorf("data must be an object"))
 	}
 	if err := p.DataDigest.Validate(); err != nil {
 		return p, "", r.payloadErr(fmt.Errorf("data_digest: %w", err))
 	}
-	dv, _ := r.Payload.Get("data")
-	c, err := dv.Canonical()
-	if err != nil {
-		return p, "", r.payloadErr(err)
+	// In canonical bytes the payload is {"data":DATA,"data_digest":"…"}.
+	var c []byte
+	if raw := r.payloadRaw; raw != nil {
+		head, tail := len(`{"data":`), len(`,"data_digest":""}`)+len(p.DataDigest)
+		if len(raw) > head+tail {
+			c = raw[head : len(raw)-tail]
+		}
+	}
+	if c == nil {
+		var err error
+		if c, err = data.Canonical(); err != nil {
+			return p, "", r.payloadErr(err)
+		}
 	}
 	return p, canon.Sum(c), nil
 }
@@ -446,7 +523,7 @@ func DecodeReply(body []byte, max int) (*Reply, error) {
 	if dv, ok := v.Get("data"); ok && dv.Kind != canon.Object {
 		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply data is a JSON " + dv.Kind.String() + ", not an object"}
 	}
-	if err := v.Decode(&rep); err != nil {
+	if err := decodeReplyValue(&v, &rep); err != nil {
 		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply is not a strict RuntimeReply", Err: err}
 	}
 	fail := func(rule error, format string, args ...any) (*Reply, error) {

@@ -234,8 +234,10 @@ type Session struct {
 	conn   net.Conn
 	cfg    SessionConfig // normalized copy
 	cfgErr error
-	log    *slog.Logger
-	used   atomic.Bool
+	// binding is the canonical JSON of cfg.Binding, written in every reply.
+	binding []byte
+	log     *slog.Logger
+	used    atomic.Bool
 
 	mu      sync.Mutex // guards summary
 	summary Summary
@@ -253,7 +255,11 @@ func NewSession(conn net.Conn, cfg SessionConfig) *Session {
 	if conn == nil {
 		s.cfgErr = fmt.Errorf("%w: nil connection", ErrConfig)
 	} else if s.cfgErr = cfg.Validate(); s.cfgErr == nil {
-		s.cfgErr = prepareConn(conn, cfg.Credentials)
+		if s.binding, s.cfgErr = canon.Marshal(cfg.Binding); s.cfgErr != nil {
+			s.cfgErr = fmt.Errorf("%w: Binding: %w", ErrConfig, s.cfgErr)
+		} else {
+			s.cfgErr = prepareConn(conn, cfg.Credentials)
+		}
 	}
 	if s.cfg.RPCTimeout == 0 {
 		s.cfg.RPCTimeout = DefaultRPCTimeout
@@ -300,7 +306,8 @@ type sessionState struct {
 	published    bool
 	ended        bool       // a non-allowed reply was sent: the host is done
 	endedBy      ReplyState // the state that ended it
-	scratch      []byte
+	scratch      []byte     // canonical form of the last request
+	data, out    []byte     // reply data and reply body being built
 }
 
 // Serve answers the host's requests until the host closes its end at a
@@ -433,14 +440,12 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 
 	hctx, cancel := context.WithDeadline(ctx, dl)
 	defer cancel()
-	state, data, herr, err := s.decide(hctx, h, req, call)
+	state, data, herr, err := s.decide(hctx, h, req, call, st.data[:0])
 	if err != nil {
 		return err // a payload rule broke: no reply, no handler call
 	}
-	reply, err := canon.Marshal(Reply{
-		ProtocolVersion: ProtocolVersion, Sequence: req.Sequence, HostNonce: req.HostNonce,
-		Binding: s.cfg.Binding, RequestDigest: digest, State: state, Data: data,
-	})
+	st.data = data
+	reply, err := appendReply(st.out[:0], s.binding, req.Sequence, req.HostNonce, digest, state, data)
 	if err == nil && len(reply) > s.cfg.MaxMessageBytes {
 		err = &FrameSizeError{Length: uint64(len(reply)), Max: s.cfg.MaxMessageBytes, Err: ErrFrameTooLarge}
 	}
@@ -450,14 +455,12 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 		// request was not consumed.
 		herr = errors.Join(herr, fmt.Errorf("reply for state %s cannot be sent: %w", state, err))
 		state = StateNeedsReconciliation
-		reply, err = canon.Marshal(Reply{
-			ProtocolVersion: ProtocolVersion, Sequence: req.Sequence, HostNonce: req.HostNonce,
-			Binding: s.cfg.Binding, RequestDigest: digest, State: state, Data: map[string]any{},
-		})
+		reply, err = appendReply(st.out[:0], s.binding, req.Sequence, req.HostNonce, digest, state, []byte("{}"))
 		if err != nil {
 			return &ViolationError{Rule: ErrHandler, Sequence: req.Sequence, Method: req.Method, Err: errors.Join(herr, err)}
 		}
 	}
+	st.out = reply
 	if ctx.Err() != nil {
 		return s.stopped(ctx, req.Sequence, req.Method)
 	}
@@ -563,9 +566,17 @@ func (s *Session) record(st *sessionState, req *Request, digest canon.Digest, st
 // decide checks the payload of req, asks h, and returns the reply state and
 // data. err is a payload violation (nothing is sent); herr is a handler
 // failure, already turned into needs_reconciliation.
-func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call) (state ReplyState, data any, herr, err error) {
-	nr := func(e error) (ReplyState, any, error, error) {
-		return StateNeedsReconciliation, map[string]any{}, e, nil
+func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call, buf []byte) (state ReplyState, data []byte, herr, err error) {
+	nr := func(e error) (ReplyState, []byte, error, error) {
+		return StateNeedsReconciliation, append(buf, '{', '}'), e, nil
+	}
+	// obj encodes a handler's data for a reply that is not allowed.
+	obj := func(st ReplyState, m map[string]any) (ReplyState, []byte, error, error) {
+		b, err := appendObject(buf, m)
+		if err != nil {
+			return nr(fmt.Errorf("%s reply data: %w", st, err))
+		}
+		return st, b, nil, nil
 	}
 	verr := func(rule error, format string, args ...any) error {
 		return &ViolationError{Rule: rule, Sequence: req.Sequence, Method: req.Method, Detail: fmt.Sprintf(format, args...)}
@@ -591,7 +602,7 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 		if !d.State.Valid() {
 			return nr(fmt.Errorf("bootstrap decision has state %q", d.State))
 		}
-		return d.State, objectData(d.Data), nil, nil
+		return obj(d.State, d.Data)
 
 	case MethodAdmit:
 		p, err := req.DecodeAdmit()
@@ -612,7 +623,7 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 		if !d.State.Valid() {
 			return nr(fmt.Errorf("admit decision has state %q", d.State))
 		}
-		return d.State, objectData(d.Data), nil, nil
+		return obj(d.State, d.Data)
 
 	case MethodEffect:
 		p, fp, err := req.DecodeEffect()
@@ -627,15 +638,19 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 		case !d.State.Valid():
 			return nr(fmt.Errorf("effect decision has state %q", d.State))
 		case d.State != StateAllowed:
-			return d.State, objectData(d.Data), nil, nil
+			return obj(d.State, d.Data)
 		case d.ReceiptID == "" || d.AuthorizationID == "":
 			return nr(fmt.Errorf("allowed effect %q has no receipt_id or authorization_id", p.LogicalEffectID))
 		}
-		return StateAllowed, EffectReceipt{
+		b, err := appendEffectReceipt(buf, EffectReceipt{
 			LogicalEffectID: p.LogicalEffectID, EffectRequestDigest: fp,
 			ReceiptID: d.ReceiptID, AuthorizationID: d.AuthorizationID,
 			EffectDisposition: EffectDispositionConfirmed, Result: d.Result,
-		}, nil, nil
+		})
+		if err != nil {
+			return nr(fmt.Errorf("allowed effect %q: %w", p.LogicalEffectID, err))
+		}
+		return StateAllowed, b, nil, nil
 
 	case MethodPublish:
 		p, got, err := req.DecodePublish()
@@ -653,7 +668,7 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 		case !d.State.Valid():
 			return nr(fmt.Errorf("publish decision has state %q", d.State))
 		case d.State != StateAllowed:
-			return d.State, objectData(d.Data), nil, nil
+			return obj(d.State, d.Data)
 		case len(d.ArtifactRefs) == 0:
 			return nr(errors.New("allowed publish has no artifact_refs"))
 		}
@@ -662,35 +677,40 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 				return nr(fmt.Errorf("artifact_refs[%d] is not 1..%d code points", i, MaxIdentifierRunes))
 			}
 		}
-		return StateAllowed, PublishReceipt{DataDigest: p.DataDigest, ArtifactRefs: d.ArtifactRefs}, nil, nil
+		b, err := appendPublishReceipt(buf, PublishReceipt{DataDigest: p.DataDigest, ArtifactRefs: d.ArtifactRefs})
+		if err != nil {
+			return nr(fmt.Errorf("allowed publish: %w", err))
+		}
+		return StateAllowed, b, nil, nil
 	}
 	return "", nil, nil, verr(ErrMethod, "unknown method")
-}
-
-func objectData(m map[string]any) any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
 }
 
 // admitDigest computes digest({"capability_id","arguments"}) from the
 // payload's canonical bytes, without re-marshalling Go values.
 func (s *Session) admitDigest(req *Request) (canon.Digest, error) {
-	args, ok := req.Payload.Get("arguments")
-	if !ok {
-		return "", errors.New("arguments missing")
+	var args []byte
+	// In canonical bytes the payload is {"arguments":ARGS}.
+	if raw := req.payloadRaw; len(raw) > len(`{"arguments":}`) {
+		args = raw[len(`{"arguments":`) : len(raw)-1]
+	} else {
+		v, ok := req.Payload.Get("arguments")
+		if !ok {
+			return "", errors.New("arguments missing")
+		}
+		var err error
+		if args, err = v.Canonical(); err != nil {
+			return "", err
+		}
 	}
-	id, err := canon.Marshal(s.cfg.Binding.CapabilityID)
+	buf := make([]byte, 0, len(args)+64+len(s.cfg.Binding.CapabilityID))
+	buf = append(buf, `{"arguments":`...)
+	buf = append(buf, args...)
+	buf = append(buf, `,"capability_id":`...)
+	buf, err := appendString(buf, s.cfg.Binding.CapabilityID)
 	if err != nil {
 		return "", err
 	}
-	buf := append(make([]byte, 0, 64+len(id)), `{"arguments":`...)
-	if buf, err = args.AppendCanonical(buf); err != nil {
-		return "", err
-	}
-	buf = append(buf, `,"capability_id":`...)
-	buf = append(buf, id...)
 	buf = append(buf, '}')
 	return canon.Sum(buf), nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,6 +44,9 @@ type Channel struct {
 	conn net.Conn
 	cfg  ChannelConfig
 	now  func() time.Time
+	// prefix is the canonical `{"binding":…,"host_nonce":"…","method":`
+	// shared by every request.
+	prefix []byte
 
 	mu          sync.Mutex // serializes exchanges and guards the fields below
 	seq         int64      // last sequence sent
@@ -83,7 +87,18 @@ func NewChannel(conn net.Conn, cfg ChannelConfig) (*Channel, error) {
 	if cfg.MaxMessageBytes < ipc.MinMessageBytes || cfg.MaxMessageBytes > ipc.MaxMessageBytes {
 		return nil, fmt.Errorf("hostsim: max_message_bytes %d outside [%d, %d]", cfg.MaxMessageBytes, ipc.MinMessageBytes, ipc.MaxMessageBytes)
 	}
-	c := &Channel{conn: conn, cfg: cfg, now: cfg.Now}
+	if !ipc.ValidNonce(cfg.HostNonce) {
+		return nil, fmt.Errorf("hostsim: host nonce must be 64 lowercase hex digits")
+	}
+	b, err := canon.Marshal(cfg.Binding)
+	if err != nil {
+		return nil, err
+	}
+	prefix := append([]byte(`{"binding":`), b...)
+	prefix = append(prefix, `,"host_nonce":"`...)
+	prefix = append(prefix, cfg.HostNonce...)
+	prefix = append(prefix, `","method":`...)
+	c := &Channel{conn: conn, cfg: cfg, now: cfg.Now, prefix: prefix}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -111,14 +126,36 @@ func (c *Channel) Broken() error {
 // so the Runtime sees EOF before the process exits.
 func (c *Channel) Close() error { return c.conn.Close() }
 
-// envelope is the request as the host builds it; canon.Marshal sorts keys.
-type envelope struct {
-	Binding         ipc.AttemptBinding `json:"binding"`
-	HostNonce       string             `json:"host_nonce"`
-	Method          ipc.Method         `json:"method"`
-	Payload         any                `json:"payload"`
-	ProtocolVersion int                `json:"protocol_version"`
-	Sequence        int64              `json:"sequence"`
+// canonicalAppender is a payload that writes its own canonical bytes
+// (ipc.EffectRequest does).
+type canonicalAppender interface {
+	AppendCanonical(dst []byte) ([]byte, error)
+}
+
+// encode builds the canonical request envelope: its members in RFC 8785
+// order are binding, host_nonce, method, payload, protocol_version,
+// sequence.
+func (c *Channel) encode(method ipc.Method, payload any, seq int64) ([]byte, error) {
+	body := append(make([]byte, 0, len(c.prefix)+256), c.prefix...)
+	m, err := canon.Marshal(string(method))
+	if err != nil {
+		return nil, err
+	}
+	body = append(body, m...)
+	body = append(body, `,"payload":`...)
+	if a, ok := payload.(canonicalAppender); ok {
+		body, err = a.AppendCanonical(body)
+	} else {
+		var p []byte
+		p, err = canon.Marshal(payload)
+		body = append(body, p...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	body = append(body, `,"protocol_version":1,"sequence":`...)
+	body = strconv.AppendInt(body, seq, 10)
+	return append(body, '}'), nil
 }
 
 // Call sends one request with the given payload (any value that marshals to
@@ -159,10 +196,7 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 		return nil, ErrDeadline
 	}
 	timeout := min(remaining, c.cfg.RPCTimeout)
-	body, err := canon.Marshal(envelope{
-		Binding: c.cfg.Binding, HostNonce: c.cfg.HostNonce, Method: method, Payload: payload,
-		ProtocolVersion: ipc.ProtocolVersion, Sequence: c.seq + 1,
-	})
+	body, err := c.encode(method, payload, c.seq+1)
 	if err != nil {
 		return nil, fmt.Errorf("hostsim: encoding %s request: %w", method, err)
 	}

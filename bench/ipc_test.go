@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/ipc"
+)
+
+// The IPC benchmarks measure one full exchange on a real socketpair: the
+// host sends a canonical effect.request of about 1 KiB or 64 KiB, the
+// Session reads it (SCM_CREDENTIALS checked), checks it, asks a trivial
+// Handler and writes the canonical allowed reply, which the host reads and
+// checks. The physical limit is a raw ping-pong that moves the same bytes
+// (request frame one way, reply frame back) with no JSON at all.
+//
+//	BenchmarkIPCExchange/<size>        hostsim Channel (marshals the envelope,
+//	                                   checks the reply) ⇄ ipc.Session
+//	BenchmarkIPCSessionOnly/<size>     pre-encoded request, raw reply read ⇄ ipc.Session
+//	BenchmarkIPCRawPingPong/<size>     raw frames ⇄ raw frames
+
+var ipcSizes = []struct {
+	name  string
+	bytes int
+}{{"1KiB", 1 << 10}, {"64KiB", 64 << 10}}
+
+var ipcBinding = ipc.AttemptBinding{
+	OrganizationID: "org-a", ProjectID: "project-a", SeatID: "seat-a", RuntimeBindingID: "runtime-a",
+	PacketID: "packet-a", OperationID: "op-a", AttemptID: "attempt-a", FencingGeneration: 1,
+	CapabilityID:   "example.echo@1.0.0",
+	RequestDigest:  "sha256:3728323797a91381fc9531abaaece040023f2ce3860adfd65224b16b33f1c342",
+	ManifestDigest: "sha256:94501004599aee07455038e0ddac8a4799b49bb6771cbbfe5260541806d24210",
+}
+
+const ipcLaunchDigest canon.Digest = "sha256:3ac64e6752f729f5a1afbc204aa7d7d6683307bef3f38be648fb0a92fef56aeb"
+
+func ipcSocketpair(b *testing.B) (runtimeEnd, hostEnd *net.UnixConn) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	conv := func(fd int) *net.UnixConn {
+		f := os.NewFile(uintptr(fd), "sock")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c.(*net.UnixConn)
+	}
+	return conv(fds[0]), conv(fds[1])
+}
+
+// trivialHandler allows everything.
+type trivialHandler struct{}
+
+func (trivialHandler) Bootstrap(context.Context, ipc.BootstrapRequest) (ipc.Decision, error) {
+	return ipc.Decision{State: ipc.StateAllowed}, nil
+}
+func (trivialHandler) Admit(context.Context, ipc.AdmitRequest) (ipc.Decision, error) {
+	return ipc.Decision{State: ipc.StateAllowed}, nil
+}
+func (trivialHandler) Effect(_ context.Context, r ipc.EffectCall) (ipc.EffectDecision, error) {
+	return ipc.EffectDecision{State: ipc.StateAllowed, ReceiptID: "receipt-" + r.Effect.LogicalEffectID, AuthorizationID: "auth-1"}, nil
+}
+func (trivialHandler) Publish(context.Context, ipc.PublishRequest) (ipc.PublishDecision, error) {
+	return ipc.PublishDecision{State: ipc.StateAllowed, ArtifactRefs: []string{"artifact-a"}}, nil
+}
+
+// effectOfSize returns an EffectRequest whose request frame body is about
+// size bytes.
+func effectOfSize(size int) ipc.EffectRequest {
+	const envelopeOverhead = 900 // binding, nonce, keys and the effect's own fields
+	return ipc.EffectRequest{LogicalEffectID: "effect-1", ConnectionRef: "connection-a",
+		ConnectorRevision: "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+		Operation:         "write", Arguments: map[string]any{"blob": strings.Repeat("a", max(size-envelopeOverhead, 1))}}
+}
+
+// startSession serves a Session on one end and returns a Channel on the
+// other, already past bootstrap and invoke.admit.
+func startSession(b *testing.B) (*hostsim.Channel, *net.UnixConn) {
+	rt, host := ipcSocketpair(b)
+	s := ipc.NewSession(rt, ipc.SessionConfig{ChildPID: os.Getpid(), Binding: ipcBinding, BootstrapID: "bootstrap-a",
+		LaunchDigest: ipcLaunchDigest, Deadline: time.Now().Add(time.Hour), Credentials: ipc.CredentialsRequired})
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), trivialHandler{}) }()
+	b.Cleanup(func() {
+		host.Close()
+		if err := <-done; err != nil {
+			b.Errorf("Serve: %v", err)
+		}
+	})
+	ch, err := hostsim.NewChannel(host, hostsim.ChannelConfig{Binding: ipcBinding, Deadline: time.Now().Add(time.Hour)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := ch.Call(ctx, ipc.MethodBootstrap, ipc.BootstrapPayload{BootstrapID: "bootstrap-a", LaunchDigest: ipcLaunchDigest, PID: int64(os.Getpid())}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ch.Call(ctx, ipc.MethodAdmit, ipc.AdmitPayload{Arguments: map[string]any{"organization_id": "org-a", "text": "hello"}}); err != nil {
+		b.Fatal(err)
+	}
+	return ch, host
+}
+
+func BenchmarkIPCExchange(b *testing.B) {
+	for _, sz := range ipcSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			ch, _ := startSession(b)
+			eff := effectOfSize(sz.bytes)
+			ctx := context.Background()
+			b.SetBytes(int64(sz.bytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				rep, err := ch.Call(ctx, ipc.MethodEffect, eff)
+				if err != nil || rep.State != ipc.StateAllowed {
+					b.Fatal(rep, err)
+				}
+			}
+		})
+	}
+}
+
+// sessionRequests pre-encodes the canonical effect.request body for any
+// sequence: the sequence is the last member of the canonical envelope.
+type sessionRequests struct{ prefix []byte }
+
+func newSessionRequests(b *testing.B, nonce string, size int) sessionRequests {
+	body, err := canon.Marshal(struct {
+		Binding         ipc.AttemptBinding `json:"binding"`
+		HostNonce       string             `json:"host_nonce"`
+		Method          ipc.Method         `json:"method"`
+		Payload         ipc.EffectRequest  `json:"payload"`
+		ProtocolVersion int                `json:"protocol_version"`
+		Sequence        int64              `json:"sequence"`
+	}{ipcBinding, nonce, ipc.MethodEffect, effectOfSize(size), 1, 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sessionRequests{prefix: body[:len(body)-len(`1}`)]}
+}
+
+func (r sessionRequests) frame(dst []byte, seq int64) []byte {
+	dst = append(dst[:0], 0, 0, 0, 0)
+	dst = append(dst, r.prefix...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	dst = append(dst, '}')
+	n := len(dst) - 4
+	dst[0], dst[1], dst[2], dst[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	return dst
+}
+
+func BenchmarkIPCSessionOnly(b *testing.B) {
+	for _, sz := range ipcSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			ch, host := startSession(b)
+			reqs := newSessionRequests(b, ch.HostNonce(), sz.bytes)
+			seq := ch.Sent()
+			var buf []byte
+			reply := make([]byte, 4096)
+			b.SetBytes(int64(sz.bytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				seq++
+				buf = reqs.frame(buf, seq)
+				if _, err := host.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+				if err := readRawFrame(host, reply); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// readRawFrame reads one frame into buf (large enough) without
+// allocating.
+func readRawFrame(c net.Conn, buf []byte) error {
+	if _, err := readFull(c, buf[:4]); err != nil {
+		return err
+	}
+	n := int(buf[0])<<24 | int(buf[1])<<16 | int(buf[2])<<8 | int(buf[3])
+	_, err := readFull(c, buf[:n])
+	return err
+}
+
+func readFull(c net.Conn, p []byte) (int, error) {
+	got := 0
+	for got < len(p) {
+		n, err := c.Read(p[got:])
+		got += n
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+// BenchmarkIPCRawPingPong moves the same bytes as one exchange (a request
+// frame of the benchmark size one way, a reply frame of the size the
+// Session writes back) with no parsing: the physical limit.
+func BenchmarkIPCRawPingPong(b *testing.B) {
+	const replySize = 900 // an allowed effect reply is about 900 bytes
+	for _, sz := range ipcSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			peer, host := ipcSocketpair(b)
+			go func() {
+				buf := make([]byte, sz.bytes+4096)
+				rep := make([]byte, 4+replySize)
+				rep[2], rep[3] = byte(replySize>>8), byte(replySize&0xFF)
+				for {
+					if err := readRawFrame(peer, buf); err != nil {
+						return
+					}
+					if _, err := peer.Write(rep); err != nil {
+						return
+					}
+				}
+			}()
+			req := make([]byte, 4+sz.bytes)
+			req[1], req[2], req[3] = byte(sz.bytes>>16), byte(sz.bytes>>8), byte(sz.bytes&0xFF)
+			reply := make([]byte, 4096)
+			b.SetBytes(int64(sz.bytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := host.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				if err := readRawFrame(host, reply); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,150 @@
+package ipc_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+)
+
+// seedBodies returns every recorded request and reply body.
+func seedBodies(f *testing.F) (reqs, reps [][]byte) {
+	v := loadVectors(f)
+	for _, fr := range v.Derived.WorkedExample.Frames {
+		reqs = append(reqs, []byte(fr.Body))
+		reps = append(reps, []byte(fr.ReplyBody))
+	}
+	reqs = append(reqs, []byte(v.Derived.WorkedExample.EffectMessage))
+	files, _ := filepath.Glob(filepath.Join("testdata", "real-host", "*.json"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var tr struct {
+			Exchanges []struct {
+				Request struct {
+					Body string `json:"body_utf8"`
+				} `json:"request"`
+				Reply struct {
+					Body string `json:"body_utf8"`
+				} `json:"reply"`
+			} `json:"exchanges"`
+		}
+		if err := json.Unmarshal(b, &tr); err != nil {
+			f.Fatal(err)
+		}
+		for _, ex := range tr.Exchanges {
+			reqs = append(reqs, []byte(ex.Request.Body))
+			reps = append(reps, []byte(ex.Reply.Body))
+		}
+	}
+	return reqs, reps
+}
+
+// FuzzReadFrame: ReadFrame never panics, never returns more than the
+// limit, returns io.EOF only for empty input, and round-trips through
+// WriteFrame.
+func FuzzReadFrame(f *testing.F) {
+	reqs, _ := seedBodies(f)
+	for _, b := range reqs {
+		f.Add(frameBytes(b), 0)
+	}
+	f.Add([]byte{0xFF, 0xFF, 0xFF, 0xFF}, 0)
+	f.Add([]byte{0, 0, 0, 0}, 1024)
+	f.Add([]byte{0, 0, 4, 1, 'x'}, 1024)
+	f.Add([]byte{0, 0}, 0)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		body, err := ipc.ReadFrame(bytes.NewReader(in), max)
+		limit := max
+		if limit <= 0 || limit > ipc.MaxMessageBytes {
+			limit = ipc.MaxMessageBytes
+		}
+		if err != nil {
+			if body != nil {
+				t.Fatal("body with an error")
+			}
+			if errors.Is(err, io.EOF) && len(in) != 0 {
+				t.Fatalf("io.EOF after %d bytes", len(in))
+			}
+			return
+		}
+		if len(body) == 0 || len(body) > limit {
+			t.Fatalf("body of %d bytes with limit %d", len(body), limit)
+		}
+		if n := binary.BigEndian.Uint32(in); int(n) != len(body) || !bytes.Equal(body, in[4:4+n]) {
+			t.Fatal("body differs from the input")
+		}
+		var out bytes.Buffer
+		if err := ipc.WriteFrame(&out, body, max); err != nil || !bytes.Equal(out.Bytes(), in[:4+len(body)]) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeRequest: decoding never panics; whatever it accepts is
+// canonical, digests to Sum(body), has a known method, and every payload
+// decoder can run on it without panicking.
+func FuzzDecodeRequest(f *testing.F) {
+	reqs, reps := seedBodies(f)
+	for _, b := range append(reqs, reps...) {
+		f.Add(b)
+	}
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"binding":{},"host_nonce":"","method":"bootstrap","payload":{},"protocol_version":1,"sequence":1}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		req, d, err := ipc.DecodeRequest(in, 0)
+		if err != nil {
+			var v *ipc.ViolationError
+			if !errors.As(err, &v) {
+				t.Fatalf("error %T is not a *ViolationError", err)
+			}
+			return
+		}
+		if c, err := canon.Canonicalize(in); err != nil || !bytes.Equal(c, in) {
+			t.Fatal("accepted a non-canonical body")
+		}
+		if d != canon.Sum(in) || !req.Method.Valid() || req.Sequence < 1 || req.Binding.Validate() != nil {
+			t.Fatalf("accepted %+v", req)
+		}
+		_, _ = req.DecodeBootstrap()
+		_, _ = req.DecodeAdmit()
+		if e, fp, err := req.DecodeEffect(); err == nil {
+			if d2, err := e.Digest(); err != nil || d2 != fp {
+				t.Fatalf("effect fingerprint %s vs %s (%v)", fp, d2, err)
+			}
+		}
+		if p, dd, err := req.DecodePublish(); err == nil {
+			if d2, err := canon.DigestOf(p.Data); err != nil || d2 != dd {
+				t.Fatalf("data digest %s vs %s (%v)", dd, d2, err)
+			}
+		}
+	})
+}
+
+// FuzzDecodeReply: the host-side reply decoder never panics, and what it
+// accepts has valid fields and object data.
+func FuzzDecodeReply(f *testing.F) {
+	_, reps := seedBodies(f)
+	for _, b := range reps {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"data":null}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		rep, err := ipc.DecodeReply(in, 0)
+		if err != nil {
+			return
+		}
+		if _, ok := rep.Data.(map[string]any); !ok || !rep.State.Valid() || rep.Binding.Validate() != nil || rep.RequestDigest.Validate() != nil {
+			t.Fatalf("accepted %+v", rep)
+		}
+	})
+}
