@@ -394,6 +394,12 @@ func (s *Session) readErr(ctx context.Context, err error, idle bool) error {
 func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st *sessionState) error {
 	// Idle wait: bounded by the attempt deadline and ctx only.
 	if err := s.conn.SetReadDeadline(s.cfg.Deadline); err != nil {
+		// Some conns (net.Pipe) refuse deadlines once the peer has
+		// closed; a read then reports at once whether that was at a frame
+		// boundary.
+		if _, perr := br.Peek(1); errors.Is(perr, io.EOF) && br.Buffered() == 0 {
+			return errCleanEOF
+		}
 		return &ViolationError{Rule: ErrIO, Err: err}
 	}
 	if ctx.Err() != nil {
