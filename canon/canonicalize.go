@@ -253,7 +253,14 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 			return out, err
 		}
 		tok := c.in[start:end]
-		switch n := verbatimNumber(tok, isInt); {
+		dot, exp := c.numDot-start, c.numExp-start
+		if c.numDot < 0 {
+			dot = -1
+		}
+		if c.numExp < 0 {
+			exp = -1
+		}
+		switch n := verbatimNumber(tok, isInt, dot, exp); {
 		case n == len(tok):
 			return out, nil
 		case n > 0:
@@ -261,7 +268,7 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 		}
 		out = append(out, c.in[c.mark:start]...)
 		c.mark = c.pos
-		return appendNumber(out, tok, isInt, start)
+		return formatNumber(out, tok, isInt, start)
 	}
 }
 

@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 )
@@ -30,6 +31,16 @@ func safeIntegerToken(tok []byte) bool {
 // reports an error for unsafe integers and non-finite floats. off is the
 // token's offset, for errors.
 func appendNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
+	if !isInt {
+		if n := plainDecimal(tok); n > 0 {
+			return append(dst, tok[:n]...), nil
+		}
+	}
+	return formatNumber(dst, tok, isInt, off)
+}
+
+// formatNumber is appendNumber without the float fast path.
+func formatNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 	if isInt {
 		if !safeIntegerToken(tok) {
 			return dst, errAt(ErrUnsafeInteger, off, "integer literal %s; write it as a string, or as a float literal if precision may be lost", truncate(string(tok)))
@@ -39,9 +50,6 @@ func appendNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 		}
 		return append(dst, tok...), nil
 	}
-	if n := plainDecimal(tok); n > 0 {
-		return append(dst, tok[:n]...), nil
-	}
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
 		return dst, errAt(ErrNonFinite, off, "float literal %s overflows float64", truncate(string(tok)))
@@ -50,12 +58,16 @@ func appendNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 }
 
 // verbatimNumber returns n such that tok[:n] is the canonical form of the
-// validated number token tok: len(tok) when tok is canonical already, less
-// for a float with trailing fraction zeros, 0 when [appendNumber] must
-// format (or refuse) it.
-func verbatimNumber(tok []byte, isInt bool) int {
+// validated number token tok, whose '.' and exponent marker are at the
+// token offsets dot and exp (-1 when absent): len(tok) when tok is
+// canonical already, less for a float with trailing fraction zeros, 0 when
+// [formatNumber] must format (or refuse) it.
+func verbatimNumber(tok []byte, isInt bool, dot, exp int) int {
 	if !isInt {
-		return plainDecimal(tok)
+		if exp >= 0 || dot < 0 {
+			return 0
+		}
+		return plainFraction(tok, dot)
 	}
 	if !safeIntegerToken(tok) || len(tok) == 2 && tok[0] == '-' && tok[1] == '0' {
 		return 0
@@ -74,22 +86,29 @@ func verbatimNumber(tok []byte, isInt bool) int {
 // trailing zeros of the fraction, and the point when nothing is left after
 // it: "100.0" is "100", "1.50" is "1.5".
 func plainDecimal(tok []byte) int {
-	dot, first, last := -1, -1, -1
-	for i, c := range tok {
-		switch {
-		case c == '.':
-			dot = i
-		case c == 'e' || c == 'E':
-			return 0
-		case '1' <= c && c <= '9':
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
+	if bytes.IndexAny(tok, "eE") >= 0 {
+		return 0
 	}
-	if dot < 0 || first < 0 {
-		return 0 // an integer token, or a zero (which may be -0.0)
+	dot := bytes.IndexByte(tok, '.')
+	if dot < 0 {
+		return 0
+	}
+	return plainFraction(tok, dot)
+}
+
+// plainFraction is plainDecimal for a token known to have its point at
+// dot and no exponent.
+func plainFraction(tok []byte, dot int) int {
+	first := 0
+	for first < len(tok) && (tok[first] == '0' || tok[first] == '.' || tok[first] == '-') {
+		first++
+	}
+	if first == len(tok) {
+		return 0 // a zero, which may be -0.0
+	}
+	last := len(tok) - 1
+	for tok[last] == '0' || tok[last] == '.' {
+		last--
 	}
 	sig := last - first + 1
 	if first < dot && dot < last {

@@ -12,6 +12,9 @@ type scanner struct {
 	in       []byte
 	pos      int
 	maxDepth int
+	// Set by number for the token it returns: the offsets of its '.' and
+	// of its exponent marker, -1 when absent.
+	numDot, numExp int
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -81,7 +84,9 @@ func (s *scanner) number() (start, end int, isInt bool, err error) {
 		return 0, 0, false, errAt(ErrSyntax, i, "invalid number: want a digit, found %s", s.describe(i))
 	}
 	isInt = true
+	s.numDot, s.numExp = -1, -1
 	if i < len(in) && in[i] == '.' {
+		s.numDot = i
 		i++
 		if i >= len(in) || !isDigit(in[i]) {
 			return 0, 0, false, errAt(ErrSyntax, i, "invalid number: want a digit after '.', found %s", s.describe(i))
@@ -92,6 +97,7 @@ func (s *scanner) number() (start, end int, isInt bool, err error) {
 		isInt = false
 	}
 	if i < len(in) && (in[i] == 'e' || in[i] == 'E') {
+		s.numExp = i
 		i++
 		if i < len(in) && (in[i] == '+' || in[i] == '-') {
 			i++
