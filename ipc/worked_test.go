@@ -109,3 +109,33 @@ func TestWorkedEffectMessage(t *testing.T) {
 		t.Errorf("RequestDigest = %s, %v; want %s", d, err, w.RequestDigest)
 	}
 }
+
+// TestRequestBuiltByHand: a Request decoded by canon.Unmarshal (not
+// DecodeRequest) has no body to slice; its payload digests are computed by
+// re-encoding and must agree.
+func TestRequestBuiltByHand(t *testing.T) {
+	w := loadVectors(t).Derived.WorkedExample
+	var req ipc.Request
+	if err := canon.Unmarshal([]byte(w.EffectMessage), &req); err != nil {
+		t.Fatal(err)
+	}
+	if _, fp, err := req.DecodeEffect(); err != nil || fp != w.EffectDigest {
+		t.Fatalf("DecodeEffect = %s, %v; want %s", fp, err, w.EffectDigest)
+	}
+	var pub ipc.Request
+	if err := canon.Unmarshal([]byte(w.Frames[2].Body), &pub); err != nil {
+		t.Fatal(err)
+	}
+	p, dd, err := pub.DecodePublish()
+	if err != nil || dd != w.DataDigest || p.DataDigest != w.DataDigest {
+		t.Fatalf("DecodePublish = %s, %v; want %s", dd, err, w.DataDigest)
+	}
+	// The same through DecodeRequest, which slices the body.
+	req2, _, err := ipc.DecodeRequest([]byte(w.Frames[2].Body), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, dd2, err := req2.DecodePublish(); err != nil || dd2 != dd {
+		t.Fatalf("sliced data digest %s, re-encoded %s (%v)", dd2, dd, err)
+	}
+}
