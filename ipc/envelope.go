@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -85,6 +86,11 @@ type Request struct {
 	// payloadRaw is the payload's canonical bytes as a slice of the
 	// request body, set by DecodeRequest; nil for a Request built by hand.
 	payloadRaw []byte
+	// lazy marks a Request decoded by the fast path: Payload is not built
+	// yet, and body is the request body it came from.
+	lazy bool
+	body []byte
+	max  int
 }
 
 // Reply is the RuntimeReply envelope (spec §4.8). Data is any value that
@@ -298,11 +304,40 @@ func RequestDigest(capabilityID string, arguments map[string]any) (canon.Digest,
 // which is the request_digest a reply must carry. Errors are
 // *ViolationError values. DecodeRequest never panics, whatever the input.
 func DecodeRequest(body []byte, max int) (*Request, canon.Digest, error) {
-	var scratch []byte
-	return decodeRequest(body, max, &scratch)
+	return decodeRequestTree(body, max)
 }
 
-func decodeRequest(body []byte, max int, scratch *[]byte) (*Request, canon.Digest, error) {
+// decodeRequest is DecodeRequest for a Session, which knows the binding
+// every request must carry: a canonical body with that binding is decoded
+// without building its Value tree, and Payload stays unset until a
+// payload decoder needs it (see materialize). Anything else goes through
+// decodeRequestTree, which gives the same result or names the violation.
+func decodeRequest(body []byte, max int, known *knownBinding) (*Request, canon.Digest, error) {
+	if (canon.Options{MaxBytes: effectiveMax(max)}).CheckCanonical(body) == nil {
+		req := &Request{body: body, max: max}
+		if decodeEnvelopeFast(body, req, known) && req.check() == nil {
+			return req, canon.Sum(body), nil
+		}
+	}
+	return decodeRequestTree(body, max)
+}
+
+// materialize builds the Payload of a lazily decoded Request from its
+// body, so that the tree-based payload decoders can run (and name the
+// exact violation).
+func (r *Request) materialize() error {
+	if !r.lazy {
+		return nil
+	}
+	full, _, err := decodeRequestTree(r.body, r.max)
+	if err != nil {
+		return err // unreachable: the fast path accepted the body
+	}
+	r.Payload, r.payloadRaw, r.lazy = full.Payload, full.payloadRaw, false
+	return nil
+}
+
+func decodeRequestTree(body []byte, max int) (*Request, canon.Digest, error) {
 	v, err := canon.Options{MaxBytes: effectiveMax(max)}.Parse(body)
 	if err != nil {
 		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body is not strict JSON", Err: err}
@@ -310,13 +345,11 @@ func decodeRequest(body []byte, max int, scratch *[]byte) (*Request, canon.Diges
 	if v.Kind != canon.Object {
 		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body is a JSON " + v.Kind.String() + ", not an object"}
 	}
-	c, err := v.AppendCanonical((*scratch)[:0])
-	if err != nil {
-		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body cannot be canonicalized", Err: err}
-	}
-	*scratch = c
-	if !bytes.Equal(c, body) {
-		return nil, "", &ViolationError{Rule: ErrNotCanonical, Detail: fmt.Sprintf("canonical form has %d bytes, body has %d", len(c), len(body))}
+	if err := (canon.Options{MaxBytes: effectiveMax(max)}).CheckCanonical(body); err != nil {
+		if !errors.Is(err, canon.ErrNotCanonical) {
+			return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body cannot be canonicalized", Err: err}
+		}
+		return nil, "", &ViolationError{Rule: ErrNotCanonical, Detail: "request body is not in canonical form", Err: err}
 	}
 	req := new(Request)
 	if err := decodeRequestValue(&v, req); err != nil {
@@ -351,7 +384,7 @@ func (r *Request) check() error {
 	if err := r.Binding.Validate(); err != nil {
 		return &ViolationError{Rule: ErrBinding, Sequence: r.Sequence, Method: r.Method, Detail: "binding is not a valid AttemptBinding", Err: err}
 	}
-	if r.Payload.Kind != canon.Object {
+	if !r.lazy && r.Payload.Kind != canon.Object {
 		return verr(ErrPayload, "payload is a JSON %s, not an object", r.Payload.Kind)
 	}
 	return nil
@@ -400,6 +433,14 @@ var (
 
 // DecodeBootstrap decodes the payload as a strict BootstrapPayload.
 func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
+	if r.lazy {
+		if p, ok := bootstrapFast(r.payloadRaw); ok && ValidIdentifier(p.BootstrapID) && p.LaunchDigest.Validate() == nil {
+			return p, nil
+		}
+		if err := r.materialize(); err != nil {
+			return BootstrapPayload{}, err
+		}
+	}
 	var p BootstrapPayload
 	f := fieldSet{ptr: "/payload"}
 	if err := f.walk(&r.Payload, bootstrapNames, func(i int, m *canon.Value) {
@@ -425,6 +466,14 @@ func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
 
 // DecodeAdmit decodes the payload as a strict AdmitPayload.
 func (r *Request) DecodeAdmit() (AdmitPayload, error) {
+	if r.lazy {
+		if p, ok := admitFast(r.payloadRaw); ok {
+			return p, nil
+		}
+		if err := r.materialize(); err != nil {
+			return AdmitPayload{}, err
+		}
+	}
 	var p AdmitPayload
 	f := fieldSet{ptr: "/payload"}
 	if err := f.walk(&r.Payload, admitNames, func(i int, m *canon.Value) {
@@ -438,6 +487,15 @@ func (r *Request) DecodeAdmit() (AdmitPayload, error) {
 // DecodeEffect decodes the payload as a strict, valid EffectRequest and
 // returns it with its digest, computed from the payload's canonical bytes.
 func (r *Request) DecodeEffect() (EffectRequest, canon.Digest, error) {
+	if r.lazy {
+		// The payload's canonical bytes are its slice of the body.
+		if p, ok := effectFast(r.payloadRaw); ok && p.Validate() == nil {
+			return p, canon.Sum(r.payloadRaw), nil
+		}
+		if err := r.materialize(); err != nil {
+			return EffectRequest{}, "", err
+		}
+	}
 	var p EffectRequest
 	f := fieldSet{ptr: "/payload"}
 	if err := f.walk(&r.Payload, effectNames, func(i int, m *canon.Value) {
@@ -471,6 +529,14 @@ func (r *Request) DecodeEffect() (EffectRequest, canon.Digest, error) {
 // it with the digest of its data, computed from the data's canonical
 // bytes. It does not compare that digest with DataDigest.
 func (r *Request) DecodePublish() (PublishPayload, canon.Digest, error) {
+	if r.lazy {
+		if p, data, ok := publishFast(r.payloadRaw); ok && p.DataDigest.Validate() == nil {
+			return p, canon.Sum(data), nil
+		}
+		if err := r.materialize(); err != nil {
+			return PublishPayload{}, "", err
+		}
+	}
 	var p PublishPayload
 	var data *canon.Value
 	f := fieldSet{ptr: "/payload"}

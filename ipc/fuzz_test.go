@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
@@ -91,8 +93,12 @@ func FuzzReadFrame(f *testing.F) {
 
 // FuzzDecodeRequest: decoding never panics; whatever it accepts is
 // canonical, digests to Sum(body), has a known method, and every payload
-// decoder can run on it without panicking.
+// decoder can run on it without panicking. The Session's fast decoder
+// (no Value tree) agrees with DecodeRequest on every input: the same
+// refusal, or the same request and the same result from every payload
+// decoder.
 func FuzzDecodeRequest(f *testing.F) {
+	wb := workedBinding(f)
 	reqs, reps := seedBodies(f)
 	for _, b := range append(reqs, reps...) {
 		f.Add(b)
@@ -102,6 +108,11 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"binding":{},"host_nonce":"","method":"bootstrap","payload":{},"protocol_version":1,"sequence":1}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		req, d, err := ipc.DecodeRequest(in, 0)
+		fastBinding := wb
+		if err == nil {
+			fastBinding = req.Binding
+		}
+		sameDecoding(t, in, req, d, err, fastBinding)
 		if err != nil {
 			var v *ipc.ViolationError
 			if !errors.As(err, &v) {
@@ -147,4 +158,50 @@ func FuzzDecodeReply(f *testing.F) {
 			t.Fatalf("accepted %+v", rep)
 		}
 	})
+}
+
+// sameDecoding fails t unless the Session's decoder, knowing binding b,
+// decodes in exactly as DecodeRequest did (req, d, err).
+func sameDecoding(t *testing.T, in []byte, req *ipc.Request, d canon.Digest, err error, b ipc.AttemptBinding) {
+	t.Helper()
+	freq, fd, ferr := ipc.DecodeRequestFast(in, 0, b)
+	if (err == nil) != (ferr == nil) || err != nil && err.Error() != ferr.Error() {
+		t.Fatalf("DecodeRequest: %v; Session decoder: %v", err, ferr)
+	}
+	if err != nil {
+		return
+	}
+	if d != fd || req.Binding != freq.Binding || req.HostNonce != freq.HostNonce || req.Method != freq.Method ||
+		req.ProtocolVersion != freq.ProtocolVersion || req.Sequence != freq.Sequence {
+		t.Fatalf("DecodeRequest: %+v %s; Session decoder: %+v %s", req, d, freq, fd)
+	}
+	errText := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	same := func(what string, a, b any, ea, eb error) {
+		if errText(ea) != errText(eb) || ea == nil && !cmp.Equal(a, b) {
+			t.Fatalf("%s: DecodeRequest gives %v, %v; Session decoder %v, %v", what, a, ea, b, eb)
+		}
+	}
+	// Each payload decoder gets its own fast-decoded request: one that
+	// fails the fast path builds the tree for the next.
+	fresh := func() *ipc.Request {
+		r, _, _ := ipc.DecodeRequestFast(in, 0, b)
+		return r
+	}
+	bp, be := req.DecodeBootstrap()
+	fbp, fbe := freq.DecodeBootstrap()
+	same("bootstrap", bp, fbp, be, fbe)
+	ap, ae := req.DecodeAdmit()
+	fap, fae := fresh().DecodeAdmit()
+	same("admit", ap, fap, ae, fae)
+	ep, efp, ee := req.DecodeEffect()
+	fep, fefp, fee := fresh().DecodeEffect()
+	same("effect", []any{ep, efp}, []any{fep, fefp}, ee, fee)
+	pp, pd, pe := req.DecodePublish()
+	fpp, fpd, fpe := fresh().DecodePublish()
+	same("publish", []any{pp, pd}, []any{fpp, fpd}, pe, fpe)
 }

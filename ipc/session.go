@@ -236,6 +236,7 @@ type Session struct {
 	cfgErr error
 	// binding is the canonical JSON of cfg.Binding, written in every reply.
 	binding []byte
+	known   knownBinding // binding and cfg.Binding, for the fast decoder
 	log     *slog.Logger
 	used    atomic.Bool
 
@@ -258,6 +259,7 @@ func NewSession(conn net.Conn, cfg SessionConfig) *Session {
 		if s.binding, s.cfgErr = canon.Marshal(cfg.Binding); s.cfgErr != nil {
 			s.cfgErr = fmt.Errorf("%w: Binding: %w", ErrConfig, s.cfgErr)
 		} else {
+			s.known = knownBinding{raw: s.binding, b: cfg.Binding}
 			s.cfgErr = prepareConn(conn, cfg.Credentials)
 		}
 	}
@@ -306,7 +308,6 @@ type sessionState struct {
 	published    bool
 	ended        bool       // a non-allowed reply was sent: the host is done
 	endedBy      ReplyState // the state that ended it
-	scratch      []byte     // canonical form of the last request
 	data, out    []byte     // reply data and reply body being built
 }
 
@@ -435,7 +436,7 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 	s.summary.Frames++
 	s.mu.Unlock()
 
-	req, digest, err := decodeRequest(body, s.cfg.MaxMessageBytes, &st.scratch)
+	req, digest, err := decodeRequest(body, s.cfg.MaxMessageBytes, &s.known)
 	if err != nil {
 		return err
 	}

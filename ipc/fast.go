@@ -1,0 +1,382 @@
+package ipc
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+)
+
+// This file decodes request bodies that canon.CheckCanonical has already
+// accepted. Canonical bytes have one spelling per document: no whitespace,
+// members in a fixed order, strings with only the RFC 8785 escapes and
+// numbers in one form. So the envelope and the four payloads can be read
+// by matching their literal member names in order, without building a
+// canon.Value tree. Each function reports false at anything unexpected;
+// the caller then runs the tree-based decoder, which names the exact
+// violation. The fast path therefore never decides a refusal, only an
+// acceptance that the tree-based path would make identically (the fuzz
+// target FuzzDecodeRequest checks both agree).
+
+// cursor reads canonical bytes from the front.
+type cursor struct {
+	b   []byte
+	pos int
+}
+
+// lit consumes s if the input continues with it.
+func (c *cursor) lit(s string) bool {
+	if len(c.b)-c.pos < len(s) || string(c.b[c.pos:c.pos+len(s)]) != s {
+		return false
+	}
+	c.pos += len(s)
+	return true
+}
+
+// rawString consumes a string and returns its content between the quotes
+// (still escaped) and whether it holds an escape.
+func (c *cursor) rawString() (raw []byte, escaped, ok bool) {
+	if c.pos >= len(c.b) || c.b[c.pos] != '"' {
+		return nil, false, false
+	}
+	start := c.pos + 1
+	i := start
+	for {
+		j := bytes.IndexByte(c.b[i:], '"')
+		if j < 0 {
+			return nil, false, false
+		}
+		i += j
+		// A quote preceded by an odd run of backslashes is escaped.
+		k := i
+		for k > start && c.b[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			break
+		}
+		i++
+	}
+	c.pos = i + 1
+	raw = c.b[start:i]
+	return raw, bytes.IndexByte(raw, '\\') >= 0, true
+}
+
+// str consumes a string and returns it unescaped.
+func (c *cursor) str() (string, bool) {
+	raw, esc, ok := c.rawString()
+	if !ok {
+		return "", false
+	}
+	if !esc {
+		return string(raw), true
+	}
+	return unescapeCanonical(raw), true
+}
+
+// integer consumes an integer token (canonical, so within ±(2^53−1)).
+func (c *cursor) integer() (int64, bool) {
+	i := c.pos
+	if i < len(c.b) && c.b[i] == '-' {
+		i++
+	}
+	d := i
+	for i < len(c.b) && '0' <= c.b[i] && c.b[i] <= '9' {
+		i++
+	}
+	if i == d || i < len(c.b) && (c.b[i] == '.' || c.b[i] == 'e' || c.b[i] == 'E') {
+		return 0, false
+	}
+	if i-d > 16 {
+		return 0, false // canonical integers have at most 16 digits
+	}
+	var n int64
+	for _, ch := range c.b[d:i] {
+		n = n*10 + int64(ch-'0')
+	}
+	if d > c.pos {
+		n = -n
+	}
+	c.pos = i
+	return n, true
+}
+
+// object consumes an object value and returns its bytes.
+func (c *cursor) object() ([]byte, bool) {
+	if c.pos >= len(c.b) || c.b[c.pos] != '{' {
+		return nil, false
+	}
+	start, depth := c.pos, 0
+	for c.pos < len(c.b) {
+		switch c.b[c.pos] {
+		case '"':
+			if _, _, ok := c.rawString(); !ok {
+				return nil, false
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				c.pos++
+				return c.b[start:c.pos], true
+			}
+		}
+		c.pos++
+	}
+	return nil, false
+}
+
+// unescapeCanonical decodes the content of a canonical string: its only
+// escapes are the short ones and \u00XX for control characters.
+func unescapeCanonical(raw []byte) string {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		ch := raw[i]
+		if ch != '\\' || i+1 >= len(raw) {
+			out = append(out, ch)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'b':
+			out = append(out, '\b')
+		case 't':
+			out = append(out, '\t')
+		case 'n':
+			out = append(out, '\n')
+		case 'f':
+			out = append(out, '\f')
+		case 'r':
+			out = append(out, '\r')
+		case 'u':
+			if i+4 < len(raw) {
+				v, _ := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
+				out = utf8.AppendRune(out, rune(v))
+				i += 4
+			}
+		default: // '"', '\\'
+			out = append(out, raw[i])
+		}
+	}
+	return string(out)
+}
+
+// knownBinding is a binding with its canonical bytes: a request whose
+// binding is exactly these bytes carries this binding.
+type knownBinding struct {
+	raw []byte
+	b   AttemptBinding
+}
+
+// decodeEnvelopeFast reads the envelope of a canonical body. Only a
+// request whose binding is the known one is decoded here; any other
+// binding is left to the tree-based decoder, which the Session then
+// refuses anyway.
+func decodeEnvelopeFast(body []byte, req *Request, known *knownBinding) bool {
+	if known == nil {
+		return false
+	}
+	c := cursor{b: body}
+	if !c.lit(`{"binding":`) || !c.lit(string(known.raw)) {
+		return false
+	}
+	req.Binding = known.b
+	var ok bool
+	if !c.lit(`,"host_nonce":`) {
+		return false
+	}
+	if req.HostNonce, ok = c.str(); !ok || !c.lit(`,"method":"`) {
+		return false
+	}
+	switch {
+	case c.lit(`effect.request"`):
+		req.Method = MethodEffect
+	case c.lit(`bootstrap"`):
+		req.Method = MethodBootstrap
+	case c.lit(`invoke.admit"`):
+		req.Method = MethodAdmit
+	case c.lit(`result.publish"`):
+		req.Method = MethodPublish
+	default:
+		return false
+	}
+	if !c.lit(`,"payload":`) {
+		return false
+	}
+	if req.payloadRaw, ok = c.object(); !ok || !c.lit(`,"protocol_version":`) {
+		return false
+	}
+	if req.ProtocolVersion, ok = c.integer(); !ok || !c.lit(`,"sequence":`) {
+		return false
+	}
+	if req.Sequence, ok = c.integer(); !ok || !c.lit(`}`) || c.pos != len(body) {
+		return false
+	}
+	n := len(req.payloadRaw)
+	req.payloadRaw = req.payloadRaw[:n:n]
+	req.lazy = true
+	return true
+}
+
+// anyOf decodes canonical JSON into its natural Go form, exactly as
+// canon.Value.Interface does: nil, bool, int64, float64, string, []any,
+// map[string]any.
+func (c *cursor) anyOf() (any, bool) {
+	if c.pos >= len(c.b) {
+		return nil, false
+	}
+	switch ch := c.b[c.pos]; {
+	case ch == '{':
+		c.pos++
+		m := map[string]any{}
+		if c.lit("}") {
+			return m, true
+		}
+		for {
+			k, ok := c.str()
+			if !ok || !c.lit(":") {
+				return nil, false
+			}
+			v, ok := c.anyOf()
+			if !ok {
+				return nil, false
+			}
+			m[k] = v
+			if c.lit("}") {
+				return m, true
+			}
+			if !c.lit(",") {
+				return nil, false
+			}
+		}
+	case ch == '[':
+		c.pos++
+		s := []any{}
+		if c.lit("]") {
+			return s, true
+		}
+		for {
+			v, ok := c.anyOf()
+			if !ok {
+				return nil, false
+			}
+			s = append(s, v)
+			if c.lit("]") {
+				return s, true
+			}
+			if !c.lit(",") {
+				return nil, false
+			}
+		}
+	case ch == '"':
+		return c.str()
+	case ch == 't':
+		return true, c.lit("true")
+	case ch == 'f':
+		return false, c.lit("false")
+	case ch == 'n':
+		return nil, c.lit("null")
+	}
+	if n, ok := c.integer(); ok {
+		return n, true
+	}
+	start := c.pos
+	for c.pos < len(c.b) && bytes.IndexByte([]byte("-+.eE0123456789"), c.b[c.pos]) >= 0 {
+		c.pos++
+	}
+	f, err := strconv.ParseFloat(string(c.b[start:c.pos]), 64)
+	return f, err == nil && c.pos > start
+}
+
+// objectMap decodes an object member value as a map.
+func (c *cursor) objectMap() (map[string]any, bool) {
+	if c.pos >= len(c.b) || c.b[c.pos] != '{' {
+		return nil, false
+	}
+	v, ok := c.anyOf()
+	if !ok {
+		return nil, false
+	}
+	m, ok := v.(map[string]any)
+	return m, ok
+}
+
+func bootstrapFast(raw []byte) (p BootstrapPayload, ok bool) {
+	c := cursor{b: raw}
+	var s string
+	if !c.lit(`{"bootstrap_id":`) {
+		return p, false
+	}
+	if p.BootstrapID, ok = c.str(); !ok || !c.lit(`,"launch_digest":`) {
+		return p, false
+	}
+	if s, ok = c.str(); !ok || !c.lit(`,"pid":`) {
+		return p, false
+	}
+	p.LaunchDigest = canon.Digest(s)
+	if p.PID, ok = c.integer(); !ok || !c.lit(`}`) || c.pos != len(raw) {
+		return p, false
+	}
+	return p, true
+}
+
+func admitFast(raw []byte) (p AdmitPayload, ok bool) {
+	c := cursor{b: raw}
+	if !c.lit(`{"arguments":`) {
+		return p, false
+	}
+	if p.Arguments, ok = c.objectMap(); !ok || !c.lit(`}`) || c.pos != len(raw) {
+		return p, false
+	}
+	return p, true
+}
+
+func effectFast(raw []byte) (p EffectRequest, ok bool) {
+	c := cursor{b: raw}
+	var s string
+	if !c.lit(`{"arguments":`) {
+		return p, false
+	}
+	if p.Arguments, ok = c.objectMap(); !ok || !c.lit(`,"connection_ref":`) {
+		return p, false
+	}
+	if p.ConnectionRef, ok = c.str(); !ok || !c.lit(`,"connector_revision":`) {
+		return p, false
+	}
+	if s, ok = c.str(); !ok || !c.lit(`,"logical_effect_id":`) {
+		return p, false
+	}
+	p.ConnectorRevision = canon.Digest(s)
+	if p.LogicalEffectID, ok = c.str(); !ok || !c.lit(`,"operation":`) {
+		return p, false
+	}
+	if p.Operation, ok = c.str(); !ok || !c.lit(`}`) || c.pos != len(raw) {
+		return p, false
+	}
+	return p, true
+}
+
+// publishFast also returns the data's canonical bytes.
+func publishFast(raw []byte) (p PublishPayload, data []byte, ok bool) {
+	c := cursor{b: raw}
+	var s string
+	if !c.lit(`{"data":`) {
+		return p, nil, false
+	}
+	start := c.pos
+	if p.Data, ok = c.objectMap(); !ok {
+		return p, nil, false
+	}
+	data = raw[start:c.pos:c.pos]
+	if !c.lit(`,"data_digest":`) {
+		return p, nil, false
+	}
+	if s, ok = c.str(); !ok || !c.lit(`}`) || c.pos != len(raw) {
+		return p, nil, false
+	}
+	p.DataDigest = canon.Digest(s)
+	return p, data, true
+}
