@@ -91,7 +91,18 @@ type Request struct {
 	lazy bool
 	body []byte
 	max  int
+	// payloadSum, when set, delivers the digest of payloadRaw, hashed on
+	// another goroutine while this one hashes the body.
+	payloadSum     chan canon.Digest
+	payloadSumDone canon.Digest
 }
+
+// parallelHashBytes is the payload size from which a Session hashes an
+// effect's payload and the whole body at the same time, on two cores: two
+// SHA-256 passes over a large payload are most of an exchange, and the
+// host is idle waiting for the reply. Below it a goroutine costs more than
+// it saves.
+const parallelHashBytes = 16 << 10
 
 // Reply is the RuntimeReply envelope (spec §4.8). Data is any value that
 // marshals to a JSON object; nil is written as {}. On input (DecodeReply)
@@ -316,10 +327,27 @@ func decodeRequest(body []byte, max int, known *knownBinding) (*Request, canon.D
 	if (canon.Options{MaxBytes: effectiveMax(max)}).CheckCanonical(body) == nil {
 		req := &Request{body: body, max: max}
 		if decodeEnvelopeFast(body, req, known) && req.check() == nil {
+			if req.Method == MethodEffect && len(req.payloadRaw) >= parallelHashBytes {
+				ch := make(chan canon.Digest, 1)
+				go func(b []byte) { ch <- canon.Sum(b) }(req.payloadRaw)
+				req.payloadSum = ch
+			}
 			return req, canon.Sum(body), nil
 		}
 	}
 	return decodeRequestTree(body, max)
+}
+
+// payloadDigest returns the digest of payloadRaw, waiting for the
+// goroutine that hashes it when there is one.
+func (r *Request) payloadDigest() canon.Digest {
+	if r.payloadSum != nil {
+		r.payloadSumDone, r.payloadSum = <-r.payloadSum, nil
+	}
+	if r.payloadSumDone != "" {
+		return r.payloadSumDone
+	}
+	return canon.Sum(r.payloadRaw)
 }
 
 // materialize builds the Payload of a lazily decoded Request from its
@@ -490,7 +518,7 @@ func (r *Request) DecodeEffect() (EffectRequest, canon.Digest, error) {
 	if r.lazy {
 		// The payload's canonical bytes are its slice of the body.
 		if p, ok := effectFast(r.payloadRaw); ok && p.Validate() == nil {
-			return p, canon.Sum(r.payloadRaw), nil
+			return p, r.payloadDigest(), nil
 		}
 		if err := r.materialize(); err != nil {
 			return EffectRequest{}, "", err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -103,6 +104,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	for _, b := range append(reqs, reps...) {
 		f.Add(b)
 	}
+	f.Add(largeEffect(f, wb, 20<<10)) // hashed on two goroutines
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"binding":{},"host_nonce":"","method":"bootstrap","payload":{},"protocol_version":1,"sequence":1}`))
@@ -204,4 +206,19 @@ func sameDecoding(t *testing.T, in []byte, req *ipc.Request, d canon.Digest, err
 	pp, pd, pe := req.DecodePublish()
 	fpp, fpd, fpe := fresh().DecodePublish()
 	same("publish", []any{pp, pd}, []any{fpp, fpd}, pe, fpe)
+}
+
+// largeEffect returns a canonical effect.request body with binding b and
+// an argument string of n bytes.
+func largeEffect(f *testing.F, b ipc.AttemptBinding, n int) []byte {
+	body, err := canon.Marshal(map[string]any{
+		"binding": b, "host_nonce": strings.Repeat("ab", 32), "method": ipc.MethodEffect, "protocol_version": 1, "sequence": 3,
+		"payload": ipc.EffectRequest{LogicalEffectID: "effect-1", ConnectionRef: "connection-a",
+			ConnectorRevision: canon.Digest("sha256:" + strings.Repeat("1", 64)), Operation: "write",
+			Arguments: map[string]any{"blob": strings.Repeat("a\n\u0001", n/3), "n": 1.5}},
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return body
 }
