@@ -20,7 +20,12 @@ import (
 )
 
 // buildTool builds a main package into dir: pkg relative to the module root
-// when root is set, else to the bench module.
+// when root is set, else to the bench module. Every executable compared here
+// is built the same way: -trimpath and CGO_ENABLED=0, so each is a static
+// binary that the kernel maps and starts without the dynamic loader (the
+// net package would otherwise link libc for its resolver, which none of
+// these programs uses). What differs between the rows is then only what the
+// programs do.
 func buildTool(b *testing.B, dir, name, pkg string, root bool) string {
 	b.Helper()
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -30,7 +35,8 @@ func buildTool(b *testing.B, dir, name, pkg string, root bool) string {
 		}
 	}
 	out := filepath.Join(dir, name)
-	cmd := exec.Command(gobin, "build", "-o", out, pkg)
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if root {
 		cmd.Dir = ".."
 	}
@@ -42,6 +48,15 @@ func buildTool(b *testing.B, dir, name, pkg string, root bool) string {
 }
 
 type allowAll struct{}
+
+// refuseBootstrap answers the bootstrap refused: the host then ends the
+// invocation right after that one exchange, before activation, with state
+// refused and exit code 3 (spec §4.10).
+type refuseBootstrap struct{ allowAll }
+
+func (refuseBootstrap) Bootstrap(context.Context, ipc.BootstrapRequest) (ipc.Decision, error) {
+	return ipc.Decision{State: ipc.StateRefused}, nil
+}
 
 func (allowAll) Bootstrap(context.Context, ipc.BootstrapRequest) (ipc.Decision, error) {
 	return ipc.Decision{State: ipc.StateAllowed}, nil
@@ -81,7 +96,13 @@ func echoInvocation(b *testing.B) launch.Invocation {
 // BenchmarkLaunch compares, on the same machine in one run:
 //
 //   - Hostsim: launch → bootstrap → invoke.admit → result.publish → HostResult
-//     of the simulated host executable through launch.Invoke;
+//     of the simulated host executable through launch.Invoke: the whole
+//     invocation, including the simulated host's own work (binding and
+//     schema validation, request preparation, response validation);
+//   - Bootstrap: launch → bootstrap → HostResult, the handler refusing the
+//     bootstrap, so the host ends after that one exchange, before
+//     activation, with state refused and exit code 3: the launcher, one IPC
+//     exchange and result parsing around the host's fixed startup;
 //   - BareExec: exec + wait of the same executable doing nothing (no
 //     arguments: it prints its invalid_request line and exits), the floor
 //     any launcher pays;
@@ -93,31 +114,23 @@ func BenchmarkLaunch(b *testing.B) {
 	pluginBin := buildTool(b, dir, "pluginecho", "./pluginecho", false)
 	work := b.TempDir()
 
+	l, err := launch.New(launch.Config{
+		Interpreter: hostsim, Dir: work, Verifier: launch.TrustEnvironment{},
+		Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inv := echoInvocation(b)
+
 	b.Run("Hostsim", func(b *testing.B) {
-		l, err := launch.New(launch.Config{
-			Interpreter: hostsim, Dir: work, Verifier: launch.TrustEnvironment{},
-			Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		inv := echoInvocation(b)
-		ctx := context.Background()
-		var child time.Duration
-		b.ReportAllocs()
-		for b.Loop() {
-			out, err := l.Invoke(ctx, inv)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if out.Result.State != launch.StateSucceeded {
-				b.Fatal(out.Result.State)
-			}
-			child += out.Process.Elapsed
-		}
-		// child-ns/op: from start to reap of the host process; the rest of
-		// ns/op is the launcher's own work around it.
-		b.ReportMetric(float64(child.Nanoseconds())/float64(b.N), "child-ns/op")
+		benchInvoke(b, l, inv, launch.StateSucceeded, 0)
+	})
+
+	b.Run("Bootstrap", func(b *testing.B) {
+		refused := inv
+		refused.Handler = refuseBootstrap{}
+		benchInvoke(b, l, refused, launch.StateRefused, 3)
 	})
 
 	b.Run("BareExec", func(b *testing.B) {
@@ -164,4 +177,26 @@ func BenchmarkLaunch(b *testing.B) {
 			client.Kill()
 		}
 	})
+}
+
+// benchInvoke runs inv through l b.N times, checking the state and exit
+// code of each result, and reports child-ns/op: the time from start to reap
+// of the host process. The rest of ns/op is the launcher's own work around
+// it (context and stdin preparation, descriptors, the session, reaping,
+// result parsing).
+func benchInvoke(b *testing.B, l *launch.Launcher, inv launch.Invocation, want launch.State, code int) {
+	ctx := context.Background()
+	var child time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := l.Invoke(ctx, inv)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out.Result.State != want || out.Process.ExitCode != code {
+			b.Fatalf("state %s exit %d, want %s exit %d", out.Result.State, out.Process.ExitCode, want, code)
+		}
+		child += out.Process.Elapsed
+	}
+	b.ReportMetric(float64(child.Nanoseconds())/float64(b.N), "child-ns/op")
 }
