@@ -69,6 +69,17 @@ func benchAuthorize(b *testing.B, l ledger.Ledger, writers int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// Effects need an admitted attempt, which needs a redeemed bootstrap.
+		launch := canon.Sum([]byte("launch"))
+		if _, err := l.IssueBootstrap(ctx, f, "boot-"+op, launch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: launch, PID: 1, SessionID: "s"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Admit(ctx, f, canon.Sum([]byte("req"))); err != nil {
+			b.Fatal(err)
+		}
 		fences[i] = f
 	}
 	d := canon.Sum([]byte("effect request"))

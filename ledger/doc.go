@@ -24,8 +24,11 @@
 //     the fence is compared with the operation's current one inside the
 //     transaction that writes. A stale fence gets a [*FenceError] wrapping
 //     [ErrStaleFence]; it is final, never retry it.
-//   - Bootstrap ids are redeemed exactly once, by one child process and
+//   - Bootstrap ids are unique in the ledger, bound to one attempt and
+//     launch digest, and redeemed exactly once, by one child process and
 //     session, with the launch digest they were issued with.
+//   - Protocol order per attempt: bootstrap redeemed, then admitted, then
+//     effects and the result ([ErrOutOfOrder] otherwise).
 //   - Logical effects follow Stripe / IETF Idempotency-Key semantics keyed
 //     by (operation, logical_effect_id) with the EffectRequest digest as the
 //     fingerprint, checked on every path, the redelivery path included. A
@@ -62,7 +65,8 @@
 // effects past the budget ([ErrBudgetExhausted]) or the deadline
 // ([ErrDeadlineExceeded]), advancing a cancelled operation
 // ([ErrCancelled]) or one whose result was accepted
-// ([ErrResultAlreadyAccepted]). Recording the outcome of an effect that was
+// ([ErrResultAlreadyAccepted]), and calls out of protocol order
+// ([ErrOutOfOrder]). Recording the outcome of an effect that was
 // already authorized is allowed even after cancellation: the ledger never
 // refuses the truth about the outside world, only permission.
 //

@@ -69,6 +69,15 @@ var (
 	// effect once the operation's deadline has passed.
 	ErrDeadlineExceeded = errors.New("ledger: operation deadline exceeded")
 
+	// ErrOutOfOrder is returned when a call comes before the step the
+	// protocol puts first for the attempt: Admit before the attempt
+	// redeemed a bootstrap id, BeginEffect or AcceptResult before the
+	// attempt was admitted. The order is bootstrap, invoke.admit, effects,
+	// result.publish; the ledger enforces it because it is the durable
+	// truth the Runtime consults, not the host. Recording the outcome of
+	// an effect already authorized is never out of order.
+	ErrOutOfOrder = errors.New("ledger: call out of protocol order")
+
 	// ErrInvalidTransition is returned when an effect is asked to move to a
 	// state its current state does not allow: confirming an effect that was
 	// marked not consumed, confirming with a second receipt, leaving unknown

@@ -21,6 +21,37 @@ import (
 // the write may or may not have been applied. Every write is idempotent (see
 // each method), so the caller repeats the same call to learn the outcome.
 //
+// Protocol order: for one attempt, a bootstrap id must be redeemed before
+// Admit, and Admit must succeed before BeginEffect and AcceptResult;
+// otherwise the call is refused with ErrOutOfOrder. Recording the outcome
+// of an effect (ConfirmEffect, MarkNotConsumed, MarkUnknown, Resolve) needs
+// no admission: a new attempt may record what its predecessor's effect did.
+//
+// Error order: a call that is wrong in several ways gets the first of
+// these that applies, so that every backend answers alike (ledgertest's
+// model checks it):
+//
+//  1. ctx already done (ctx's error), then ErrClosed;
+//  2. ErrInvalid for any malformed argument;
+//  3. ErrNotFound for the operation in its scope;
+//  4. *FenceError (ErrStaleFence) for a fenced call;
+//  5. then per method, in the order its comment lists them.
+//
+// Per method, after step 4: StartAttempt: ErrCancelled or
+// ErrResultAlreadyAccepted, then a *FenceError for an older attempt id.
+// IssueBootstrap: operation over, then ErrChangedInput. RedeemBootstrap:
+// operation over, ErrNotFound (id not issued in this operation), a
+// *FenceError (id issued to an older attempt), ErrBootstrapRedeemed,
+// ErrChangedInput (launch digest). Admit: operation over, ErrOutOfOrder,
+// ErrChangedInput, ErrDeadlineExceeded. BeginEffect: ErrOutOfOrder; for a
+// recorded id ErrChangedInput (else the redelivery); for a new id operation
+// over, ErrDeadlineExceeded, ErrBudgetExhausted. ConfirmEffect,
+// MarkNotConsumed, MarkUnknown and Resolve: ErrNotFound (effect),
+// ErrChangedInput, then ErrInvalidTransition unless the recorded outcome is
+// the one asked for. AcceptResult: ErrOutOfOrder; with a result accepted
+// ErrResultAlreadyAccepted (other digest) or ErrChangedInput (other
+// bytes), else ErrCancelled. Cancel: ErrResultAlreadyAccepted.
+//
 // Implementations must pass [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
 type Ledger interface {
 	// CreateOperation records an operation, or returns the recorded one if
@@ -38,9 +69,12 @@ type Ledger interface {
 	StartAttempt(ctx context.Context, scope Scope, operationID, attemptID string) (Fence, error)
 
 	// IssueBootstrap records a bootstrap id for the fenced attempt with the
-	// digest of the launch context the child receives. Issuing the same id
-	// for the same attempt and digest again returns the record; any other
-	// reuse of the id is ErrChangedInput.
+	// digest of the launch context the child receives. A bootstrap id is
+	// one-shot and unique in the whole ledger: it names one attempt of one
+	// operation. Issuing the same id for the same attempt and digest again
+	// returns the record; issuing it for another attempt (even of the same
+	// operation), for an operation in any other scope, or with another
+	// launch digest is ErrChangedInput, redeemed or not.
 	IssueBootstrap(ctx context.Context, f Fence, bootstrapID string, launchDigest canon.Digest) (Bootstrap, error)
 
 	// RedeemBootstrap redeems a bootstrap id exactly once, for the child
@@ -50,13 +84,16 @@ type Ledger interface {
 	// refused with ErrBootstrapRedeemed.
 	RedeemBootstrap(ctx context.Context, f Fence, r Redemption) (Bootstrap, error)
 
-	// Admit admits the fenced attempt's request. requestDigest must equal the
-	// operation's request digest (else ErrChangedInput). Admitting again is
-	// allowed and returns the same attempt.
+	// Admit admits the fenced attempt's request. The attempt must have
+	// redeemed one of its bootstrap ids (else ErrOutOfOrder), requestDigest
+	// must equal the operation's request digest (else ErrChangedInput) and
+	// the deadline must not have passed (else ErrDeadlineExceeded).
+	// Admitting again is allowed and returns the same attempt.
 	Admit(ctx context.Context, f Fence, requestDigest canon.Digest) (Attempt, error)
 
 	// BeginEffect authorizes logical effect logicalEffectID of the fenced
-	// attempt's operation, or returns the recorded one.
+	// attempt's operation, or returns the recorded one. The attempt must
+	// have been admitted (else ErrOutOfOrder), for redeliveries too.
 	//
 	//   - New id: the operation's budget is debited by one (ErrBudgetExhausted
 	//     if no budget is left) and the effect is recorded as EffectAuthorized
@@ -93,7 +130,7 @@ type Ledger interface {
 
 	// AcceptResult durably accepts the operation's one result: its data
 	// digest and the artifact bytes, stored immutably under the operation's
-	// scope. The same digest and bytes again return the same refs; anything
+	// scope. The attempt must have been admitted (else ErrOutOfOrder). The same digest and bytes again return the same refs; anything
 	// else after acceptance is ErrResultAlreadyAccepted (other digest) or
 	// ErrChangedInput (same digest, other bytes). artifact may be empty but
 	// at most [MaxArtifactBytes].
@@ -318,7 +355,11 @@ type Artifact struct {
 	OperationID string `json:"operation_id"`
 	// Digest is canon.Sum of Bytes (sha256 of the bytes as stored).
 	Digest canon.Digest `json:"digest"`
-	Bytes  []byte       `json:"bytes"`
+	// Bytes are the artifact's content, never nil for a stored artifact.
+	// They are not part of the JSON form (encoding/json would write
+	// base64, canon.Marshal an array of numbers): backends store them raw
+	// beside the record, and the wire carries refs, not bytes.
+	Bytes []byte `json:"-"`
 }
 
 // OperationView is an operation with everything recorded about it.

@@ -310,6 +310,18 @@ func crashWorker(l ledger.Ledger, emit func(report), fail func(error), round, w 
 			fail(err)
 		}
 		emit(report{Kind: "attempt", Op: op, Gen: f.Generation})
+		// The protocol's opening: bootstrap id (unique per attempt), then
+		// admission; effects and the result need both.
+		boot, launch := "boot-"+op+"-"+f.AttemptID, ledgertest.Digest("launch")
+		if _, err := l.IssueBootstrap(ctx, f, boot, launch); err != nil {
+			fail(err)
+		}
+		if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: launch, PID: os.Getpid(), SessionID: "s"}); err != nil {
+			fail(err)
+		}
+		if _, err := l.Admit(ctx, f, ledgertest.Digest("req")); err != nil {
+			fail(err)
+		}
 		for range rng.IntN(5) {
 			id := fmt.Sprintf("e%d", rng.IntN(4))
 			d := effectDigest(op, id)

@@ -12,15 +12,17 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// File layout (format version 1). Every bucket is top level; keys are
-// tuples in an order-preserving, prefix-free encoding (see appendKey), so a
+// File layout, format version 2 (version 1 had no bootids index; this
+// build refuses it rather than miss a reused bootstrap id). Every bucket is
+// top level; keys are tuples in an order-preserving, prefix-free encoding (see appendKey), so a
 // prefix scan over an operation's key yields its records in id order.
 //
-//	meta       "format" → "1"
+//	meta       "format" → "2"
 //	ops        (org, project, op)            → JSON core.OpRecord
 //	effects    (org, project, op, effect)    → JSON ledger.Effect
 //	bootstraps (org, project, op, bootstrap) → JSON ledger.Bootstrap
-//	artifacts  ref                           → JSON ledger.Artifact without bytes
+//	bootids    bootstrap                     → (org, project, op) that owns it
+//	artifacts  ref                           → JSON ledger.Artifact (bytes are not in its JSON form)
 //	blobs      ref                           → artifact bytes
 //	pending    (org, project, op, effect)    → "" (effects to reconcile)
 var (
@@ -28,13 +30,14 @@ var (
 	bucketOps        = []byte("ops")
 	bucketEffects    = []byte("effects")
 	bucketBootstraps = []byte("bootstraps")
+	bucketBootIDs    = []byte("bootids")
 	bucketArtifacts  = []byte("artifacts")
 	bucketBlobs      = []byte("blobs")
 	bucketPending    = []byte("pending")
-	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketBootstraps, bucketArtifacts, bucketBlobs, bucketPending}
+	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketPending}
 
 	keyFormat     = []byte("format")
-	formatVersion = []byte("1")
+	formatVersion = []byte("2")
 )
 
 // storageError marks an error from bbolt itself during a write. The
@@ -191,7 +194,29 @@ func (t boltTx) Bootstrap(k core.OpKey, id string) (ledger.Bootstrap, bool, erro
 }
 
 func (t boltTx) PutBootstrap(k core.OpKey, b ledger.Bootstrap) error {
-	return put(t, bucketBootstraps, appendKey(opKey(k), b.BootstrapID), b)
+	if err := put(t, bucketBootstraps, appendKey(opKey(k), b.BootstrapID), b); err != nil {
+		return err
+	}
+	return putRaw(t, bucketBootIDs, []byte(b.BootstrapID), opKey(k))
+}
+
+func (t boltTx) BootstrapOwner(id string) (core.OpKey, bool, error) {
+	b, err := t.bucket(bucketBootIDs)
+	if err != nil {
+		return core.OpKey{}, false, err
+	}
+	raw := b.Get([]byte(id))
+	if raw == nil {
+		return core.OpKey{}, false, nil
+	}
+	p, err := splitKey(raw)
+	if err != nil {
+		return core.OpKey{}, false, err
+	}
+	if len(p) != 3 {
+		return core.OpKey{}, false, fmt.Errorf("ledger/bolt: bootstrap id %q names an operation key of %d parts, want 3: %w", id, len(p), ledger.ErrCorrupt)
+	}
+	return core.OpKey{Org: p[0], Project: p[1], Op: p[2]}, true, nil
 }
 
 func (t boltTx) Bootstraps(k core.OpKey) ([]ledger.Bootstrap, error) {
@@ -219,8 +244,7 @@ func (t boltTx) Artifact(ref string) (ledger.Artifact, bool, error) {
 }
 
 func (t boltTx) PutArtifact(a ledger.Artifact) error {
-	data := a.Bytes
-	a.Bytes = nil
+	data := a.Bytes // not in the record's JSON form (json:"-")
 	if err := put(t, bucketArtifacts, []byte(a.Ref), a); err != nil {
 		return err
 	}

@@ -142,6 +142,7 @@ func testAttempts(t *testing.T, l ledger.Ledger) {
 	if fe.Presented != f2 || fe.CurrentGeneration != 3 {
 		t.Fatalf("FenceError = %+v", fe)
 	}
+	ready(t, l, f3)
 	mustBegin(t, l, f3, "e1", Digest("e1"))
 	// A forged fence from the future is refused too.
 	forged := f3
@@ -188,6 +189,7 @@ func testStaleEverywhere(t *testing.T, l ledger.Ledger) {
 	if _, err := l.IssueBootstrap(bg, cur, "boot", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
+	ready(t, l, cur)
 	for _, id := range []string{"eff-c", "eff-n", "eff-u"} {
 		mustBegin(t, l, cur, id, Digest("eff"))
 	}
@@ -212,13 +214,16 @@ func testRacingAttempts(t *testing.T, l ledger.Ledger) {
 	mustCreate(t, l, sp)
 	fences := make([]ledger.Fence, n)
 	errs := make([]error, n)
-	// Each goroutine starts its attempt, then immediately tries to write
-	// with it; whoever is no longer current must be refused.
+	// Each goroutine starts its attempt, then immediately bootstraps,
+	// admits and writes with it; whoever is no longer current must be
+	// refused at whichever of these steps it has reached.
 	writeErrs := make([]error, n)
 	parallel(n, func(i int) {
 		fences[i], errs[i] = l.StartAttempt(bg, scopeA, "op1", fmt.Sprintf("a%02d", i))
 		if errs[i] == nil {
-			_, writeErrs[i] = l.BeginEffect(bg, fences[i], fmt.Sprintf("e%02d", i), Digest("e"))
+			if writeErrs[i] = prepare(l, fences[i]); writeErrs[i] == nil {
+				_, writeErrs[i] = l.BeginEffect(bg, fences[i], fmt.Sprintf("e%02d", i), Digest("e"))
+			}
 		}
 	})
 	gens := map[uint64]bool{}
@@ -310,11 +315,9 @@ func testBootstrap(t *testing.T, l ledger.Ledger) {
 	}
 	// A new attempt fences the old one: redemption by the old attempt is
 	// stale, and the new attempt cannot redeem the old attempt's id.
-	f1b, err := l.IssueBootstrap(bg, f1, "boot2", launch)
-	if err != nil {
+	if _, err := l.IssueBootstrap(bg, f1, "boot2", launch); err != nil {
 		t.Fatal(err)
 	}
-	_ = f1b
 	f2 := mustStart(t, l, scopeA, "op1", "a2")
 	r2 := red
 	r2.BootstrapID = "boot2"
@@ -322,10 +325,114 @@ func testBootstrap(t *testing.T, l ledger.Ledger) {
 	wantStale(t, "redeem by fenced attempt", err)
 	_, err = l.RedeemBootstrap(bg, f2, r2)
 	wantStale(t, "redeem of an id issued to a fenced attempt", err)
-	v := mustView(t, l, scopeA, "op1")
-	if len(v.Bootstraps) != 2 || !v.Bootstraps[0].Redeemed || v.Bootstraps[1].Redeemed {
-		t.Fatalf("bootstraps = %+v", v.Bootstraps)
+	redeemed := map[string]bool{}
+	for _, b := range mustView(t, l, scopeA, "op1").Bootstraps {
+		redeemed[b.BootstrapID] = b.Redeemed
 	}
+	diff(t, "redeemed bootstrap ids", redeemed, map[string]bool{bootID(f1): true, "boot1": true, "boot2": false})
+}
+
+// testBootstrapReuse: a bootstrap id is one-shot and names one attempt of
+// one operation. Offering it again for anything else — a later attempt of
+// the same operation, an operation in the same or another scope, another
+// launch digest — is ErrChangedInput, whether or not it was redeemed, and
+// writes nothing.
+func testBootstrapReuse(t *testing.T, l ledger.Ledger) {
+	launch := Digest("launch")
+	f1 := newOp(t, l, "op1", 1) // a1, admitted
+	if _, err := l.IssueBootstrap(bg, f1, "open", launch); err != nil {
+		t.Fatal(err)
+	}
+	f2 := mustStart(t, l, scopeA, "op1", "a2")
+	other := newOp(t, l, "op2", 1)
+	mustCreate(t, l, spec(scopeB, "op1", 1))
+	otherScope := mustStart(t, l, scopeB, "op1", "a1")
+	views := func() map[string]ledger.OperationView {
+		return map[string]ledger.OperationView{
+			"A/op1": mustView(t, l, scopeA, "op1"), "A/op2": mustView(t, l, scopeA, "op2"), "B/op1": mustView(t, l, scopeB, "op1"),
+		}
+	}
+	before := views()
+	for _, id := range []string{bootID(f1) /* redeemed */, "open" /* not redeemed */} {
+		for name, f := range map[string]ledger.Fence{
+			"the next attempt of its operation": f2,
+			"another operation":                 other,
+			"an operation in another scope":     otherScope,
+		} {
+			_, err := l.IssueBootstrap(bg, f, id, launch)
+			wantErr(t, fmt.Sprintf("issue %q to %s", id, name), err, ledger.ErrChangedInput)
+		}
+	}
+	_, err := l.IssueBootstrap(bg, f2, "open", Digest("other launch"))
+	wantErr(t, "issue to the next attempt with another launch digest", err, ledger.ErrChangedInput)
+	diff(t, "views after refused reuse", views(), before)
+	// The id still belongs to a1, so a2 cannot redeem it either.
+	_, err = l.RedeemBootstrap(bg, f2, ledger.Redemption{BootstrapID: "open", LaunchDigest: launch, PID: 9, SessionID: "s"})
+	wantStale(t, "redeem an id of the fenced attempt", err)
+	// Nor can another operation, which does not know the id.
+	_, err = l.RedeemBootstrap(bg, other, ledger.Redemption{BootstrapID: "open", LaunchDigest: launch, PID: 9, SessionID: "s"})
+	wantErr(t, "redeem another operation's id", err, ledger.ErrNotFound)
+	// A fresh id for the new attempt is fine.
+	if _, err := l.IssueBootstrap(bg, f2, "fresh", launch); err != nil {
+		t.Fatal(err)
+	}
+	Check(t, l, f2, other, otherScope)
+}
+
+// testOrder: bootstrap redeemed, then admit, then effects and the result,
+// per attempt. Recording outcomes needs no admission.
+func testOrder(t *testing.T, l ledger.Ledger) {
+	sp := spec(scopeA, "op1", 3)
+	mustCreate(t, l, sp)
+	f1 := mustStart(t, l, scopeA, "op1", "a1")
+	d := Digest("e")
+	notAdmitted := func(f ledger.Fence, when string) {
+		t.Helper()
+		_, err := l.BeginEffect(bg, f, "e", d)
+		wantErr(t, "BeginEffect "+when, err, ledger.ErrOutOfOrder)
+		_, err = l.AcceptResult(bg, f, Digest("data"), nil)
+		wantErr(t, "AcceptResult "+when, err, ledger.ErrOutOfOrder)
+	}
+	_, err := l.Admit(bg, f1, sp.RequestDigest)
+	wantErr(t, "Admit before any bootstrap", err, ledger.ErrOutOfOrder)
+	notAdmitted(f1, "before any bootstrap")
+	if _, err := l.IssueBootstrap(bg, f1, "b1", Digest("launch")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Admit(bg, f1, sp.RequestDigest)
+	wantErr(t, "Admit before the bootstrap is redeemed", err, ledger.ErrOutOfOrder)
+	notAdmitted(f1, "before admission")
+	if _, err := l.RedeemBootstrap(bg, f1, ledger.Redemption{BootstrapID: "b1", LaunchDigest: Digest("launch"), PID: 5, SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	notAdmitted(f1, "after the bootstrap, before admission")
+	// The order check comes before the request digest check only until
+	// the attempt bootstrapped; now a wrong digest is changed input.
+	_, err = l.Admit(bg, f1, Digest("other"))
+	wantErr(t, "Admit with another request digest", err, ledger.ErrChangedInput)
+	if _, err := l.Admit(bg, f1, sp.RequestDigest); err != nil {
+		t.Fatal(err)
+	}
+	mustBegin(t, l, f1, "e", d)
+	// A new attempt starts from the beginning: a1's redemption and
+	// admission do not carry over.
+	f2 := mustStart(t, l, scopeA, "op1", "a2")
+	_, err = l.Admit(bg, f2, sp.RequestDigest)
+	wantErr(t, "Admit of a new attempt that has not bootstrapped", err, ledger.ErrOutOfOrder)
+	notAdmitted(f2, "by a new attempt") // a redelivery of e too
+	// But it may record the outcome of its predecessor's effect.
+	if _, err := l.MarkUnknown(bg, f2, "e", d); err != nil {
+		t.Fatalf("MarkUnknown by an attempt not admitted: %v", err)
+	}
+	v := mustView(t, l, scopeA, "op1")
+	if v.Operation.EffectsUsed != 1 || v.Result != nil || v.Attempts[1].Admitted {
+		t.Fatalf("refused calls wrote something: %+v", v)
+	}
+	ready(t, l, f2)
+	if g := mustBegin(t, l, f2, "e", d); !g.Redelivery || g.Effect.State != ledger.EffectUnknown {
+		t.Fatalf("redelivery after admission = %+v", g)
+	}
+	Check(t, l, f2)
 }
 
 func testRacingRedeem(t *testing.T, l ledger.Ledger) {
@@ -353,14 +460,22 @@ func testRacingRedeem(t *testing.T, l ledger.Ledger) {
 	if winner < 0 {
 		t.Fatal("no redemption succeeded")
 	}
-	v := mustView(t, l, scopeA, "op1")
-	if b := v.Bootstraps[0]; b.RedeemedPID != 1000+winner {
-		t.Fatalf("recorded redeemer pid %d, winner was %d", b.RedeemedPID, 1000+winner)
+	for _, b := range mustView(t, l, scopeA, "op1").Bootstraps {
+		if b.BootstrapID == "boot" && b.RedeemedPID != 1000+winner {
+			t.Fatalf("recorded redeemer pid %d, winner was %d", b.RedeemedPID, 1000+winner)
+		}
 	}
 }
 
 func testAdmit(t *testing.T, l ledger.Ledger) {
-	f := newOp(t, l, "op1", 1)
+	mustCreate(t, l, spec(scopeA, "op1", 1))
+	f := mustStart(t, l, scopeA, "op1", "a1")
+	if _, err := l.IssueBootstrap(bg, f, "b", Digest("launch")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: "b", LaunchDigest: Digest("launch"), PID: 3, SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
 	_, err := l.Admit(bg, f, Digest("other request"))
 	wantErr(t, "admit with another request digest", err, ledger.ErrChangedInput)
 	a, err := l.Admit(bg, f, Digest("request:op1"))
@@ -385,19 +500,50 @@ func testDeadline(t *testing.T, l ledger.Ledger) {
 	sp.Deadline = time.Now().Add(-time.Minute)
 	mustCreate(t, l, sp)
 	f := mustStart(t, l, scopeA, "op1", "a1")
+	if _, err := l.IssueBootstrap(bg, f, "b", Digest("launch")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: "b", LaunchDigest: Digest("launch"), PID: 3, SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
 	_, err := l.Admit(bg, f, sp.RequestDigest)
 	wantErr(t, "admit past deadline", err, ledger.ErrDeadlineExceeded)
-	_, err = l.BeginEffect(bg, f, "e1", Digest("e1"))
+	// New effects past the deadline: admit before it passes, then wait for
+	// it. The deadline grows until admission beats it, so a slow machine
+	// costs time, never a false failure.
+	var late ledger.Fence
+	for i, wait := 0, 50*time.Millisecond; ; i, wait = i+1, wait*2 {
+		sp := spec(scopeA, fmt.Sprint("late", i), 3)
+		sp.Deadline = time.Now().Add(wait)
+		mustCreate(t, l, sp)
+		late = mustStart(t, l, scopeA, sp.OperationID, "a1")
+		err := prepare(l, late)
+		if errors.Is(err, ledger.ErrDeadlineExceeded) && wait < time.Minute {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustBegin(t, l, late, "before", Digest("e1"))
+		time.Sleep(time.Until(sp.Deadline))
+		break
+	}
+	_, err = l.BeginEffect(bg, late, "e1", Digest("e1"))
 	wantErr(t, "new effect past deadline", err, ledger.ErrDeadlineExceeded)
+	// Redeliveries and outcomes of effects authorized in time stay allowed.
+	if g := mustBegin(t, l, late, "before", Digest("e1")); !g.Redelivery {
+		t.Fatalf("redelivery past deadline = %+v", g)
+	}
+	if _, err := l.ConfirmEffect(bg, late, "before", Digest("e1"), "r"); err != nil {
+		t.Fatalf("confirm past deadline: %v", err)
+	}
 	// A zero deadline never expires.
 	sp2 := spec(scopeA, "op2", 1)
 	sp2.Deadline = time.Time{}
 	mustCreate(t, l, sp2)
 	f2 := mustStart(t, l, scopeA, "op2", "a1")
-	if _, err := l.Admit(bg, f2, sp2.RequestDigest); err != nil {
-		t.Fatal(err)
-	}
-	Check(t, l, f, f2)
+	ready(t, l, f2)
+	Check(t, l, f, f2, late)
 }
 
 func testEffectLifecycle(t *testing.T, l ledger.Ledger) {
@@ -564,6 +710,7 @@ func testBudget(t *testing.T, l ledger.Ledger) {
 	}
 	// The budget spans attempts.
 	f2 := mustStart(t, l, scopeA, "op1", "a2")
+	ready(t, l, f2)
 	_, err = l.BeginEffect(bg, f2, "e3", Digest("3"))
 	wantErr(t, "third effect in a new attempt", err, ledger.ErrBudgetExhausted)
 	if v := mustView(t, l, scopeA, "op1"); v.Operation.EffectsUsed != 2 {
@@ -585,6 +732,7 @@ func testRedeliveryAcrossAttempts(t *testing.T, l ledger.Ledger) {
 	}
 	mustBegin(t, l, f1, "pending", d)
 	f2 := mustStart(t, l, scopeA, "op1", "a2")
+	ready(t, l, f2)
 	g2 := mustBegin(t, l, f2, "e", d)
 	diff(t, "redelivery in attempt 2", g2, ledger.EffectGrant{Effect: c1, Redelivery: true})
 	if g2.Effect.AuthorizationID != g1.Effect.AuthorizationID || g2.Effect.AttemptID != "a1" {
@@ -594,7 +742,7 @@ func testRedeliveryAcrossAttempts(t *testing.T, l ledger.Ledger) {
 	_, err = l.BeginEffect(bg, f1, "e", d)
 	wantStale(t, "redelivery to the fenced attempt", err)
 	// The new attempt may record the outcome of an effect its predecessor
-	// authorized.
+	// authorized (testOrder: even before it is admitted).
 	if _, err := l.MarkUnknown(bg, f2, "pending", d); err != nil {
 		t.Fatal(err)
 	}
@@ -753,6 +901,7 @@ func testCancel(t *testing.T, l ledger.Ledger) {
 	if _, err := l.IssueBootstrap(bg, f, "boot", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
+	ready(t, l, f)
 	d := Digest("e")
 	auth := mustBegin(t, l, f, "e", d)
 	o, err := l.Cancel(bg, scopeA, "op1", "user asked")
@@ -793,6 +942,7 @@ func testScopes(t *testing.T, l ledger.Ledger) {
 	fa := newOp(t, l, "op", 1)
 	mustCreate(t, l, spec(scopeB, "op", 1))
 	fb := mustStart(t, l, scopeB, "op", "a1")
+	ready(t, l, fb)
 	if fa.Generation != 1 || fb.Generation != 1 {
 		t.Fatalf("generations %d %d", fa.Generation, fb.Generation)
 	}

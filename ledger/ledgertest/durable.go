@@ -109,6 +109,9 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	}
 	_, err = l.BeginEffect(bg, f, "late", d)
 	wantStale(t, "old fence after reopen", err)
+	// Bootstrap ids stay bound to their attempt across reopen.
+	_, err = l.IssueBootstrap(bg, f3, "boot", Digest("launch"))
+	wantErr(t, "reissue of a2's bootstrap id to a3 after reopen", err, ledger.ErrChangedInput)
 	if v := mustView(t, l, scopeA, "op1"); v.Operation.EffectsUsed != 4 {
 		t.Fatalf("effects used after reopen = %d, want 4", v.Operation.EffectsUsed)
 	}

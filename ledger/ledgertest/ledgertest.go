@@ -48,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 		{"StaleFenceRefusedEverywhere", testStaleEverywhere},
 		{"RacingAttemptsStrictlyIncreasing", testRacingAttempts},
 		{"BootstrapRedeemedOnce", testBootstrap},
+		{"BootstrapIDBoundToOneAttempt", testBootstrapReuse},
+		{"ProtocolOrderEnforced", testOrder},
 		{"RacingRedemptionsOneWins", testRacingRedeem},
 		{"AdmissionBindsRequestDigest", testAdmit},
 		{"DeadlineRefusesAdmissionAndNewEffects", testDeadline},
@@ -240,12 +242,42 @@ func mustStart(t testing.TB, l ledger.Ledger, s ledger.Scope, op, attempt string
 	return f
 }
 
-// newOp creates an operation with the given budget and starts attempt
-// "a1" on it.
+// newOp creates an operation with the given budget, starts attempt "a1"
+// on it and admits it (see ready).
 func newOp(t testing.TB, l ledger.Ledger, op string, budget int64) ledger.Fence {
 	t.Helper()
 	mustCreate(t, l, spec(scopeA, op, budget))
-	return mustStart(t, l, scopeA, op, "a1")
+	f := mustStart(t, l, scopeA, op, "a1")
+	ready(t, l, f)
+	return f
+}
+
+// bootID is the bootstrap id ready issues for f; unique per attempt.
+func bootID(f ledger.Fence) string {
+	return fmt.Sprintf("boot/%s/%s/%s/%s", f.Scope.OrganizationID, f.Scope.ProjectID, f.OperationID, f.AttemptID)
+}
+
+// prepare runs the protocol's opening for the attempt f names: issue a
+// bootstrap id, redeem it, admit the request (the operation's request
+// digest must be spec's). It returns the first error.
+func prepare(l ledger.Ledger, f ledger.Fence) error {
+	launch := Digest("launch")
+	if _, err := l.IssueBootstrap(bg, f, bootID(f), launch); err != nil {
+		return err
+	}
+	if _, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: bootID(f), LaunchDigest: launch, PID: 1, SessionID: "sess"}); err != nil {
+		return err
+	}
+	_, err := l.Admit(bg, f, Digest("request:"+f.OperationID))
+	return err
+}
+
+// ready is prepare that fails the test on error.
+func ready(t testing.TB, l ledger.Ledger, f ledger.Fence) {
+	t.Helper()
+	if err := prepare(l, f); err != nil {
+		t.Fatalf("bootstrap and admit %s of %s: %v", f.AttemptID, f.OperationID, err)
+	}
 }
 
 func wantErr(t testing.TB, what string, err, want error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -21,20 +22,18 @@ import (
 // every step every operation's full view must equal the model's.
 
 var (
-	mScopes   = []ledger.Scope{scopeA, scopeB}
-	mOps      = []string{"op1", "op2"}
-	mAttempts = []string{"a1", "a2", "a3"}
-	mEffects  = []string{"e1", "e2", "e3"}
-	mDigests  = []canon.Digest{Digest("d1"), Digest("d2")}
-	mBoots    = []string{"b1", "b2"}
-	// mRounds Repeat rounds per check: longer histories reach deeper states.
-	mRounds    = 1
+	mScopes    = []ledger.Scope{scopeA, scopeB}
+	mOps       = []string{"op1", "op2", "op3"}
+	mAttempts  = []string{"a1", "a2", "a3"}
+	mEffects   = []string{"e1", "e2", "e3"}
+	mDigests   = []canon.Digest{Digest("d1"), Digest("d2")}
+	mBoots     = []string{"b1", "b2"}
 	mReceipts  = []string{"r1", "r2"}
 	mReasons   = []ledger.NotConsumedReason{ledger.ReasonRefused, ledger.ReasonCancelled, ledger.ReasonWaitingApproval}
 	mArtifacts = [][]byte{[]byte("art-1"), []byte("art-2")}
 	mErrs      = []error{ledger.ErrStaleFence, ledger.ErrBootstrapRedeemed, ledger.ErrChangedInput, ledger.ErrBudgetExhausted,
 		ledger.ErrResultAlreadyAccepted, ledger.ErrOutOfScope, ledger.ErrNotFound, ledger.ErrCancelled,
-		ledger.ErrInvalidTransition, ledger.ErrDeadlineExceeded, ledger.ErrInvalid, ledger.ErrClosed}
+		ledger.ErrInvalidTransition, ledger.ErrOutOfOrder, ledger.ErrDeadlineExceeded, ledger.ErrInvalid, ledger.ErrClosed}
 )
 
 type mKey struct {
@@ -42,22 +41,19 @@ type mKey struct {
 	op string
 }
 
-type mEffect struct {
-	e ledger.Effect // AuthorizationID learned from the first answer
-}
-
 type mOperation struct {
 	op       ledger.Operation
 	attempts []ledger.Attempt
 	boots    map[string]ledger.Bootstrap
-	effects  map[string]*mEffect
-	result   *ledger.Result // ArtifactRefs learned from the first answer
+	effects  map[string]*ledger.Effect // AuthorizationID learned from the first answer
+	result   *ledger.Result            // ArtifactRefs learned from the first answer
 	artSum   canon.Digest
 }
 
 type model struct {
-	ops    map[mKey]*mOperation
-	fences map[mKey][]ledger.Fence // every fence ever issued, plus forged ones
+	ops       map[mKey]*mOperation
+	fences    map[mKey][]ledger.Fence // every fence ever issued
+	bootOwner map[string]mKey         // bootstrap ids are unique in the ledger
 }
 
 func (m *model) current(k mKey) (string, uint64) {
@@ -93,6 +89,14 @@ func (o *mOperation) open() error {
 	return nil
 }
 
+// admitted reports whether the current attempt (the fenced one) was admitted.
+func (o *mOperation) admitted() error {
+	if !o.attempts[len(o.attempts)-1].Admitted {
+		return ledger.ErrOutOfOrder
+	}
+	return nil
+}
+
 func class(err error) error {
 	if err == nil {
 		return nil
@@ -105,6 +109,390 @@ func class(err error) error {
 	return err
 }
 
+// mRun is one state-machine run: the ledger under test, the model, and one
+// method per ledger call that makes the call and checks its outcome
+// against the model. Actions compose these calls.
+type mRun struct {
+	l   ledger.Ledger
+	m   *model
+	ctx context.Context
+}
+
+func (r *mRun) same(rt *rapid.T, what string, got, want error) {
+	if class(got) != want {
+		rt.Fatalf("%s: err = %v, model says %v", what, got, want)
+	}
+}
+
+func (r *mRun) keys() []mKey {
+	var keys []mKey
+	for _, s := range mScopes {
+		for _, op := range mOps {
+			if r.m.ops[mKey{s, op}] != nil {
+				keys = append(keys, mKey{s, op})
+			}
+		}
+	}
+	return keys
+}
+
+// pickKey mostly picks an operation that exists, so that sequences get
+// deep enough to collide.
+func (r *mRun) pickKey(rt *rapid.T) mKey {
+	if keys := r.keys(); len(keys) > 0 && rapid.IntRange(0, 9).Draw(rt, "existing") > 0 {
+		return rapid.SampledFrom(keys).Draw(rt, "key")
+	}
+	return mKey{rapid.SampledFrom(mScopes).Draw(rt, "scope"), rapid.SampledFrom(mOps).Draw(rt, "op")}
+}
+
+// pickFence mostly picks the current fence; otherwise an older or a
+// forged one.
+func (r *mRun) pickFence(rt *rapid.T, k mKey) ledger.Fence {
+	if fs := r.m.fences[k]; len(fs) > 0 && rapid.IntRange(0, 9).Draw(rt, "current") > 2 {
+		return fs[len(fs)-1]
+	}
+	choices := append(slices.Clone(r.m.fences[k]),
+		ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: "forged", Generation: 1},
+		ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: "a1", Generation: 9})
+	return rapid.SampledFrom(choices).Draw(rt, "fence")
+}
+
+// currentFence is the key's current fence, or a forged one before the
+// first attempt.
+func (r *mRun) currentFence(k mKey) ledger.Fence {
+	if fs := r.m.fences[k]; len(fs) > 0 {
+		return fs[len(fs)-1]
+	}
+	return ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: "forged", Generation: 1}
+}
+
+func (r *mRun) newOperation(k mKey, sp ledger.OperationSpec) {
+	r.m.ops[k] = &mOperation{
+		op: ledger.Operation{Scope: k.s, OperationID: k.op, CapabilityID: sp.CapabilityID,
+			RequestDigest: sp.RequestDigest, ManifestDigest: sp.ManifestDigest, EffectBudget: sp.EffectBudget,
+			Deadline: sp.Deadline.UTC(), State: ledger.OperationOpen},
+		boots: map[string]ledger.Bootstrap{}, effects: map[string]*ledger.Effect{},
+	}
+}
+
+func (r *mRun) create(rt *rapid.T, k mKey, sp ledger.OperationSpec) {
+	_, err := r.l.CreateOperation(r.ctx, sp)
+	var want error
+	if o := r.m.ops[k]; o != nil {
+		if o.op.EffectBudget != sp.EffectBudget || !o.op.Deadline.Equal(sp.Deadline) {
+			want = ledger.ErrChangedInput
+		}
+	} else {
+		r.newOperation(k, sp)
+	}
+	r.same(rt, "CreateOperation", err, want)
+}
+
+func (r *mRun) start(rt *rapid.T, k mKey, id string) {
+	f, err := r.l.StartAttempt(r.ctx, k.s, k.op, id)
+	want := func() error {
+		o := r.m.ops[k]
+		if o == nil {
+			return ledger.ErrNotFound
+		}
+		if err := o.open(); err != nil {
+			return err
+		}
+		for i, a := range o.attempts {
+			if a.AttemptID == id {
+				if i == len(o.attempts)-1 {
+					return nil
+				}
+				return ledger.ErrStaleFence
+			}
+		}
+		o.attempts = append(o.attempts, ledger.Attempt{AttemptID: id, Generation: uint64(len(o.attempts) + 1)})
+		o.op.CurrentAttemptID, o.op.CurrentGeneration = id, uint64(len(o.attempts))
+		return nil
+	}()
+	r.same(rt, "StartAttempt", err, want)
+	if err == nil {
+		cur, gen := r.m.current(k)
+		if f != (ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: cur, Generation: gen}) {
+			rt.Fatalf("StartAttempt = %+v, model current (%s, %d)", f, cur, gen)
+		}
+		if !slices.Contains(r.m.fences[k], f) {
+			r.m.fences[k] = append(r.m.fences[k], f)
+		}
+	}
+}
+
+func (r *mRun) issue(rt *rapid.T, f ledger.Fence, id string, ld canon.Digest) {
+	k := mKey{f.Scope, f.OperationID}
+	got, err := r.l.IssueBootstrap(r.ctx, f, id, ld)
+	var wantB ledger.Bootstrap
+	want := func() error {
+		o, err := r.m.fence(f)
+		if err != nil {
+			return err
+		}
+		if err := o.open(); err != nil {
+			return err
+		}
+		if owner, ok := r.m.bootOwner[id]; ok && owner != k {
+			return ledger.ErrChangedInput
+		}
+		if b, ok := o.boots[id]; ok {
+			if b.AttemptID != f.AttemptID || b.Generation != f.Generation || b.LaunchDigest != ld {
+				return ledger.ErrChangedInput
+			}
+			wantB = b
+			return nil
+		}
+		wantB = ledger.Bootstrap{BootstrapID: id, AttemptID: f.AttemptID, Generation: f.Generation, LaunchDigest: ld}
+		o.boots[id] = wantB
+		r.m.bootOwner[id] = k
+		return nil
+	}()
+	r.same(rt, fmt.Sprintf("IssueBootstrap(%v, %q)", f, id), err, want)
+	if err == nil && got != wantB {
+		rt.Fatalf("IssueBootstrap = %+v, model %+v", got, wantB)
+	}
+}
+
+func (r *mRun) redeem(rt *rapid.T, f ledger.Fence, red ledger.Redemption) {
+	_, err := r.l.RedeemBootstrap(r.ctx, f, red)
+	want := func() error {
+		o, err := r.m.fence(f)
+		if err != nil {
+			return err
+		}
+		if err := o.open(); err != nil {
+			return err
+		}
+		b, ok := o.boots[red.BootstrapID]
+		switch {
+		case !ok:
+			return ledger.ErrNotFound
+		case b.AttemptID != f.AttemptID:
+			return ledger.ErrStaleFence
+		case b.Redeemed:
+			return ledger.ErrBootstrapRedeemed
+		case b.LaunchDigest != red.LaunchDigest:
+			return ledger.ErrChangedInput
+		}
+		b.Redeemed, b.RedeemedPID, b.RedeemedSessionID = true, red.PID, red.SessionID
+		o.boots[red.BootstrapID] = b
+		return nil
+	}()
+	r.same(rt, "RedeemBootstrap", err, want)
+}
+
+func (r *mRun) admit(rt *rapid.T, f ledger.Fence, d canon.Digest) {
+	_, err := r.l.Admit(r.ctx, f, d)
+	want := func() error {
+		o, err := r.m.fence(f)
+		if err != nil {
+			return err
+		}
+		if err := o.open(); err != nil {
+			return err
+		}
+		cur := &o.attempts[len(o.attempts)-1]
+		if !cur.Admitted && !slices.ContainsFunc(slices.Collect(maps.Values(o.boots)), func(b ledger.Bootstrap) bool {
+			return b.AttemptID == f.AttemptID && b.Redeemed
+		}) {
+			return ledger.ErrOutOfOrder
+		}
+		if d != o.op.RequestDigest {
+			return ledger.ErrChangedInput
+		}
+		cur.Admitted = true
+		return nil
+	}()
+	r.same(rt, "Admit", err, want)
+}
+
+func (r *mRun) begin(rt *rapid.T, f ledger.Fence, id string, d canon.Digest) {
+	k := mKey{f.Scope, f.OperationID}
+	g, err := r.l.BeginEffect(r.ctx, f, id, d)
+	var wantEff *ledger.Effect
+	redelivery := false
+	want := func() error {
+		o, err := r.m.fence(f)
+		if err != nil {
+			return err
+		}
+		if err := o.admitted(); err != nil {
+			return err
+		}
+		if e, ok := o.effects[id]; ok {
+			if e.RequestDigest != d {
+				return ledger.ErrChangedInput
+			}
+			wantEff, redelivery = e, true
+			return nil
+		}
+		if err := o.open(); err != nil {
+			return err
+		}
+		if o.op.EffectsUsed >= o.op.EffectBudget {
+			return ledger.ErrBudgetExhausted
+		}
+		o.op.EffectsUsed++
+		wantEff = &ledger.Effect{Scope: k.s, OperationID: k.op, LogicalEffectID: id, RequestDigest: d,
+			State: ledger.EffectAuthorized, AttemptID: f.AttemptID, Generation: f.Generation, Ordinal: o.op.EffectsUsed}
+		o.effects[id] = wantEff
+		return nil
+	}()
+	r.same(rt, "BeginEffect", err, want)
+	if err != nil {
+		return
+	}
+	if wantEff.AuthorizationID == "" {
+		wantEff.AuthorizationID = g.Effect.AuthorizationID
+	}
+	if g.Redelivery != redelivery || g.Effect != *wantEff {
+		rt.Fatalf("BeginEffect = %+v (redelivery %v), model %+v (redelivery %v)", g.Effect, g.Redelivery, *wantEff, redelivery)
+	}
+}
+
+// settle records an outcome: kind 0 confirm, 1 not consumed, 2 unknown
+// (fenced by f), 3 Resolve (no fence).
+func (r *mRun) settle(rt *rapid.T, k mKey, f ledger.Fence, id string, d canon.Digest, kind int) {
+	to, receipt, reason := ledger.EffectUnknown, "", ledger.NotConsumedReason("")
+	from := []ledger.EffectState{ledger.EffectAuthorized}
+	var (
+		got ledger.Effect
+		err error
+	)
+	switch kind {
+	case 0:
+		to, receipt = ledger.EffectConfirmed, rapid.SampledFrom(mReceipts).Draw(rt, "receipt")
+		got, err = r.l.ConfirmEffect(r.ctx, f, id, d, receipt)
+	case 1:
+		to, reason = ledger.EffectNotConsumed, rapid.SampledFrom(mReasons).Draw(rt, "reason")
+		got, err = r.l.MarkNotConsumed(r.ctx, f, id, d, reason)
+	case 2:
+		got, err = r.l.MarkUnknown(r.ctx, f, id, d)
+	default:
+		res := ledger.Resolution{State: ledger.EffectConfirmed, ReceiptID: rapid.SampledFrom(mReceipts).Draw(rt, "receipt")}
+		if rapid.Bool().Draw(rt, "notConsumed") {
+			res = ledger.Resolution{State: ledger.EffectNotConsumed, Reason: rapid.SampledFrom(mReasons).Draw(rt, "reason")}
+		}
+		to, receipt, reason = res.State, res.ReceiptID, res.Reason
+		from = append(from, ledger.EffectUnknown)
+		got, err = r.l.Resolve(r.ctx, k.s, k.op, id, d, res)
+	}
+	var e *ledger.Effect
+	want := func() error {
+		var o *mOperation
+		if kind == 3 {
+			if o = r.m.ops[k]; o == nil {
+				return ledger.ErrNotFound
+			}
+		} else {
+			var err error
+			if o, err = r.m.fence(f); err != nil {
+				return err
+			}
+		}
+		var ok bool
+		e, ok = o.effects[id]
+		switch {
+		case !ok:
+			return ledger.ErrNotFound
+		case e.RequestDigest != d:
+			return ledger.ErrChangedInput
+		case e.State == to && e.ReceiptID == receipt && e.Reason == reason:
+			return nil
+		case !slices.Contains(from, e.State):
+			return ledger.ErrInvalidTransition
+		}
+		e.State, e.ReceiptID, e.Reason = to, receipt, reason
+		return nil
+	}()
+	r.same(rt, fmt.Sprintf("settle kind %d of %s (%s)", kind, id, d), err, want)
+	if err == nil && got != *e {
+		rt.Fatalf("settle kind %d = %+v, model %+v", kind, got, *e)
+	}
+}
+
+func (r *mRun) accept(rt *rapid.T, f ledger.Fence, dd canon.Digest, art []byte) {
+	k := mKey{f.Scope, f.OperationID}
+	res, err := r.l.AcceptResult(r.ctx, f, dd, art)
+	want := func() error {
+		o, err := r.m.fence(f)
+		if err != nil {
+			return err
+		}
+		if err := o.admitted(); err != nil {
+			return err
+		}
+		if o.result != nil {
+			if o.result.DataDigest != dd {
+				return ledger.ErrResultAlreadyAccepted
+			}
+			if o.artSum != canon.Sum(art) {
+				return ledger.ErrChangedInput
+			}
+			return nil
+		}
+		if err := o.open(); err != nil {
+			return err
+		}
+		o.result = &ledger.Result{DataDigest: dd, AttemptID: f.AttemptID, Generation: f.Generation}
+		o.artSum = canon.Sum(art)
+		o.op.State = ledger.OperationCompleted
+		return nil
+	}()
+	r.same(rt, "AcceptResult", err, want)
+	if err != nil {
+		return
+	}
+	o := r.m.ops[k]
+	if o.result.ArtifactRefs == nil {
+		o.result.ArtifactRefs = res.ArtifactRefs
+	}
+	if d := cmpDiff(*o.result, res); d != "" {
+		rt.Fatalf("AcceptResult mismatch (-model +got):\n%s", d)
+	}
+}
+
+func (r *mRun) cancel(rt *rapid.T, k mKey) {
+	_, err := r.l.Cancel(r.ctx, k.s, k.op, "why")
+	want := func() error {
+		o := r.m.ops[k]
+		if o == nil {
+			return ledger.ErrNotFound
+		}
+		switch o.op.State {
+		case ledger.OperationCompleted:
+			return ledger.ErrResultAlreadyAccepted
+		case ledger.OperationOpen:
+			o.op.State, o.op.CancelReason = ledger.OperationCancelled, "why"
+		}
+		return nil
+	}()
+	r.same(rt, "Cancel", err, want)
+}
+
+// prepare runs the protocol's opening for the key's current attempt:
+// issue a bootstrap id named after the attempt, redeem it, admit.
+func (r *mRun) prepare(rt *rapid.T, k mKey) {
+	f := r.currentFence(k)
+	id := fmt.Sprintf("boot-%s-%s-%s", k.s.OrganizationID, k.op, f.AttemptID)
+	r.issue(rt, f, id, mDigests[0])
+	r.redeem(rt, f, ledger.Redemption{BootstrapID: id, LaunchDigest: mDigests[0], PID: 1, SessionID: "sess"})
+	r.admit(rt, f, Digest("request:"+k.op))
+}
+
+// pickEffect mostly names an effect the model holds, with its digest, so
+// that transitions of recorded effects are common; otherwise any id and
+// digest.
+func (r *mRun) pickEffect(rt *rapid.T, k mKey) (string, canon.Digest) {
+	if o := r.m.ops[k]; o != nil && len(o.effects) > 0 && rapid.IntRange(0, 9).Draw(rt, "recorded") > 2 {
+		id := rapid.SampledFrom(slices.Sorted(maps.Keys(o.effects))).Draw(rt, "effect")
+		return id, o.effects[id].RequestDigest
+	}
+	return rapid.SampledFrom(mEffects).Draw(rt, "effect"), rapid.SampledFrom(mDigests).Draw(rt, "digest")
+}
+
 func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 	rapid.Check(t, func(rt *rapid.T) {
 		l := open(t)
@@ -113,365 +501,100 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 				rt.Fatalf("Close: %v", err)
 			}
 		}()
-		m := &model{ops: map[mKey]*mOperation{}, fences: map[mKey][]ledger.Fence{}}
-		ctx := context.Background()
-		// Calls mostly target operations that exist, through their current
-		// fence, so that sequences get deep enough to collide.
-		pickKey := func(rt *rapid.T) mKey {
-			if len(m.ops) > 0 && rapid.IntRange(0, 9).Draw(rt, "existing") > 0 {
-				var keys []mKey
-				for _, s := range mScopes {
-					for _, op := range mOps {
-						if m.ops[mKey{s, op}] != nil {
-							keys = append(keys, mKey{s, op})
-						}
-					}
-				}
-				return rapid.SampledFrom(keys).Draw(rt, "key")
-			}
-			return mKey{rapid.SampledFrom(mScopes).Draw(rt, "scope"), rapid.SampledFrom(mOps).Draw(rt, "op")}
-		}
-		pickFence := func(rt *rapid.T, k mKey) ledger.Fence {
-			if fs := m.fences[k]; len(fs) > 0 && rapid.IntRange(0, 9).Draw(rt, "current") > 2 {
-				return fs[len(fs)-1]
-			}
-			choices := append(slices.Clone(m.fences[k]),
-				ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: "forged", Generation: 1},
-				ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: "a1", Generation: 9})
-			return rapid.SampledFrom(choices).Draw(rt, "fence")
-		}
-		same := func(rt *rapid.T, what string, got, want error) {
-			if class(got) != want {
-				rt.Fatalf("%s: err = %v, model says %v", what, got, want)
-			}
-		}
-		// Every operation exists with a started attempt from the first step,
-		// so that short histories already collide on effects and bootstrap
-		// ids; "create" and "start" still run as actions.
+		r := &mRun{l: l, ctx: context.Background(),
+			m: &model{ops: map[mKey]*mOperation{}, fences: map[mKey][]ledger.Fence{}, bootOwner: map[string]mKey{}}}
+		// op1 and op2 exist in every scope with attempt a1 from the first
+		// step, some already admitted, so that short histories collide on
+		// effects and bootstrap ids; op3 starts missing.
 		for _, sc := range mScopes {
-			for _, op := range mOps {
+			for _, op := range mOps[:2] {
 				k := mKey{sc, op}
-				sp := spec(sc, op, rapid.Int64Range(0, 3).Draw(rt, "budget"))
-				if _, err := l.CreateOperation(ctx, sp); err != nil {
-					rt.Fatalf("CreateOperation: %v", err)
+				r.create(rt, k, spec(sc, op, rapid.Int64Range(0, 3).Draw(rt, "budget")))
+				r.start(rt, k, "a1")
+				if rapid.Bool().Draw(rt, "prepared") {
+					r.prepare(rt, k)
 				}
-				f, err := l.StartAttempt(ctx, sc, op, "a1")
-				if err != nil {
-					rt.Fatalf("StartAttempt: %v", err)
-				}
-				m.ops[k] = &mOperation{
-					op: ledger.Operation{Scope: sc, OperationID: op, CapabilityID: sp.CapabilityID,
-						RequestDigest: sp.RequestDigest, ManifestDigest: sp.ManifestDigest, EffectBudget: sp.EffectBudget,
-						Deadline: sp.Deadline.UTC(), State: ledger.OperationOpen, CurrentAttemptID: "a1", CurrentGeneration: 1},
-					attempts: []ledger.Attempt{{AttemptID: "a1", Generation: 1}},
-					boots:    map[string]ledger.Bootstrap{}, effects: map[string]*mEffect{},
-				}
-				m.fences[k] = []ledger.Fence{f}
 			}
 		}
 		actions := map[string]func(*rapid.T){
 			"create": func(rt *rapid.T) {
-				k := pickKey(rt)
+				k := r.pickKey(rt)
 				sp := spec(k.s, k.op, rapid.Int64Range(0, 3).Draw(rt, "budget"))
 				sp.Deadline = sp.Deadline.AddDate(0, 0, rapid.IntRange(0, 1).Draw(rt, "deadline"))
-				_, err := l.CreateOperation(ctx, sp)
-				var want error
-				if o := m.ops[k]; o != nil {
-					if o.op.EffectBudget != sp.EffectBudget || !o.op.Deadline.Equal(sp.Deadline) {
-						want = ledger.ErrChangedInput
-					}
-				} else {
-					m.ops[k] = &mOperation{
-						op: ledger.Operation{Scope: k.s, OperationID: k.op, CapabilityID: sp.CapabilityID,
-							RequestDigest: sp.RequestDigest, ManifestDigest: sp.ManifestDigest, EffectBudget: sp.EffectBudget,
-							Deadline: sp.Deadline.UTC(), State: ledger.OperationOpen},
-						boots: map[string]ledger.Bootstrap{}, effects: map[string]*mEffect{},
-					}
-				}
-				same(rt, "CreateOperation", err, want)
+				r.create(rt, k, sp)
 			},
 			"start": func(rt *rapid.T) {
-				k := pickKey(rt)
-				id := rapid.SampledFrom(mAttempts).Draw(rt, "attempt")
-				f, err := l.StartAttempt(ctx, k.s, k.op, id)
-				want := func() error {
-					o := m.ops[k]
-					if o == nil {
-						return ledger.ErrNotFound
-					}
-					if err := o.open(); err != nil {
-						return err
-					}
-					for i, a := range o.attempts {
-						if a.AttemptID == id {
-							if i == len(o.attempts)-1 {
-								return nil
-							}
-							return ledger.ErrStaleFence
-						}
-					}
-					o.attempts = append(o.attempts, ledger.Attempt{AttemptID: id, Generation: uint64(len(o.attempts) + 1)})
-					o.op.CurrentAttemptID, o.op.CurrentGeneration = id, uint64(len(o.attempts))
-					return nil
-				}()
-				same(rt, "StartAttempt", err, want)
-				if err == nil {
-					cur, gen := m.current(k)
-					if f != (ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: cur, Generation: gen}) {
-						rt.Fatalf("StartAttempt = %+v, model current (%s, %d)", f, cur, gen)
-					}
-					if !slices.Contains(m.fences[k], f) {
-						m.fences[k] = append(m.fences[k], f)
-					}
-				}
+				r.start(rt, r.pickKey(rt), rapid.SampledFrom(mAttempts).Draw(rt, "attempt"))
 			},
+			"prepare": func(rt *rapid.T) { r.prepare(rt, r.pickKey(rt)) },
 			"issue": func(rt *rapid.T) {
-				k := pickKey(rt)
-				f := pickFence(rt, k)
-				id := rapid.SampledFrom(mBoots).Draw(rt, "boot")
-				ld := rapid.SampledFrom(mDigests).Draw(rt, "launch")
-				_, err := l.IssueBootstrap(ctx, f, id, ld)
-				want := func() error {
-					o, err := m.fence(f)
-					if err != nil {
-						return err
-					}
-					if err := o.open(); err != nil {
-						return err
-					}
-					if b, ok := o.boots[id]; ok {
-						if b.AttemptID != f.AttemptID || b.LaunchDigest != ld {
-							return ledger.ErrChangedInput
-						}
-						return nil
-					}
-					o.boots[id] = ledger.Bootstrap{BootstrapID: id, AttemptID: f.AttemptID, Generation: f.Generation, LaunchDigest: ld}
-					return nil
-				}()
-				same(rt, "IssueBootstrap", err, want)
+				k := r.pickKey(rt)
+				r.issue(rt, r.pickFence(rt, k), rapid.SampledFrom(mBoots).Draw(rt, "boot"), rapid.SampledFrom(mDigests).Draw(rt, "launch"))
+			},
+			// reissue offers an id already issued, with its launch digest,
+			// to the current attempt of any operation: only the attempt or
+			// the operation differs, and reuse must be refused.
+			"reissue": func(rt *rapid.T) {
+				if len(r.m.bootOwner) == 0 {
+					rt.Skip("no bootstrap id issued yet")
+				}
+				id := rapid.SampledFrom(slices.Sorted(maps.Keys(r.m.bootOwner))).Draw(rt, "issued")
+				owner := r.m.bootOwner[id]
+				k := r.pickKey(rt)
+				r.issue(rt, r.currentFence(k), id, r.m.ops[owner].boots[id].LaunchDigest)
 			},
 			"redeem": func(rt *rapid.T) {
-				k := pickKey(rt)
-				f := pickFence(rt, k)
-				r := ledger.Redemption{BootstrapID: rapid.SampledFrom(mBoots).Draw(rt, "boot"),
+				k := r.pickKey(rt)
+				r.redeem(rt, r.pickFence(rt, k), ledger.Redemption{BootstrapID: rapid.SampledFrom(mBoots).Draw(rt, "boot"),
 					LaunchDigest: mDigests[rapid.IntRange(0, 9).Draw(rt, "launch")/9],
-					PID:          rapid.IntRange(1, 3).Draw(rt, "pid"), SessionID: "sess"}
-				_, err := l.RedeemBootstrap(ctx, f, r)
-				want := func() error {
-					o, err := m.fence(f)
-					if err != nil {
-						return err
-					}
-					if err := o.open(); err != nil {
-						return err
-					}
-					b, ok := o.boots[r.BootstrapID]
-					switch {
-					case !ok:
-						return ledger.ErrNotFound
-					case b.AttemptID != f.AttemptID:
-						return ledger.ErrStaleFence
-					case b.Redeemed:
-						return ledger.ErrBootstrapRedeemed
-					case b.LaunchDigest != r.LaunchDigest:
-						return ledger.ErrChangedInput
-					}
-					b.Redeemed, b.RedeemedPID, b.RedeemedSessionID = true, r.PID, r.SessionID
-					o.boots[r.BootstrapID] = b
-					return nil
-				}()
-				same(rt, "RedeemBootstrap", err, want)
+					PID:          rapid.IntRange(1, 3).Draw(rt, "pid"), SessionID: "sess"})
 			},
 			"admit": func(rt *rapid.T) {
-				k := pickKey(rt)
-				f := pickFence(rt, k)
-				d := rapid.SampledFrom([]canon.Digest{Digest("request:" + k.op), Digest("other")}).Draw(rt, "request")
-				_, err := l.Admit(ctx, f, d)
-				want := func() error {
-					o, err := m.fence(f)
-					if err != nil {
-						return err
-					}
-					if err := o.open(); err != nil {
-						return err
-					}
-					if d != o.op.RequestDigest {
-						return ledger.ErrChangedInput
-					}
-					o.attempts[len(o.attempts)-1].Admitted = true
-					return nil
-				}()
-				same(rt, "Admit", err, want)
+				k := r.pickKey(rt)
+				r.admit(rt, r.pickFence(rt, k), rapid.SampledFrom([]canon.Digest{Digest("request:" + k.op), Digest("other")}).Draw(rt, "request"))
 			},
 			"begin": func(rt *rapid.T) {
-				k := pickKey(rt)
-				f := pickFence(rt, k)
-				id := rapid.SampledFrom(mEffects).Draw(rt, "effect")
-				d := rapid.SampledFrom(mDigests).Draw(rt, "digest")
-				g, err := l.BeginEffect(ctx, f, id, d)
-				var wantEff *mEffect
-				redelivery := false
-				want := func() error {
-					o, err := m.fence(f)
-					if err != nil {
-						return err
-					}
-					if e, ok := o.effects[id]; ok {
-						if e.e.RequestDigest != d {
-							return ledger.ErrChangedInput
-						}
-						wantEff, redelivery = e, true
-						return nil
-					}
-					if err := o.open(); err != nil {
-						return err
-					}
-					if o.op.EffectsUsed >= o.op.EffectBudget {
-						return ledger.ErrBudgetExhausted
-					}
-					o.op.EffectsUsed++
-					wantEff = &mEffect{e: ledger.Effect{Scope: k.s, OperationID: k.op, LogicalEffectID: id, RequestDigest: d,
-						State: ledger.EffectAuthorized, AttemptID: f.AttemptID, Generation: f.Generation, Ordinal: o.op.EffectsUsed}}
-					o.effects[id] = wantEff
-					return nil
-				}()
-				same(rt, "BeginEffect", err, want)
-				if err != nil {
-					return
-				}
-				if wantEff.e.AuthorizationID == "" {
-					wantEff.e.AuthorizationID = g.Effect.AuthorizationID
-				}
-				if g.Redelivery != redelivery || g.Effect != wantEff.e {
-					rt.Fatalf("BeginEffect = %+v (redelivery %v), model %+v (redelivery %v)", g.Effect, g.Redelivery, wantEff.e, redelivery)
-				}
+				k := r.pickKey(rt)
+				id, d := r.pickEffect(rt, k)
+				r.begin(rt, r.pickFence(rt, k), id, d)
 			},
 			"settle": func(rt *rapid.T) {
-				k := pickKey(rt)
-				f := pickFence(rt, k)
-				id := rapid.SampledFrom(mEffects).Draw(rt, "effect")
-				d := rapid.SampledFrom(mDigests).Draw(rt, "digest")
-				kind := rapid.IntRange(0, 3).Draw(rt, "kind") // confirm, not consumed, unknown, resolve
-				to, receipt, reason := ledger.EffectUnknown, "", ledger.NotConsumedReason("")
-				from := []ledger.EffectState{ledger.EffectAuthorized}
-				var err error
-				switch kind {
-				case 0:
-					to, receipt = ledger.EffectConfirmed, rapid.SampledFrom(mReceipts).Draw(rt, "receipt")
-					_, err = l.ConfirmEffect(ctx, f, id, d, receipt)
-				case 1:
-					to, reason = ledger.EffectNotConsumed, rapid.SampledFrom(mReasons).Draw(rt, "reason")
-					_, err = l.MarkNotConsumed(ctx, f, id, d, reason)
-				case 2:
-					_, err = l.MarkUnknown(ctx, f, id, d)
-				case 3:
-					res := ledger.Resolution{State: ledger.EffectConfirmed, ReceiptID: rapid.SampledFrom(mReceipts).Draw(rt, "receipt")}
-					if rapid.Bool().Draw(rt, "notConsumed") {
-						res = ledger.Resolution{State: ledger.EffectNotConsumed, Reason: rapid.SampledFrom(mReasons).Draw(rt, "reason")}
-					}
-					to, receipt, reason = res.State, res.ReceiptID, res.Reason
-					from = append(from, ledger.EffectUnknown)
-					_, err = l.Resolve(ctx, k.s, k.op, id, d, res)
+				k := r.pickKey(rt)
+				id, d := r.pickEffect(rt, k)
+				r.settle(rt, k, r.pickFence(rt, k), id, d, rapid.IntRange(0, 3).Draw(rt, "kind"))
+			},
+			// settle2 moves one effect twice in a row through the current
+			// fence (e.g. unknown, then confirm), so that every pair of
+			// transitions is tried in a single round.
+			"settle2": func(rt *rapid.T) {
+				k := r.pickKey(rt)
+				id, d := r.pickEffect(rt, k)
+				f := r.currentFence(k)
+				// Half the time the first move is MarkUnknown: unknown must
+				// leave only through Resolve.
+				kind1 := rapid.IntRange(0, 7).Draw(rt, "kind1")
+				if kind1 > 3 {
+					kind1 = 2
 				}
-				want := func() error {
-					var o *mOperation
-					if kind == 3 {
-						if o = m.ops[k]; o == nil {
-							return ledger.ErrNotFound
-						}
-					} else {
-						var err error
-						if o, err = m.fence(f); err != nil {
-							return err
-						}
-					}
-					e, ok := o.effects[id]
-					switch {
-					case !ok:
-						return ledger.ErrNotFound
-					case e.e.RequestDigest != d:
-						return ledger.ErrChangedInput
-					case e.e.State == to && e.e.ReceiptID == receipt && e.e.Reason == reason:
-						return nil
-					case !slices.Contains(from, e.e.State):
-						return ledger.ErrInvalidTransition
-					}
-					e.e.State, e.e.ReceiptID, e.e.Reason = to, receipt, reason
-					return nil
-				}()
-				same(rt, fmt.Sprintf("settle kind %d", kind), err, want)
+				r.settle(rt, k, f, id, d, kind1)
+				r.settle(rt, k, f, id, d, rapid.IntRange(0, 3).Draw(rt, "kind2"))
 			},
 			"accept": func(rt *rapid.T) {
-				k := pickKey(rt)
-				f := pickFence(rt, k)
-				dd := rapid.SampledFrom(mDigests).Draw(rt, "data")
-				art := rapid.SampledFrom(mArtifacts).Draw(rt, "artifact")
-				r, err := l.AcceptResult(ctx, f, dd, art)
-				want := func() error {
-					o, err := m.fence(f)
-					if err != nil {
-						return err
-					}
-					if o.result != nil {
-						if o.result.DataDigest != dd {
-							return ledger.ErrResultAlreadyAccepted
-						}
-						if o.artSum != canon.Sum(art) {
-							return ledger.ErrChangedInput
-						}
-						return nil
-					}
-					if err := o.open(); err != nil {
-						return err
-					}
-					o.result = &ledger.Result{DataDigest: dd, AttemptID: f.AttemptID, Generation: f.Generation}
-					o.artSum = canon.Sum(art)
-					o.op.State = ledger.OperationCompleted
-					return nil
-				}()
-				same(rt, "AcceptResult", err, want)
-				if err != nil {
-					return
-				}
-				o := m.ops[k]
-				if o.result.ArtifactRefs == nil {
-					o.result.ArtifactRefs = r.ArtifactRefs
-				}
-				if d := cmpDiff(*o.result, r); d != "" {
-					rt.Fatalf("AcceptResult mismatch (-model +got):\n%s", d)
-				}
+				k := r.pickKey(rt)
+				r.accept(rt, r.pickFence(rt, k), rapid.SampledFrom(mDigests).Draw(rt, "data"), rapid.SampledFrom(mArtifacts).Draw(rt, "artifact"))
 			},
-			"cancel": func(rt *rapid.T) {
-				k := pickKey(rt)
-				_, err := l.Cancel(ctx, k.s, k.op, "why")
-				want := func() error {
-					o := m.ops[k]
-					if o == nil {
-						return ledger.ErrNotFound
-					}
-					switch o.op.State {
-					case ledger.OperationCompleted:
-						return ledger.ErrResultAlreadyAccepted
-					case ledger.OperationOpen:
-						o.op.State, o.op.CancelReason = ledger.OperationCancelled, "why"
-					}
-					return nil
-				}()
-				same(rt, "Cancel", err, want)
-			},
-			"": func(rt *rapid.T) { m.check(rt, l) },
+			"cancel": func(rt *rapid.T) { r.cancel(rt, r.pickKey(rt)) },
+			"":       func(rt *rapid.T) { r.m.check(rt, l) },
 		}
 		// Weigh the calls that build state over the two that end an
 		// operation (accept, cancel), so that histories reach redemptions,
 		// settled effects and exhausted budgets before the operation ends.
-		for _, name := range []string{"issue", "redeem", "begin", "settle", "start", "admit"} {
+		for _, name := range []string{"issue", "redeem", "begin", "settle", "settle2", "start", "admit", "prepare"} {
 			for i := range 2 {
 				actions[fmt.Sprint(name, i)] = actions[name]
 			}
 		}
-		for range mRounds {
-			rt.Repeat(actions)
-		}
+		rt.Repeat(actions)
 	})
 }
 
@@ -498,17 +621,14 @@ func (m *model) check(rt *rapid.T, l ledger.Ledger) {
 			if want.Attempts == nil {
 				want.Attempts = []ledger.Attempt{}
 			}
-			for _, id := range mBoots {
-				if b, ok := o.boots[id]; ok {
-					want.Bootstraps = append(want.Bootstraps, b)
-				}
+			for _, id := range slices.Sorted(maps.Keys(o.boots)) {
+				want.Bootstraps = append(want.Bootstraps, o.boots[id])
 			}
-			for _, id := range mEffects {
-				if e, ok := o.effects[id]; ok {
-					want.Effects = append(want.Effects, e.e)
-					if e.e.State == ledger.EffectAuthorized || e.e.State == ledger.EffectUnknown {
-						wantUnknown = append(wantUnknown, e.e)
-					}
+			for _, id := range slices.Sorted(maps.Keys(o.effects)) {
+				e := *o.effects[id]
+				want.Effects = append(want.Effects, e)
+				if e.State == ledger.EffectAuthorized || e.State == ledger.EffectUnknown {
+					wantUnknown = append(wantUnknown, e)
 				}
 			}
 			if o.result != nil {

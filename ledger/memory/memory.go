@@ -38,6 +38,7 @@ func New() *Ledger {
 		ops:        map[core.OpKey]core.OpRecord{},
 		effects:    map[core.OpKey]map[string]ledger.Effect{},
 		bootstraps: map[core.OpKey]map[string]ledger.Bootstrap{},
+		bootOwner:  map[string]core.OpKey{},
 		artifacts:  map[string]ledger.Artifact{},
 		pending:    map[core.EffectKey]struct{}{},
 	}}
@@ -150,6 +151,7 @@ type store struct {
 	ops        map[core.OpKey]core.OpRecord
 	effects    map[core.OpKey]map[string]ledger.Effect
 	bootstraps map[core.OpKey]map[string]ledger.Bootstrap
+	bootOwner  map[string]core.OpKey // bootstrap id → operation, ledger-wide
 	artifacts  map[string]ledger.Artifact
 	pending    map[core.EffectKey]struct{}
 }
@@ -210,7 +212,13 @@ func (s *store) PutBootstrap(k core.OpKey, b ledger.Bootstrap) error {
 		s.bootstraps[k] = m
 	}
 	m[b.BootstrapID] = b
+	s.bootOwner[b.BootstrapID] = k
 	return nil
+}
+
+func (s *store) BootstrapOwner(id string) (core.OpKey, bool, error) {
+	k, ok := s.bootOwner[id]
+	return k, ok, nil
 }
 
 func (s *store) Bootstraps(k core.OpKey) ([]ledger.Bootstrap, error) {

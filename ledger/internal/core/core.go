@@ -60,7 +60,12 @@ type Tx interface {
 	// Effects returns the operation's effects ordered by logical effect id.
 	Effects(k OpKey) ([]ledger.Effect, error)
 	Bootstrap(k OpKey, id string) (ledger.Bootstrap, bool, error)
+	// PutBootstrap stores b under operation k and records k as the owner
+	// of b.BootstrapID in the global index that BootstrapOwner reads.
 	PutBootstrap(k OpKey, b ledger.Bootstrap) error
+	// BootstrapOwner returns the operation a bootstrap id was issued
+	// under, whatever its scope: bootstrap ids are unique in the ledger.
+	BootstrapOwner(id string) (OpKey, bool, error)
 	// Bootstraps returns the operation's bootstrap ids ordered by id.
 	Bootstraps(k OpKey) ([]ledger.Bootstrap, error)
 	Artifact(ref string) (ledger.Artifact, bool, error)
@@ -203,7 +208,10 @@ func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, 
 	return ledger.Fence{Scope: s, OperationID: opID, AttemptID: attemptID, Generation: gen}, nil
 }
 
-// IssueBootstrap implements ledger.Ledger.IssueBootstrap.
+// IssueBootstrap implements ledger.Ledger.IssueBootstrap. A bootstrap id
+// is one-shot and names one attempt of one operation: it is unique across
+// the whole ledger, so reusing it for another attempt, another operation
+// (in any scope) or another launch digest is ErrChangedInput.
 func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
 	const op = "IssueBootstrap"
 	if err := firstErr(ledger.ValidateID("bootstrap_id", id), ledger.ValidateDigest("launch_digest", launch)); err != nil {
@@ -217,13 +225,24 @@ func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledg
 		return ledger.Bootstrap{}, err
 	}
 	k := KeyOf(f.Scope, f.OperationID)
+	owner, ok, err := tx.BootstrapOwner(id)
+	if err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	if ok && owner != k {
+		// Do not name the other operation: it may be in another scope.
+		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued to another operation: %w", op, id, ledger.ErrChangedInput)
+	}
 	b, ok, err := tx.Bootstrap(k, id)
 	if err != nil {
 		return ledger.Bootstrap{}, err
 	}
 	if ok {
-		if b.AttemptID != f.AttemptID || b.LaunchDigest != launch {
-			return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued to attempt %q with another launch digest: %w", op, id, b.AttemptID, ledger.ErrChangedInput)
+		if b.AttemptID != f.AttemptID || b.Generation != f.Generation {
+			return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued to attempt %q (generation %d), not %q: %w", op, id, b.AttemptID, b.Generation, f.AttemptID, ledger.ErrChangedInput)
+		}
+		if b.LaunchDigest != launch {
+			return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued with launch digest %s, not %s: %w", op, id, b.LaunchDigest, launch, ledger.ErrChangedInput)
 		}
 		return b, nil
 	}
@@ -275,6 +294,30 @@ func RedeemBootstrap(tx Tx, f ledger.Fence, r ledger.Redemption) (ledger.Bootstr
 	return b, nil
 }
 
+// checkRedeemed refuses admission of an attempt none of whose bootstrap ids
+// was redeemed: the protocol admits only a child that bootstrapped.
+func checkRedeemed(tx Tx, op string, f ledger.Fence) error {
+	boots, err := tx.Bootstraps(KeyOf(f.Scope, f.OperationID))
+	if err != nil {
+		return err
+	}
+	for _, b := range boots {
+		if b.AttemptID == f.AttemptID && b.Generation == f.Generation && b.Redeemed {
+			return nil
+		}
+	}
+	return fmt.Errorf("ledger: %s: operation %q: attempt %q has redeemed no bootstrap id; redeem one first: %w", op, f.OperationID, f.AttemptID, ledger.ErrOutOfOrder)
+}
+
+// checkAdmitted refuses effects and results of an attempt that was not
+// admitted. rec must have passed checkFence, so its last attempt is f's.
+func checkAdmitted(op string, f ledger.Fence, rec OpRecord) error {
+	if n := len(rec.Attempts); n == 0 || !rec.Attempts[n-1].Admitted {
+		return fmt.Errorf("ledger: %s: operation %q: attempt %q was not admitted; call Admit first: %w", op, f.OperationID, f.AttemptID, ledger.ErrOutOfOrder)
+	}
+	return nil
+}
+
 // Admit implements ledger.Ledger.Admit.
 func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt, error) {
 	const op = "Admit"
@@ -288,15 +331,20 @@ func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt
 	if err := checkOpen(op, rec); err != nil {
 		return ledger.Attempt{}, err
 	}
+	i := len(rec.Attempts) - 1 // the current attempt is always the last one
+	if i < 0 || rec.Attempts[i].AttemptID != f.AttemptID {
+		return ledger.Attempt{}, fmt.Errorf("ledger: %s: operation %q: current attempt %q missing from its attempt list: %w", op, f.OperationID, f.AttemptID, ledger.ErrCorrupt)
+	}
+	if !rec.Attempts[i].Admitted {
+		if err := checkRedeemed(tx, op, f); err != nil {
+			return ledger.Attempt{}, err
+		}
+	}
 	if d != rec.Op.RequestDigest {
 		return ledger.Attempt{}, fmt.Errorf("ledger: %s: operation %q: request digest %s differs from the operation's %s: %w", op, f.OperationID, d, rec.Op.RequestDigest, ledger.ErrChangedInput)
 	}
 	if err := checkDeadline(op, rec, now); err != nil {
 		return ledger.Attempt{}, err
-	}
-	i := len(rec.Attempts) - 1 // the current attempt is always the last one
-	if i < 0 || rec.Attempts[i].AttemptID != f.AttemptID {
-		return ledger.Attempt{}, fmt.Errorf("ledger: %s: operation %q: current attempt %q missing from its attempt list: %w", op, f.OperationID, f.AttemptID, ledger.ErrCorrupt)
 	}
 	if rec.Attempts[i].Admitted {
 		return rec.Attempts[i], nil
@@ -316,6 +364,9 @@ func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time
 	}
 	rec, err := checkFence(tx, op, f)
 	if err != nil {
+		return ledger.EffectGrant{}, err
+	}
+	if err := checkAdmitted(op, f, rec); err != nil {
 		return ledger.EffectGrant{}, err
 	}
 	ek := EffectKey{OpKey: KeyOf(f.Scope, f.OperationID), Effect: id}
@@ -481,6 +532,9 @@ func AcceptResult(tx Tx, f ledger.Fence, dd canon.Digest, artifact []byte) (ledg
 	}
 	rec, err := checkFence(tx, op, f)
 	if err != nil {
+		return ledger.Result{}, err
+	}
+	if err := checkAdmitted(op, f, rec); err != nil {
 		return ledger.Result{}, err
 	}
 	sum := canon.Sum(artifact)
