@@ -36,7 +36,7 @@ type Opener func(t *testing.T) ledger.Ledger
 // Run runs every conformance subtest against ledgers made by open. Each
 // subtest is named after the guarantee it checks and ends with a
 // consistency check of everything the ledger holds.
-func Run(t *testing.T, open func(t *testing.T) ledger.Ledger) {
+func Run(t *testing.T, open Opener) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -77,7 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 	}
 }
 
-func openChecked(t *testing.T, open func(t *testing.T) ledger.Ledger) ledger.Ledger {
+func openChecked(t *testing.T, open Opener) ledger.Ledger {
 	t.Helper()
 	l := open(t)
 	if l == nil {
@@ -98,7 +98,8 @@ func openChecked(t *testing.T, open func(t *testing.T) ledger.Ledger) ledger.Led
 // named in ops, effects used equal the effects recorded and stay within the
 // budget, ordinals are 1..n, attempts carry generations 1..n with the last
 // one current, an accepted result exists exactly when the operation is
-// completed, and ListUnknown lists exactly the authorized and unknown
+// completed, every admitted attempt redeemed a bootstrap id of its own and
+// only admitted attempts authorized effects or results, and ListUnknown lists exactly the authorized and unknown
 // effects of those operations.
 func Check(t testing.TB, l ledger.Ledger, ops ...ledger.Fence) {
 	t.Helper()
@@ -184,6 +185,26 @@ func checkView(t testing.TB, v ledger.OperationView, pending map[string]bool) {
 	}
 	if n := len(v.Attempts); n > 0 && (o.CurrentGeneration != uint64(n) || o.CurrentAttemptID != v.Attempts[n-1].AttemptID) {
 		t.Errorf("operation %q: current (%q, %d) is not the last attempt", o.OperationID, o.CurrentAttemptID, o.CurrentGeneration)
+	}
+	// Protocol order: every admitted attempt redeemed one of its own
+	// bootstrap ids, and only admitted attempts authorized effects or had
+	// their result accepted.
+	admitted := map[string]bool{}
+	for _, a := range v.Attempts {
+		admitted[a.AttemptID] = a.Admitted
+		if a.Admitted && !slices.ContainsFunc(v.Bootstraps, func(b ledger.Bootstrap) bool {
+			return b.AttemptID == a.AttemptID && b.Generation == a.Generation && b.Redeemed
+		}) {
+			t.Errorf("operation %q: attempt %q admitted without a redeemed bootstrap id", o.OperationID, a.AttemptID)
+		}
+	}
+	for _, e := range v.Effects {
+		if !admitted[e.AttemptID] {
+			t.Errorf("operation %q: effect %q authorized by attempt %q, which was not admitted", o.OperationID, e.LogicalEffectID, e.AttemptID)
+		}
+	}
+	if v.Result != nil && !admitted[v.Result.AttemptID] {
+		t.Errorf("operation %q: result of attempt %q, which was not admitted", o.OperationID, v.Result.AttemptID)
 	}
 	if (v.Result != nil) != (o.State == ledger.OperationCompleted) {
 		t.Errorf("operation %q: state %s, result %v", o.OperationID, o.State, v.Result)

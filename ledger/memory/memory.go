@@ -191,13 +191,15 @@ func (s *store) PutEffect(k core.EffectKey, e ledger.Effect) error {
 	return nil
 }
 
-func (s *store) Effects(k core.OpKey) ([]ledger.Effect, error) {
-	m := s.effects[k]
-	out := make([]ledger.Effect, 0, len(m))
+func (s *store) Effects(k core.OpKey) ([]ledger.Effect, error) { return byID(s.effects[k]), nil }
+
+// byID returns m's values ordered by key (never nil).
+func byID[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, m[id])
 	}
-	return out, nil
+	return out
 }
 
 func (s *store) Bootstrap(k core.OpKey, id string) (ledger.Bootstrap, bool, error) {
@@ -222,12 +224,7 @@ func (s *store) BootstrapOwner(id string) (core.OpKey, bool, error) {
 }
 
 func (s *store) Bootstraps(k core.OpKey) ([]ledger.Bootstrap, error) {
-	m := s.bootstraps[k]
-	out := make([]ledger.Bootstrap, 0, len(m))
-	for _, id := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, m[id])
-	}
-	return out, nil
+	return byID(s.bootstraps[k]), nil
 }
 
 func (s *store) Artifact(ref string) (ledger.Artifact, bool, error) {
