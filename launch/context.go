@@ -102,7 +102,15 @@ func (c LaunchContext) Deadline() time.Time { return time.UnixMilli(c.DeadlineUn
 // the provider's): those are the host's refusals to report. Errors wrap
 // ErrInvalidContext.
 func (c LaunchContext) Validate() error {
-	c = c.Materialize()
+	_, err := c.Materialize().validate()
+	return err
+}
+
+// validate is Validate on a materialized context; it also returns the
+// canonical inventory JSON it computed to check the manifest digest (nil
+// when the provider's fields were already wrong), so that Encode does not
+// project and encode the inventory a second time for the launch digest.
+func (c LaunchContext) validate() ([]byte, error) {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if c.ProtocolVersion != ProtocolVersion {
@@ -111,7 +119,8 @@ func (c LaunchContext) Validate() error {
 	if err := validateAttemptBinding(c.Attempt); err != nil {
 		add("attempt: %w", err)
 	}
-	if err := validateProvider(c.Provider); err != nil {
+	inv, err := validateProvider(c.Provider)
+	if err != nil {
 		add("provider: %w", err)
 	}
 	if err := checkIdentifier("bootstrap_id", c.BootstrapID); err != nil {
@@ -147,14 +156,15 @@ func (c LaunchContext) Validate() error {
 		add("total_dispatch_budget is %d, want ≥ 0", c.TotalDispatchBudget)
 	}
 	if len(errs) == 0 {
-		return nil
+		return inv, nil
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidContext, errors.Join(errs...))
+	return nil, fmt.Errorf("%w: %w", ErrInvalidContext, errors.Join(errs...))
 }
 
 // validateProvider checks the ProviderBinding fields the host's strict model
-// checks, and that its manifest digest is the digest of its inventory.
-func validateProvider(p manifest.ProviderBinding) error {
+// checks, and that its manifest digest is the digest of its inventory. It
+// returns the inventory's canonical JSON when it got that far.
+func validateProvider(p manifest.ProviderBinding) ([]byte, error) {
 	var errs []error
 	if p.ProtocolVersion != ProtocolVersion {
 		errs = append(errs, fmt.Errorf("protocol_version is %d, want 1", p.ProtocolVersion))
@@ -178,16 +188,20 @@ func validateProvider(p manifest.ProviderBinding) error {
 	if p.Generation < 1 {
 		errs = append(errs, fmt.Errorf("generation is %d, want ≥ 1", p.Generation))
 	}
+	var inv []byte
 	if len(errs) == 0 {
-		d, err := manifest.InventoryDigest(p.Manifests)
+		// InventoryDigest is the digest of exactly these bytes.
+		b, err := manifest.InventoryJSON(p.Manifests)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("inventory: %w", err))
-		case d != p.ManifestDigest:
-			errs = append(errs, fmt.Errorf("manifest_digest %s is not the inventory's digest %s", p.ManifestDigest, d))
+		case canon.Sum(b) != p.ManifestDigest:
+			errs = append(errs, fmt.Errorf("manifest_digest %s is not the inventory's digest %s", p.ManifestDigest, canon.Sum(b)))
+		default:
+			inv = b
 		}
 	}
-	return errors.Join(errs...)
+	return inv, errors.Join(errs...)
 }
 
 // Encoded is a LaunchContext ready to send: the exact bytes written to the
@@ -207,7 +221,8 @@ type Encoded struct {
 // launch digest. Errors wrap ErrInvalidContext.
 func (c LaunchContext) Encode() (Encoded, error) {
 	c = c.Materialize()
-	if err := c.Validate(); err != nil {
+	inv, err := c.validate()
+	if err != nil {
 		return Encoded{}, err
 	}
 	b, err := canon.Marshal(c)
@@ -217,7 +232,7 @@ func (c LaunchContext) Encode() (Encoded, error) {
 	if len(b) > MaxContextBytes {
 		return Encoded{}, fmt.Errorf("%w: %d bytes, the host reads at most %d", ErrInvalidContext, len(b), MaxContextBytes)
 	}
-	d, err := launchDigest(b, c.Provider.Manifests)
+	d, err := launchDigest(c, inv)
 	if err != nil {
 		return Encoded{}, err
 	}
@@ -232,16 +247,21 @@ func (c LaunchContext) LaunchDigest() (canon.Digest, error) {
 	return e.LaunchDigest, err
 }
 
-// launchDigest hashes the sent bytes with provider.manifests replaced by the
-// inventory projection.
-func launchDigest(sent []byte, ms []manifest.CapabilityManifest) (canon.Digest, error) {
-	v, err := canon.Parse(sent)
+// launchDigest is the digest of c's canonical encoding with
+// provider.manifests replaced by inv, the canonical inventory projection.
+// The context is encoded again without its manifests, which are most of its
+// bytes (their schemas), so that only that small document and the
+// projection are parsed and re-emitted: the result is byte for byte the
+// sent bytes with the manifests member swapped.
+func launchDigest(c LaunchContext, inv []byte) (canon.Digest, error) {
+	c.Provider.Manifests = nil // encoded as []; replaced below
+	small, err := canon.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+	}
+	v, err := canon.Parse(small)
 	if err != nil {
 		return "", fmt.Errorf("%w: re-reading the encoded context: %w", ErrInvalidContext, err)
-	}
-	inv, err := manifest.InventoryJSON(ms)
-	if err != nil {
-		return "", fmt.Errorf("%w: manifest projection: %w", ErrInvalidContext, err)
 	}
 	proj, err := canon.Parse(inv)
 	if err != nil {

@@ -68,8 +68,24 @@ func waitid(idType, id int, info *unix.Siginfo) error {
 
 // sweepCloexec marks every descriptor ≥ 3 of this process close-on-exec
 // (runc's CloseExecFrom(3)). Go opens everything close-on-exec; this catches
-// descriptors opened by cgo or raw syscalls without it.
+// descriptors opened by cgo or raw syscalls without it. Since Linux 5.11 one
+// close_range(CLOSE_RANGE_CLOEXEC) call does it in the kernel, closing
+// nothing; older kernels (ENOSYS, or EINVAL for the unknown flag) get the
+// same marking by listing /proc/self/fd.
 func sweepCloexec() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	if err != unix.ENOSYS && err != unix.EINVAL && err != unix.EPERM {
+		return os.NewSyscallError("close_range", err)
+	}
+	return sweepCloexecProc()
+}
+
+// sweepCloexecProc is sweepCloexec by listing /proc/self/fd: one fcntl per
+// descriptor without the flag.
+func sweepCloexecProc() error {
 	d, err := os.Open("/proc/self/fd")
 	if err != nil {
 		return err

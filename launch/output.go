@@ -1,6 +1,37 @@
 package launch
 
-import "sync"
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// copyChunk is the read size of ReadFrom: exec copies a child's stdout and
+// stderr pipes with io.Copy, which hands the pipe to our ReadFrom instead
+// of allocating its own 32 KiB buffer per stream and launch. The host's
+// stdout is one line and its stderr nothing by design, so a small buffer
+// is one read; a misbehaving host costs more reads, never more memory.
+const copyChunk = 4 << 10
+
+// readAll feeds r to write in copyChunk reads until EOF (io.ReaderFrom's
+// contract: EOF is not an error).
+func readAll(r io.Reader, write func([]byte)) (int64, error) {
+	buf := make([]byte, copyChunk)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			write(buf[:k])
+			n += int64(k)
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
 
 // headWriter keeps the first max bytes written and counts the rest, which it
 // discards: the host is never blocked on a full stdout pipe, and memory stays
@@ -21,6 +52,11 @@ func (w *headWriter) Write(p []byte) (int, error) {
 		w.buf = append(w.buf, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
+}
+
+// ReadFrom reads r to EOF as Write would receive it.
+func (w *headWriter) ReadFrom(r io.Reader) (int64, error) {
+	return readAll(r, func(p []byte) { w.Write(p) })
 }
 
 func (w *headWriter) result() ([]byte, int64) {
@@ -65,6 +101,11 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 		w.next = (w.next + n) % w.max
 	}
 	return len(p), nil
+}
+
+// ReadFrom reads r to EOF as Write would receive it.
+func (w *tailWriter) ReadFrom(r io.Reader) (int64, error) {
+	return readAll(r, func(p []byte) { w.Write(p) })
 }
 
 func (w *tailWriter) result() ([]byte, int64) {

@@ -1,0 +1,137 @@
+package launch
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest"
+)
+
+// TestLaunchDigestMatchesSentBytes checks the launch digest, computed from a
+// manifest-less encoding, against the definition applied to the very bytes
+// sent: parse them, swap provider.manifests for the projection, hash.
+func TestLaunchDigestMatchesSentBytes(t *testing.T) {
+	// The invoke transcripts (s08c is discovery: its FD 3 is a binding).
+	for _, name := range []string{"s01_echo_success", "s02_two_effects_success", "s04_effect_needs_reconciliation"} {
+		file := filepath.Join("testdata", "real-host", name+".json")
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rh struct {
+			FD3 string `json:"fd3_bytes_utf8"`
+		}
+		if err := json.Unmarshal(raw, &rh); err != nil {
+			t.Fatal(err)
+		}
+		c, err := DecodeContext([]byte(rh.FD3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := canon.Parse(enc.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := manifest.InventoryJSON(c.Provider.Manifests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proj, err := canon.Parse(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := v.Get("provider")
+		m, ok := p.Get("manifests")
+		if !ok {
+			t.Fatal("no provider.manifests in the sent bytes")
+		}
+		*m = proj
+		want, err := v.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := canon.Sum(want); enc.LaunchDigest != got {
+			t.Errorf("%s: launch digest %s, the sent bytes give %s", filepath.Base(file), enc.LaunchDigest, got)
+		}
+	}
+}
+
+// TestSweepCloexec checks both ways of marking stray descriptors: the
+// close_range call and the /proc listing older kernels get.
+func TestSweepCloexec(t *testing.T) {
+	for name, sweep := range map[string]func() error{"close_range": sweepCloexec, "proc": sweepCloexecProc} {
+		t.Run(name, func(t *testing.T) {
+			fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC != 0 {
+				t.Fatalf("fd %d flags %#x, %v: want inheritable before the sweep", fd, flags, err)
+			}
+			if err := sweep(); err != nil {
+				t.Fatal(err)
+			}
+			flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+			if err != nil {
+				t.Fatalf("fd %d after the sweep: %v (it must mark, never close)", fd, err)
+			}
+			if flags&unix.FD_CLOEXEC == 0 {
+				t.Fatalf("fd %d is still inheritable after the sweep", fd)
+			}
+		})
+	}
+}
+
+// TestOutputReadFrom checks that the stdout head and stderr tail keep the
+// same bytes and counts whether exec feeds them through ReadFrom (its path
+// for a pipe), in reads of any size, or through Write.
+func TestOutputReadFrom(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*copyChunk/16+5)
+	for _, in := range [][]byte{nil, []byte("one line\n"), big} {
+		for _, max := range []int{0, 1, 7, copyChunk, len(big) + 1} {
+			hw, hr := &headWriter{max: max}, &headWriter{max: max}
+			tw, tr := &tailWriter{max: max}, &tailWriter{max: max}
+			hw.Write(in)
+			tw.Write(in)
+			if n, err := hr.ReadFrom(iotest.HalfReader(bytes.NewReader(in))); err != nil || n != int64(len(in)) {
+				t.Fatalf("head ReadFrom: %d, %v", n, err)
+			}
+			if n, err := tr.ReadFrom(iotest.OneByteReader(bytes.NewReader(in))); err != nil || n != int64(len(in)) {
+				t.Fatalf("tail ReadFrom: %d, %v", n, err)
+			}
+			wb, wn := hw.result()
+			rb, rn := hr.result()
+			if !bytes.Equal(wb, rb) || wn != rn || len(rb) != min(max, len(in)) || !bytes.HasPrefix(in, rb) {
+				t.Errorf("head max %d over %d bytes: ReadFrom kept %d/%d, Write %d/%d", max, len(in), len(rb), rn, len(wb), wn)
+			}
+			wb, wn = tw.result()
+			rb, rn = tr.result()
+			if !bytes.Equal(wb, rb) || wn != rn || len(rb) != min(max, len(in)) || !bytes.HasSuffix(in, rb) {
+				t.Errorf("tail max %d over %d bytes: ReadFrom kept %d/%d, Write %d/%d", max, len(in), len(rb), rn, len(wb), wn)
+			}
+		}
+	}
+}
+
+// TestOutputReadFromError checks that a read error other than EOF is
+// returned with the bytes counted so far.
+func TestOutputReadFromError(t *testing.T) {
+	w := &headWriter{max: 100}
+	n, err := w.ReadFrom(iotest.TimeoutReader(iotest.OneByteReader(strings.NewReader("ab"))))
+	if err != iotest.ErrTimeout || n != 1 {
+		t.Fatalf("ReadFrom: %d, %v; want 1, %v", n, err, iotest.ErrTimeout)
+	}
+}
