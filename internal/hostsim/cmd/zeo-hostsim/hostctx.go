@@ -78,8 +78,12 @@ func parseContext(raw []byte) (*launchContext, error) {
 		return nil, err
 	}
 	// The launch digest: the parsed context, every default present, with
-	// provider.manifests replaced by their projection (spec §3.3).
-	full, err := canon.Marshal(c)
+	// provider.manifests replaced by their projection (spec §3.3). The
+	// manifests (most of the bytes: their schemas) are left out of the
+	// encoding that gets parsed back, since they are replaced anyway.
+	small := c
+	small.Provider.Manifests = nil
+	full, err := canon.Marshal(small)
 	if err != nil {
 		return nil, err
 	}
