@@ -34,7 +34,10 @@
 //
 // A [Digest] is "sha256:" followed by the lowercase hex SHA-256 of
 // canonical bytes: [Sum] for bytes already canonical, [DigestJSON] for JSON
-// bytes, [DigestOf] for Go values.
+// bytes, [DigestOf] for Go values. [CheckCanonical] verifies, without
+// allocating, that bytes are strict JSON already in canonical form (a
+// refusal that is only about form wraps [ErrNotCanonical]), so that a
+// receiver can hash what it received with [Sum].
 //
 // # Go values
 //
