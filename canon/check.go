@@ -150,7 +150,7 @@ func (c *checker) object(depth int) bool {
 		if !ok || key == nil {
 			return false
 		}
-		if prev != nil && compareKeys(prev, key) >= 0 {
+		if prev != nil && compareUTF16(prev, key) >= 0 {
 			return false
 		}
 		prev = key
@@ -182,7 +182,7 @@ func (c *checker) str() ([]byte, bool) {
 	i := open + 1
 	escaped := false
 	for {
-		for i+8 <= len(in) && plain8(binary.LittleEndian.Uint64(in[i:])) {
+		for i+8 <= len(in) && plainASCII8(binary.LittleEndian.Uint64(in[i:])) {
 			i += 8
 		}
 		for i < len(in) {
@@ -254,18 +254,6 @@ func canonicalEscape(b []byte) int {
 		return 6
 	}
 	return 0
-}
-
-// plain8 reports whether the eight bytes packed in w are printable ASCII
-// other than '"' and '\\' (see plainASCII8 for the lane arithmetic).
-func plain8(w uint64) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	q := w ^ ('"' * ones)
-	b := w ^ ('\\' * ones)
-	return ((w-0x20*ones)|(q-ones)|(b-ones)|w)&highs == 0
 }
 
 // number checks a number token in canonical form: an integer within
@@ -342,24 +330,4 @@ func (c *checker) number() bool {
 	}
 	out, err := AppendFloat(sb[:0], f)
 	return err == nil && string(out) == string(tok)
-}
-
-// compareKeys compares two unescaped UTF-8 keys by UTF-16 code units, as
-// RFC 8785 sorts them (see compareUTF16).
-func compareKeys(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		x, y := a[i], b[i]
-		if x == y {
-			continue
-		}
-		if x >= 0xEE && y >= 0xEE && (x >= 0xF0) != (y >= 0xF0) {
-			if x >= 0xF0 {
-				return -1
-			}
-			return 1
-		}
-		return int(x) - int(y)
-	}
-	return len(a) - len(b)
 }

@@ -86,7 +86,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 		if err := checkText(s, ptr); err != nil {
 			return dst, err
 		}
-		return appendQuoted(dst, []byte(s)), nil
+		return appendQuoted(dst, s), nil
 	case reflect.Slice, reflect.Array:
 		dst = append(dst, '[')
 		for i := range v.Len() {
@@ -117,7 +117,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendQuoted(dst, []byte(k))
+			dst = appendQuoted(dst, k)
 			dst = append(dst, ':')
 			var err error
 			if dst, err = appendValue(dst, v.MapIndex(reflect.ValueOf(k).Convert(t.Key())), ptr+"/"+escapePointer(k)); err != nil {
@@ -137,7 +137,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendQuoted(dst, []byte(f.name))
+			dst = appendQuoted(dst, f.name)
 			dst = append(dst, ':')
 			var err error
 			if dst, err = appendValue(dst, fv, ptr+"/"+escapePointer(f.name)); err != nil {

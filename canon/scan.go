@@ -271,7 +271,7 @@ func unescape(dst, content []byte) []byte {
 // appendQuoted appends the RFC 8785 form of valid UTF-8 text: only '"',
 // '\\' and U+0000..U+001F are escaped, using the short forms where JSON has
 // them and lowercase \u00xx otherwise.
-func appendQuoted(dst, text []byte) []byte {
+func appendQuoted[T ~string | ~[]byte](dst []byte, text T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(text); i++ {
@@ -300,4 +300,14 @@ func appendQuoted(dst, text []byte) []byte {
 	}
 	dst = append(dst, text[start:]...)
 	return append(dst, '"')
+}
+
+// AppendString appends s as an RFC 8785 string token: quoted, with only
+// '"', '\\' and U+0000..U+001F escaped. It refuses a string that is not
+// valid UTF-8 with [ErrInvalidUTF8], since no JSON text can carry it.
+func AppendString(dst []byte, s string) ([]byte, error) {
+	if err := checkText(s, ""); err != nil {
+		return dst, err
+	}
+	return appendQuoted(dst, s), nil
 }

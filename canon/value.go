@@ -270,7 +270,7 @@ func (v *Value) appendCanonical(dst []byte, ptr string) ([]byte, error) {
 		if err := checkText(v.Str, ptr); err != nil {
 			return dst, err
 		}
-		return appendQuoted(dst, []byte(v.Str)), nil
+		return appendQuoted(dst, v.Str), nil
 	case Array:
 		dst = append(dst, '[')
 		for i := range v.Elems {
@@ -303,7 +303,7 @@ func (v *Value) appendCanonical(dst []byte, ptr string) ([]byte, error) {
 				}
 				dst = append(dst, ',')
 			}
-			dst = appendQuoted(dst, []byte(m.Key))
+			dst = appendQuoted(dst, m.Key)
 			dst = append(dst, ':')
 			var err error
 			if dst, err = m.Value.appendCanonical(dst, ptr+"/"+escapePointer(m.Key)); err != nil {
