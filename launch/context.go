@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -225,16 +226,12 @@ func (c LaunchContext) Encode() (Encoded, error) {
 	if err != nil {
 		return Encoded{}, err
 	}
-	b, err := canon.Marshal(c)
+	b, d, err := encodeSpliced(c, inv)
 	if err != nil {
-		return Encoded{}, fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+		return Encoded{}, err
 	}
 	if len(b) > MaxContextBytes {
 		return Encoded{}, fmt.Errorf("%w: %d bytes, the host reads at most %d", ErrInvalidContext, len(b), MaxContextBytes)
-	}
-	d, err := launchDigest(c, inv)
-	if err != nil {
-		return Encoded{}, err
 	}
 	return Encoded{Context: c, Bytes: b, LaunchDigest: d}, nil
 }
@@ -245,6 +242,49 @@ func (c LaunchContext) Encode() (Encoded, error) {
 func (c LaunchContext) LaunchDigest() (canon.Digest, error) {
 	e, err := c.Encode()
 	return e.LaunchDigest, err
+}
+
+// manifestsMember is the provider's manifests member, empty, as canon
+// writes it. In canonical JSON every '"' inside a string is escaped, so
+// these bytes can only be that key followed by its value.
+var manifestsMember = []byte(`"manifests":[]`)
+
+// encodeSpliced returns the canonical bytes of c and its launch digest from
+// one encoding of c without its manifests plus one of the manifests: RFC
+// 8785 output is compositional (each member is its key and its value's
+// canonical bytes, in an order that depends on keys only), so splicing the
+// manifests' bytes, or the projection's inv, in place of the empty array
+// gives exactly the canonical bytes of the whole document, or of the
+// document the launch digest is defined on. The context's own schemas are
+// thus encoded once and never parsed back. Should the empty member not be
+// found exactly once, it falls back to encoding and re-parsing the whole.
+func encodeSpliced(c LaunchContext, inv []byte) ([]byte, canon.Digest, error) {
+	small := c
+	small.Provider.Manifests = nil // written as []
+	sb, err := canon.Marshal(small)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+	}
+	mb, err := canon.Marshal(c.Provider.Manifests)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+	}
+	at := bytes.Index(sb, manifestsMember)
+	if at < 0 || bytes.Count(sb, manifestsMember) != 1 {
+		b, err := canon.Marshal(c)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+		}
+		d, err := launchDigest(c, inv)
+		return b, d, err
+	}
+	at += len(manifestsMember) - len("[]")
+	head, tail := sb[:at], sb[at+len("[]"):]
+	sent := make([]byte, 0, len(head)+len(mb)+len(tail))
+	sent = append(append(append(sent, head...), mb...), tail...)
+	hashed := make([]byte, 0, len(head)+len(inv)+len(tail))
+	hashed = append(append(append(hashed, head...), inv...), tail...)
+	return sent, canon.Sum(hashed), nil
 }
 
 // launchDigest is the digest of c's canonical encoding with

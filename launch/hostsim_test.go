@@ -42,7 +42,10 @@ func runMain(m *testing.M) int {
 		}
 	}
 	hostsimPath = filepath.Join(dir, "bin", "zeo-hostsim")
-	build := exec.Command(gobin, "build", "-o", hostsimPath, "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim")
+	// Static (no cgo) and -trimpath, as bench/ builds it: a static binary
+	// starts without the dynamic loader, which every launch would pay.
+	build := exec.Command(gobin, "build", "-trimpath", "-o", hostsimPath, "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building zeo-hostsim:", err)

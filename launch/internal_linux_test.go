@@ -15,12 +15,15 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// TestLaunchDigestMatchesSentBytes checks the launch digest, computed from a
-// manifest-less encoding, against the definition applied to the very bytes
-// sent: parse them, swap provider.manifests for the projection, hash.
+// TestLaunchDigestMatchesSentBytes checks the spliced encoding and launch
+// digest against the definitions: the whole context encoded at once, and
+// the digest of the very bytes sent, parsed, with provider.manifests
+// swapped for the projection.
 func TestLaunchDigestMatchesSentBytes(t *testing.T) {
-	// The invoke transcripts (s08c is discovery: its FD 3 is a binding).
-	for _, name := range []string{"s01_echo_success", "s02_two_effects_success", "s04_effect_needs_reconciliation"} {
+	// The invoke transcripts (s08c is discovery: its FD 3 is a binding), and
+	// s01 with strings that spell the spliced member.
+	for _, name := range []string{"s01_echo_success", "s02_two_effects_success", "s04_effect_needs_reconciliation", "s01_echo_success+member"} {
+		name, tricky := strings.CutSuffix(name, "+member")
 		file := filepath.Join("testdata", "real-host", name+".json")
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -35,6 +38,12 @@ func TestLaunchDigestMatchesSentBytes(t *testing.T) {
 		c, err := DecodeContext([]byte(rh.FD3))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tricky {
+			name = "s01 with spliced-member strings"
+			c.Workspace = string(manifestsMember)
+			c.BootstrapID = `"manifests":[]"manifests":[]`
+			c.Services = []string{"manifests", string(manifestsMember)}
 		}
 		enc, err := c.Encode()
 		if err != nil {
@@ -63,7 +72,19 @@ func TestLaunchDigestMatchesSentBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := canon.Sum(want); enc.LaunchDigest != got {
-			t.Errorf("%s: launch digest %s, the sent bytes give %s", filepath.Base(file), enc.LaunchDigest, got)
+			t.Errorf("%s: launch digest %s, the sent bytes give %s", name, enc.LaunchDigest, got)
+		}
+		// The spliced encoding is the whole encoding, and the fallback
+		// (encode and parse back) agrees.
+		whole, err := canon.Marshal(enc.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(whole, enc.Bytes) {
+			t.Errorf("%s: spliced bytes differ from the whole encoding:\n%s\n%s", name, enc.Bytes, whole)
+		}
+		if d, err := launchDigest(enc.Context, inv); err != nil || d != enc.LaunchDigest {
+			t.Errorf("%s: fallback launch digest %s, %v; spliced %s", name, d, err, enc.LaunchDigest)
 		}
 	}
 }
