@@ -18,7 +18,7 @@ import (
 )
 
 // seedBodies returns every recorded request and reply body.
-func seedBodies(f *testing.F) (reqs, reps [][]byte) {
+func seedBodies(f testing.TB) (reqs, reps [][]byte) {
 	v := loadVectors(f)
 	for _, fr := range v.Derived.WorkedExample.Frames {
 		reqs = append(reqs, []byte(fr.Body))
@@ -153,13 +153,48 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add([]byte(`{"data":null}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rep, err := ipc.DecodeReply(in, 0)
+		sameReplyDecoding(t, in, rep, err, fuzzReplyBinding)
 		if err != nil {
 			return
 		}
+		sameReplyDecoding(t, in, rep, err, rep.Binding)
 		if _, ok := rep.Data.(map[string]any); !ok || !rep.State.Valid() || rep.Binding.Validate() != nil || rep.RequestDigest.Validate() != nil {
 			t.Fatalf("accepted %+v", rep)
 		}
 	})
+}
+
+// fuzzReplyBinding is the binding the seed replies do not carry, so the
+// fuzz target also runs the decoder with a binding that never matches.
+var fuzzReplyBinding = ipc.AttemptBinding{OrganizationID: "org-z", ProjectID: "project-z", SeatID: "seat-z",
+	RuntimeBindingID: "runtime-z", PacketID: "packet-z", OperationID: "op-z", AttemptID: "attempt-z", FencingGeneration: 7,
+	CapabilityID: "example.echo@1.0.0", RequestDigest: canon.Digest("sha256:" + strings.Repeat("2", 64)),
+	ManifestDigest: canon.Digest("sha256:" + strings.Repeat("3", 64))}
+
+// sameReplyDecoding fails t unless a ReplyDecoder expecting binding b
+// decodes in exactly as DecodeReply did (rep, err), and its fast path, when
+// it decides, agrees too.
+func sameReplyDecoding(t *testing.T, in []byte, rep *ipc.Reply, err error, b ipc.AttemptBinding) {
+	t.Helper()
+	d, derr := ipc.NewReplyDecoder(b, 0)
+	if derr != nil {
+		t.Fatalf("NewReplyDecoder(%+v): %v", b, derr)
+	}
+	frep, ferr := d.Decode(in)
+	if (err == nil) != (ferr == nil) || err != nil && err.Error() != ferr.Error() {
+		t.Fatalf("DecodeReply: %v; ReplyDecoder: %v", err, ferr)
+	}
+	if diff := cmp.Diff(rep, frep); diff != "" {
+		t.Fatalf("DecodeReply vs ReplyDecoder (-+):\n%s", diff)
+	}
+	if fast, ok := ipc.DecodeReplyFastOnly(d, in); ok {
+		if err != nil {
+			t.Fatalf("fast path accepted what DecodeReply refuses: %v", err)
+		}
+		if diff := cmp.Diff(rep, fast); diff != "" {
+			t.Fatalf("DecodeReply vs fast path (-+):\n%s", diff)
+		}
+	}
 }
 
 // sameDecoding fails t unless the Session's decoder, knowing binding b,

@@ -47,6 +47,9 @@ type Channel struct {
 	// prefix is the canonical `{"binding":…,"host_nonce":"…","method":`
 	// shared by every request.
 	prefix []byte
+	// replies decodes replies as ipc.DecodeReply does, fast for canonical
+	// replies that carry cfg.Binding.
+	replies *ipc.ReplyDecoder
 
 	mu          sync.Mutex // serializes exchanges and guards the fields below
 	seq         int64      // last sequence sent
@@ -54,6 +57,9 @@ type Channel struct {
 	bootTried   bool
 	bootAllowed bool
 	methods     []ipc.Method // methods of the frames sent
+	// buf is reused for each request body: nothing keeps a body past
+	// its exchange.
+	buf []byte
 }
 
 // NewChannel returns a Channel over conn, normally the socket inherited as
@@ -98,7 +104,11 @@ func NewChannel(conn net.Conn, cfg ChannelConfig) (*Channel, error) {
 	prefix = append(prefix, `,"host_nonce":"`...)
 	prefix = append(prefix, cfg.HostNonce...)
 	prefix = append(prefix, `","method":`...)
-	c := &Channel{conn: conn, cfg: cfg, now: cfg.Now, prefix: prefix}
+	replies, err := ipc.NewReplyDecoder(cfg.Binding, cfg.MaxMessageBytes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Channel{conn: conn, cfg: cfg, now: cfg.Now, prefix: prefix, replies: replies}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -136,12 +146,20 @@ type canonicalAppender interface {
 // order are binding, host_nonce, method, payload, protocol_version,
 // sequence.
 func (c *Channel) encode(method ipc.Method, payload any, seq int64) ([]byte, error) {
-	body := append(make([]byte, 0, len(c.prefix)+256), c.prefix...)
-	m, err := canon.Marshal(string(method))
-	if err != nil {
-		return nil, err
+	body := append(c.buf[:0], c.prefix...)
+	var err error
+	if method.Valid() {
+		// The method names need no escaping.
+		body = append(body, '"')
+		body = append(body, method...)
+		body = append(body, '"')
+	} else {
+		m, err := canon.Marshal(string(method))
+		if err != nil {
+			return nil, err
+		}
+		body = append(body, m...)
 	}
-	body = append(body, m...)
 	body = append(body, `,"payload":`...)
 	if a, ok := payload.(canonicalAppender); ok {
 		body, err = a.AppendCanonical(body)
@@ -155,7 +173,9 @@ func (c *Channel) encode(method ipc.Method, payload any, seq int64) ([]byte, err
 	}
 	body = append(body, `,"protocol_version":1,"sequence":`...)
 	body = strconv.AppendInt(body, seq, 10)
-	return append(body, '}'), nil
+	body = append(body, '}')
+	c.buf = body
+	return body, nil
 }
 
 // Call sends one request with the given payload (any value that marshals to
@@ -224,7 +244,7 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 		}
 		return nil, c.ioErr(ctx, err)
 	}
-	rep, err := ipc.DecodeReply(rbody, c.cfg.MaxMessageBytes)
+	rep, err := c.replies.Decode(rbody)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrReply, err)
 	}
