@@ -161,7 +161,9 @@ func (c *Channel) encode(method ipc.Method, payload any, seq int64) ([]byte, err
 		body = append(body, m...)
 	}
 	body = append(body, `,"payload":`...)
-	if a, ok := payload.(canonicalAppender); ok {
+	if e, ok := payload.(ipc.EffectRequest); ok {
+		body, err = appendEffect(body, e)
+	} else if a, ok := payload.(canonicalAppender); ok {
 		body, err = a.AppendCanonical(body)
 	} else {
 		var p []byte
