@@ -107,6 +107,8 @@ func echoInvocation(b *testing.B) launch.Invocation {
 //   - BareExec: exec + wait of the same executable doing nothing (no
 //     arguments: it prints its invalid_request line and exits), the floor
 //     any launcher pays;
+//   - PluginBareExec: exec + wait of the go-plugin executable refusing to
+//     start (no handshake cookie), the same floor for the next row;
 //   - GoPlugin: hashicorp/go-plugin v1.8.0 starting an equivalent Go plugin
 //     (net/rpc), dispensing it, making one call and killing it.
 func BenchmarkLaunch(b *testing.B) {
@@ -141,6 +143,24 @@ func BenchmarkLaunch(b *testing.B) {
 			cmd.Env = []string{}
 			cmd.Dir = work
 			cmd.Stdout = io.Discard
+			if err := cmd.Run(); err != nil {
+				if _, ok := err.(*exec.ExitError); !ok {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+
+	// The floor of the go-plugin row: its plugin executable run without
+	// the handshake cookie, so go-plugin's Serve refuses at once (exit 1).
+	b.Run("PluginBareExec", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cmd := exec.Command(pluginBin)
+			cmd.Env = []string{}
+			cmd.Dir = work
+			cmd.Stdout = io.Discard
+			cmd.Stderr = io.Discard
 			if err := cmd.Run(); err != nil {
 				if _, ok := err.(*exec.ExitError); !ok {
 					b.Fatal(err)
