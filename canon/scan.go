@@ -311,3 +311,24 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 	}
 	return appendQuoted(dst, s), nil
 }
+
+// Unquote decodes one JSON string token (quotes included) under the strict
+// rules and returns its text. Only the token may be given: anything after
+// the closing quote is [ErrSyntax].
+func Unquote(token []byte) (string, error) {
+	s := scanner{in: token}
+	if len(token) == 0 || token[0] != '"' {
+		return "", errAt(ErrSyntax, 0, "want a string token, found %s", s.describe(0))
+	}
+	start, end, escaped, err := s.str()
+	if err != nil {
+		return "", err
+	}
+	if s.pos != len(token) {
+		return "", errAt(ErrSyntax, s.pos, "trailing data after the string token")
+	}
+	if !escaped {
+		return string(token[start:end]), nil
+	}
+	return string(unescape(nil, token[start:end])), nil
+}

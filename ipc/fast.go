@@ -3,7 +3,6 @@ package ipc
 import (
 	"bytes"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 )
@@ -72,7 +71,9 @@ func (c *cursor) str() (string, bool) {
 	if !esc {
 		return string(raw), true
 	}
-	return unescapeCanonical(raw), true
+	// raw sits between the quotes of a token already checked canonical.
+	text, err := canon.Unquote(c.b[c.pos-len(raw)-2 : c.pos])
+	return text, err == nil
 }
 
 // integer consumes an integer token (canonical, so within ±(2^53−1)).
@@ -129,40 +130,6 @@ func (c *cursor) object() ([]byte, bool) {
 	return nil, false
 }
 
-// unescapeCanonical decodes the content of a canonical string: its only
-// escapes are the short ones and \u00XX for control characters.
-func unescapeCanonical(raw []byte) string {
-	out := make([]byte, 0, len(raw))
-	for i := 0; i < len(raw); i++ {
-		ch := raw[i]
-		if ch != '\\' || i+1 >= len(raw) {
-			out = append(out, ch)
-			continue
-		}
-		i++
-		switch raw[i] {
-		case 'b':
-			out = append(out, '\b')
-		case 't':
-			out = append(out, '\t')
-		case 'n':
-			out = append(out, '\n')
-		case 'f':
-			out = append(out, '\f')
-		case 'r':
-			out = append(out, '\r')
-		case 'u':
-			if i+4 < len(raw) {
-				v, _ := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
-				out = utf8.AppendRune(out, rune(v))
-				i += 4
-			}
-		default: // '"', '\\'
-			out = append(out, raw[i])
-		}
-	}
-	return string(out)
-}
 
 // knownBinding is a binding with its canonical bytes: a request whose
 // binding is exactly these bytes carries this binding.

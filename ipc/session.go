@@ -714,7 +714,7 @@ func (s *Session) admitDigest(req *Request) (canon.Digest, error) {
 	buf = append(buf, `{"arguments":`...)
 	buf = append(buf, args...)
 	buf = append(buf, `,"capability_id":`...)
-	buf, err := appendString(buf, s.cfg.Binding.CapabilityID)
+	buf, err := canon.AppendString(buf, s.cfg.Binding.CapabilityID)
 	if err != nil {
 		return "", err
 	}

@@ -3,7 +3,6 @@ package ipc
 import (
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 )
@@ -187,43 +186,6 @@ func (f *fieldSet) walkOptional(v *canon.Value, names []string, optional uint32,
 	return f.walk(v, names, set)
 }
 
-// appendString appends the RFC 8785 form of s: only '"', '\\' and control
-// characters are escaped (short escapes where JSON has them, lowercase
-// \u00xx otherwise); everything else is raw UTF-8, which must be valid.
-func appendString(dst []byte, s string) ([]byte, error) {
-	if !utf8.ValidString(s) {
-		return dst, &canon.Error{Err: canon.ErrInvalidUTF8, Offset: -1, Detail: "string is not valid UTF-8"}
-	}
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"'), nil
-}
 
 // appendObject appends the canonical form of a map (nil is {}).
 func appendObject(dst []byte, m map[string]any) ([]byte, error) {
@@ -249,7 +211,7 @@ func (e EffectRequest) AppendCanonical(dst []byte) ([]byte, error) {
 		{`,"logical_effect_id":`, e.LogicalEffectID}, {`,"operation":`, e.Operation},
 	} {
 		dst = append(dst, kv.k...)
-		if dst, err = appendString(dst, kv.v); err != nil {
+		if dst, err = canon.AppendString(dst, kv.v); err != nil {
 			return dst, err
 		}
 	}
@@ -269,7 +231,7 @@ func appendEffectReceipt(dst []byte, r EffectReceipt) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, kv.k...)
-		if dst, err = appendString(dst, kv.v); err != nil {
+		if dst, err = canon.AppendString(dst, kv.v); err != nil {
 			return dst, err
 		}
 	}
@@ -290,12 +252,12 @@ func appendPublishReceipt(dst []byte, r PublishReceipt) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendString(dst, ref); err != nil {
+		if dst, err = canon.AppendString(dst, ref); err != nil {
 			return dst, err
 		}
 	}
 	dst = append(dst, `],"data_digest":`...)
-	if dst, err = appendString(dst, string(r.DataDigest)); err != nil {
+	if dst, err = canon.AppendString(dst, string(r.DataDigest)); err != nil {
 		return dst, err
 	}
 	return append(dst, '}'), nil
@@ -312,17 +274,17 @@ func appendReply(dst, binding []byte, seq int64, nonce string, reqDigest canon.D
 	dst = append(dst, `,"data":`...)
 	dst = append(dst, data...)
 	dst = append(dst, `,"host_nonce":`...)
-	if dst, err = appendString(dst, nonce); err != nil {
+	if dst, err = canon.AppendString(dst, nonce); err != nil {
 		return dst, err
 	}
 	dst = append(dst, `,"protocol_version":1,"request_digest":`...)
-	if dst, err = appendString(dst, string(reqDigest)); err != nil {
+	if dst, err = canon.AppendString(dst, string(reqDigest)); err != nil {
 		return dst, err
 	}
 	dst = append(dst, `,"sequence":`...)
 	dst = strconv.AppendInt(dst, seq, 10)
 	dst = append(dst, `,"state":`...)
-	if dst, err = appendString(dst, string(state)); err != nil {
+	if dst, err = canon.AppendString(dst, string(state)); err != nil {
 		return dst, err
 	}
 	return append(dst, '}'), nil
