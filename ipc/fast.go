@@ -130,7 +130,6 @@ func (c *cursor) object() ([]byte, bool) {
 	return nil, false
 }
 
-
 // knownBinding is a binding with its canonical bytes: a request whose
 // binding is exactly these bytes carries this binding.
 type knownBinding struct {

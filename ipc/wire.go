@@ -186,7 +186,6 @@ func (f *fieldSet) walkOptional(v *canon.Value, names []string, optional uint32,
 	return f.walk(v, names, set)
 }
 
-
 // appendObject appends the canonical form of a map (nil is {}).
 func appendObject(dst []byte, m map[string]any) ([]byte, error) {
 	if len(m) == 0 {
