@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,10 +171,17 @@ func BenchmarkLaunch(b *testing.B) {
 	b.Run("GoPlugin", func(b *testing.B) {
 		logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
 		// Killing the plugin after its call makes yamux, underneath
-		// net/rpc, print "[ERR] yamux: Failed to write header" through the
-		// standard logger, which would interleave with the benchmark lines.
-		defer log.SetOutput(log.Writer())
-		log.SetOutput(io.Discard)
+		// net/rpc, print "[ERR] yamux: Failed to write header", sometimes
+		// after the loop, to the os.Stderr its default config captured when
+		// the client was made; that would interleave with the benchmark
+		// lines. The clients made here capture /dev/null instead.
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stderr := os.Stderr
+		os.Stderr = null
+		defer func() { os.Stderr = stderr; null.Close() }()
 		b.ReportAllocs()
 		for b.Loop() {
 			client := plugin.NewClient(&plugin.ClientConfig{
