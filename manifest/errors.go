@@ -39,6 +39,9 @@ var (
 	// ErrInvalidArguments: request arguments do not validate against the
 	// capability's request_schema.
 	ErrInvalidArguments = errors.New("manifest: arguments do not match request schema")
+	// ErrInvalidResponse: a capability's response does not validate against
+	// its response_schema.
+	ErrInvalidResponse = errors.New("manifest: response does not match response schema")
 	// ErrUnknownCapability: Describe found no capability with the given id.
 	ErrUnknownCapability = errors.New("manifest: unknown capability")
 	// ErrPagination: a limit outside 1..100 or a negative offset.

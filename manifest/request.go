@@ -337,3 +337,26 @@ func deepCopy(v any) any {
 	}
 	return v
 }
+
+// ValidateResponse checks a capability's response data against m's
+// response_schema, compiled once and cached like the request schema, with
+// the same deny-all loader and pattern dialect. The host performs this
+// check before it publishes a result; a Runtime may repeat it on the data
+// it receives. Errors wrap [ErrInvalidResponse] (or the schema's own
+// refusal) with the JSON pointer of the offending value.
+func (v *Validator) ValidateResponse(m CapabilityManifest, data map[string]any) error {
+	id := m.ID.String()
+	s, err := v.compiled(m.ResponseSchema, id, "/response_schema")
+	if err != nil {
+		return err
+	}
+	plain, err := plainJSON(data)
+	if err != nil {
+		return &ValidationError{Err: ErrInvalidResponse, CapabilityID: id, Rule: "response.json", Detail: "response has no canonical JSON form", Cause: err}
+	}
+	obj, _ := plain.(map[string]any)
+	if obj == nil {
+		return &ValidationError{Err: ErrInvalidResponse, CapabilityID: id, Rule: "type", Detail: "response must be a JSON object"}
+	}
+	return validateInstance(s, obj, ErrInvalidResponse, id, "", "response.schema")
+}

@@ -234,3 +234,22 @@ func TestPrepareDefaultsBudget(t *testing.T) {
 		t.Errorf("PrepareRequest = %v, %v", p.Arguments, err)
 	}
 }
+
+func TestValidateResponse(t *testing.T) {
+	m := echoManifests(t)[0]
+	var v manifest.Validator
+	if err := v.ValidateResponse(m, map[string]any{"text": "hello"}); err != nil {
+		t.Fatalf("valid echo response refused: %v", err)
+	}
+	err := v.ValidateResponse(m, map[string]any{"text": 42})
+	var ve *manifest.ValidationError
+	if !errors.Is(err, manifest.ErrInvalidResponse) || !errors.As(err, &ve) {
+		t.Fatalf("response with a number for text: error %v, want ErrInvalidResponse", err)
+	}
+	if ve.CapabilityID != "example.echo@1.0.0" || ve.Pointer != "/text" {
+		t.Errorf("error names %q at %q, want example.echo@1.0.0 at /text", ve.CapabilityID, ve.Pointer)
+	}
+	if err := v.ValidateResponse(m, nil); !errors.Is(err, manifest.ErrInvalidResponse) {
+		t.Errorf("nil response: error %v, want ErrInvalidResponse", err)
+	}
+}

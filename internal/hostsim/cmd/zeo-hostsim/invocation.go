@@ -10,9 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -112,7 +109,7 @@ func newInvocation(lc *launchContext, req request) *hostsim.Invocation {
 		return p.Arguments, nil
 	}
 	inv.Requirements = func() error { return requirementsMet(entry, lc) }
-	inv.ValidateResponse = func(resp map[string]any) error { return validateAgainst(entry.ResponseSchema, resp) }
+	inv.ValidateResponse = func(resp map[string]any) error { return v.ValidateResponse(entry, resp) }
 	return inv
 }
 
@@ -135,35 +132,4 @@ func requirementsMet(m manifest.CapabilityManifest, lc *launchContext) error {
 		return errors.New("requirements not satisfiable")
 	}
 	return nil
-}
-
-// validateAgainst validates v against a JSON Schema object, resolving only
-// local references.
-func validateAgainst(schema map[string]any, v map[string]any) error {
-	b, err := canon.Marshal(schema)
-	if err != nil {
-		return err
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytesReader(b))
-	if err != nil {
-		return err
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("urn:response", doc); err != nil {
-		return err
-	}
-	s, err := c.Compile("urn:response")
-	if err != nil {
-		return err
-	}
-	vb, err := canon.Marshal(v)
-	if err != nil {
-		return err
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytesReader(vb))
-	if err != nil {
-		return err
-	}
-	return s.Validate(inst)
 }

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -193,5 +191,3 @@ func hang() {
 		time.Sleep(time.Hour)
 	}
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
