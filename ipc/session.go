@@ -214,16 +214,24 @@ type Exchange struct {
 	ReplyBytes    int // reply body length
 }
 
+// MaxSummaryExchanges bounds [Summary.Exchanges]. A host may send any
+// number of effect redeliveries within its deadline; the summary's memory
+// must not grow with them.
+const MaxSummaryExchanges = 1024
+
 // Summary describes what a Session saw. Frames counts complete request
-// frames read, including one that broke a rule; Exchanges lists the requests
-// answered, in order; Methods and States count them by method and by reply
-// state. HostNonce is the nonce fixed at bootstrap ("" before).
+// frames read, including one that broke a rule; Exchanges lists the first
+// MaxSummaryExchanges requests answered, in order, and DroppedExchanges
+// counts the answered requests after those; Methods and States count every
+// answered request by method and by reply state. HostNonce is the nonce
+// fixed at bootstrap ("" before).
 type Summary struct {
-	Frames    int
-	Methods   map[Method]int
-	States    map[ReplyState]int
-	Exchanges []Exchange
-	HostNonce string
+	Frames           int
+	Methods          map[Method]int
+	States           map[ReplyState]int
+	Exchanges        []Exchange
+	DroppedExchanges int
+	HostNonce        string
 }
 
 // Session is the Runtime end of one attempt's IPC connection (spec §1.2,
@@ -564,6 +572,10 @@ func (s *Session) record(st *sessionState, req *Request, digest canon.Digest, st
 	}
 	s.summary.Methods[req.Method]++
 	s.summary.States[state]++
+	if len(s.summary.Exchanges) == MaxSummaryExchanges {
+		s.summary.DroppedExchanges++
+		return
+	}
 	s.summary.Exchanges = append(s.summary.Exchanges, Exchange{
 		Sequence: req.Sequence, Method: req.Method, RequestDigest: digest, State: state,
 		RequestBytes: reqBytes, ReplyBytes: repBytes,

@@ -585,3 +585,45 @@ func TestViolationErrorText(t *testing.T) {
 	}
 	_ = fmt.Sprint(err)
 }
+
+// TestSummaryBounded: a host may redeliver one effect any number of times
+// within its deadline; the summary keeps the first MaxSummaryExchanges
+// exchanges and counts the rest.
+func TestSummaryBounded(t *testing.T) {
+	f := newFixture(t)
+	rt, host := socketpair(t)
+	s := ipc.NewSession(rt, f.config())
+	wait := serve(t, s, &allowAll{})
+	const effects = ipc.MaxSummaryExchanges + 50
+	frames := [][]byte{frame(t, f.env(1, ipc.MethodBootstrap, f.bootstrap())), frame(t, f.env(2, ipc.MethodAdmit, admitPayload()))}
+	for i := range effects {
+		frames = append(frames, frame(t, f.env(int64(3+i), ipc.MethodEffect, effectPayload("effect-a"))))
+	}
+	for i, fr := range frames {
+		if _, err := host.Write(fr); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if err := host.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ipc.ReadFrame(host, 0); err != nil {
+			t.Fatalf("reply %d: %v (Serve: %v)", i, err, wait())
+		}
+	}
+	host.CloseWrite()
+	if err := wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	sum := s.Summary()
+	if sum.Frames != len(frames) || sum.Methods[ipc.MethodEffect] != effects || sum.States[ipc.StateAllowed] != len(frames) {
+		t.Errorf("summary counts frames %d, effects %d, allowed %d; want %d, %d, %d",
+			sum.Frames, sum.Methods[ipc.MethodEffect], sum.States[ipc.StateAllowed], len(frames), effects, len(frames))
+	}
+	if len(sum.Exchanges) != ipc.MaxSummaryExchanges || sum.DroppedExchanges != len(frames)-ipc.MaxSummaryExchanges {
+		t.Errorf("summary lists %d exchanges and drops %d; want %d and %d",
+			len(sum.Exchanges), sum.DroppedExchanges, ipc.MaxSummaryExchanges, len(frames)-ipc.MaxSummaryExchanges)
+	}
+	if last := sum.Exchanges[len(sum.Exchanges)-1]; last.Sequence != ipc.MaxSummaryExchanges {
+		t.Errorf("last listed exchange has sequence %d, want %d", last.Sequence, ipc.MaxSummaryExchanges)
+	}
+}
