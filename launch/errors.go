@@ -40,6 +40,10 @@ var (
 	ErrBindingMismatch = errors.New("launch: host result binding does not match the attempt")
 	// ErrExitMismatch: the exit status disagrees with the state's exit code.
 	ErrExitMismatch = errors.New("launch: host exit status disagrees with the result state")
+	// ErrSessionMismatch: the host claims success, but the Runtime's own
+	// session never allowed its result.publish, or ended on a violation.
+	// The Runtime's evidence wins; the claim is a protocol failure.
+	ErrSessionMismatch = errors.New("launch: host result disagrees with the IPC session")
 )
 
 // ResultError is a protocol failure found in a host's stdout and exit status.

@@ -46,8 +46,9 @@ type Outcome struct {
 	Session ipc.Summary
 	// SessionErr is how the IPC session ended: nil when the host closed its
 	// end at a frame boundary, else the *ipc.ViolationError that poisoned
-	// it. A session failure is evidence; the host's result (a
-	// protocol_error when it noticed) still decides the outcome.
+	// it. A session failure is evidence: the host's result (a
+	// protocol_error when it noticed) decides the outcome, except that a
+	// claimed success over a failed session is ErrSessionMismatch.
 	SessionErr error
 }
 
@@ -79,9 +80,10 @@ func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error
 // Before the host starts, errors wrap ErrInvalidContext, ErrInvalidConfig,
 // ErrEnvironmentMismatch or the start failure, and the Outcome is nil. Once
 // it has started, the Outcome is always returned; the error is nil when the
-// result is valid, bound to the attempt and agrees with the exit status,
-// and otherwise a *ResultError (errors.Is ErrProtocol) naming the failure,
-// with its Signal set when the host was killed.
+// result is valid, bound to the attempt and agrees with the exit status
+// (and, for a success, with the session: it ended cleanly after allowing
+// one result.publish), and otherwise a *ResultError (errors.Is ErrProtocol)
+// naming the failure, with its Signal set when the host was killed.
 //
 // ctx bounds the whole call together with the attempt deadline; when it is
 // done the host is stopped the same way. Invoke is safe for concurrent use.
@@ -110,6 +112,23 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, c.Provider); err != nil {
 		return nil, err
 	}
+	scfg := ipc.SessionConfig{
+		Binding:         c.Attempt,
+		BootstrapID:     c.BootstrapID,
+		LaunchDigest:    enc.LaunchDigest,
+		RPCTimeout:      time.Duration(c.RPCTimeoutMS) * time.Millisecond,
+		MaxMessageBytes: c.MaxMessageBytes,
+		Deadline:        c.Deadline(),
+		Credentials:     inv.Credentials,
+		Logger:          l.cfg.Logger,
+	}
+	// Refuse session settings the context cannot have before any process
+	// starts; the child's pid is the one field not known yet.
+	probe := scfg
+	probe.ChildPID = 1
+	if err := probe.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: session settings from the context: %w", ErrInvalidContext, err)
+	}
 	var session *ipc.Session
 	out := &Outcome{LaunchDigest: enc.LaunchDigest}
 	p, serveErr, err := l.run(ctx, spec{
@@ -122,17 +141,9 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 			if raw != nil {
 				return raw(ctx, conn, pid, enc.LaunchDigest)
 			}
-			session = ipc.NewSession(conn, ipc.SessionConfig{
-				ChildPID:        pid,
-				Binding:         c.Attempt,
-				BootstrapID:     c.BootstrapID,
-				LaunchDigest:    enc.LaunchDigest,
-				RPCTimeout:      time.Duration(c.RPCTimeoutMS) * time.Millisecond,
-				MaxMessageBytes: c.MaxMessageBytes,
-				Deadline:        c.Deadline(),
-				Credentials:     inv.Credentials,
-				Logger:          l.cfg.Logger,
-			})
+			cfg := scfg
+			cfg.ChildPID = pid
+			session = ipc.NewSession(conn, cfg)
 			return session.Serve(ctx, inv.Handler)
 		},
 	})
@@ -152,6 +163,32 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 		}
 		return out, err
 	}
+	if session != nil && r.State == StateSucceeded {
+		if err := agreesWithSession(r, out.Session, serveErr); err != nil {
+			want, _ := r.State.ExitCode()
+			return out, &ResultError{Err: ErrSessionMismatch, ExitCode: p.ExitCode, WantExitCode: want,
+				Result: &r, Want: c.Attempt, Stdout: head(p.Stdout), StdoutLen: len(p.Stdout), Cause: err}
+		}
+	}
 	out.Result = r
 	return out, nil
+}
+
+// agreesWithSession checks a host's success against what the Runtime's own
+// session saw: a success needs a session that ended cleanly after allowing
+// exactly one result.publish.
+func agreesWithSession(r HostResult, sum ipc.Summary, serveErr error) error {
+	if serveErr != nil {
+		return fmt.Errorf("the session ended on a violation: %w", serveErr)
+	}
+	allowed := 0
+	for _, x := range sum.Exchanges {
+		if x.Method == ipc.MethodPublish && x.State == ipc.StateAllowed {
+			allowed++
+		}
+	}
+	if allowed != 1 {
+		return fmt.Errorf("the session allowed %d result.publish requests, want exactly 1", allowed)
+	}
+	return nil
 }

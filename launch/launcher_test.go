@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
@@ -179,6 +180,32 @@ func TestMisbehavingHosts(t *testing.T) {
 				tt.check(t, out, re)
 			}
 		})
+	}
+}
+
+// TestSuccessNeedsTheSession: a host that writes "succeeded" although the
+// Runtime refused its result.publish (or never saw one) is a protocol
+// failure; the Runtime's own session is the evidence that wins.
+func TestSuccessNeedsTheSession(t *testing.T) {
+	f := newFixture(t)
+	for _, h := range []*handler{{publish: ipc.StateRefused}, {bootstrap: ipc.StateRefused}} {
+		l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO=claim-success")
+		inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+		inv.Handler = h
+		out, err := l.Invoke(testCtx(t), inv)
+		var re *launch.ResultError
+		if !errors.Is(err, launch.ErrSessionMismatch) || !errors.As(err, &re) || out == nil {
+			t.Fatalf("handler %+v: err = %v, want ErrSessionMismatch", *h, err)
+		}
+		if re.Result == nil || re.Result.State != launch.StateSucceeded || re.ExitCode != 0 || out.Result.State != "" {
+			t.Fatalf("handler %+v: evidence %+v, outcome result %+v", *h, re, out.Result)
+		}
+	}
+	// The same host with a Runtime that allowed everything is believed.
+	l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO=claim-success")
+	out, err := l.Invoke(testCtx(t), f.invocation(t, "echo", map[string]any{"text": "hello"}, nil))
+	if err != nil || out.Result.State != launch.StateSucceeded {
+		t.Fatalf("allowed run: %v, %+v", err, out)
 	}
 }
 

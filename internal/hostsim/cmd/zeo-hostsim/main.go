@@ -208,6 +208,13 @@ func (h *host) finish(r hostsim.Result) int {
 	if err != nil || len(line) > maxBytes {
 		return h.emit(hostsim.ProtocolErrorResult())
 	}
+	if h.sc == scClaimSuccess && r.Binding != nil {
+		r.State, r.ErrorCode, r.EffectDisposition = hostsim.StateSucceeded, nil, hostsim.DispositionNone
+		r.ArtifactRefs = []string{"artifact-forged"}
+		if line, err = r.Line(); err != nil {
+			return h.emit(hostsim.ProtocolErrorResult())
+		}
+	}
 	switch h.sc {
 	case scTwoLines:
 		h.write(line)

@@ -45,6 +45,10 @@ const (
 	scBigStdout scenario = "big-stdout"
 	// scWrongExit writes its result and exits with a code that disagrees.
 	scWrongExit scenario = "wrong-exit"
+	// scClaimSuccess runs normally and then, whatever happened, writes a
+	// well-formed "succeeded" result for the attempt and exits 0: a host
+	// that lies about an outcome the Runtime never allowed.
+	scClaimSuccess scenario = "claim-success"
 	// scCrashMidFrame sends half a bootstrap frame and SIGKILLs itself.
 	scCrashMidFrame scenario = "crash-mid-frame"
 	// scExit1 exits 1 without output, as a crashing interpreter would.
