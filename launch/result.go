@@ -237,6 +237,20 @@ func ParseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResu
 	return parseResult(stdout, exitCode, want)
 }
 
+// decodedResult returns stdout's HostResult when it is one strict line that
+// decodes, whatever it says, and nil otherwise.
+func decodedResult(stdout []byte) *HostResult {
+	line := bytes.TrimSuffix(stdout, []byte("\n"))
+	if len(line) == 0 || len(stdout) > MaxResultBytes || bytes.ContainsAny(line, "\n\r") {
+		return nil
+	}
+	var r HostResult
+	if err := (canon.Options{MaxBytes: MaxResultBytes}).Unmarshal(line, &r); err != nil {
+		return nil
+	}
+	return &r
+}
+
 func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResult, error) {
 	fail := func(sentinel error, r *HostResult, cause error) (HostResult, error) {
 		e := &ResultError{
@@ -257,11 +271,13 @@ func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResu
 		}
 		return HostResult{}, e
 	}
+	// Stdout is evidence on every exit status (spec §5): a host killed or
+	// crashing after writing its line still said what it saw.
 	if exitCode < 0 {
-		return fail(ErrSignaled, nil, nil)
+		return fail(ErrSignaled, decodedResult(stdout), nil)
 	}
 	if !KnownExitCode(exitCode) {
-		return fail(ErrUnknownExitCode, nil, nil)
+		return fail(ErrUnknownExitCode, decodedResult(stdout), nil)
 	}
 	if len(stdout) > MaxResultBytes {
 		return fail(ErrResultTooLarge, nil, nil)

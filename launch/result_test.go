@@ -252,6 +252,11 @@ func TestParseResultRefusals(t *testing.T) {
 			if re.ExitCode != tt.exit || re.Want != tt.want || len(re.Stdout) > 4096 {
 				t.Fatalf("evidence = %+v", re)
 			}
+			// Stdout is read on every exit status: a line that decodes is
+			// kept as evidence even when the process was killed or crashed.
+			if bytes.Equal(tt.stdout, ok) && (re.Result == nil || re.Result.State != launch.StateSucceeded) {
+				t.Fatalf("the decodable result line was not kept: %+v", re.Result)
+			}
 		})
 	}
 }
