@@ -1,5 +1,0 @@
-//go:build !race
-
-package launch_test
-
-const raceEnabled = false
