@@ -2,6 +2,7 @@ package canon
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strconv"
@@ -16,8 +17,9 @@ import (
 // which a Go type expresses with a pointer or an interface. Integers must
 // lie within ±(2^53−1) ([ErrUnsafeInteger]), floats must be finite
 // ([ErrNonFinite]) and strings valid UTF-8 ([ErrInvalidUTF8]). A [Value] is
-// written canonically; a json.Marshaler's output (json.RawMessage,
-// json.Number included) is checked strictly and canonicalized.
+// written canonically; a [Marshaler] appends its own canonical bytes; a
+// json.Marshaler's output (json.RawMessage, json.Number included) is
+// checked strictly and canonicalized.
 func Marshal(v any) ([]byte, error) {
 	return appendValue(nil, reflect.ValueOf(v), "")
 }
@@ -31,9 +33,20 @@ func DigestOf(v any) (Digest, error) {
 	return Sum(b), nil
 }
 
+// Marshaler is implemented by types that write their own canonical form.
+// [Marshal] prefers it to json.Marshaler: JSON bytes from MarshalJSON are
+// re-checked under the strict rules, which refuse the plain digits RFC 8785
+// writes for an integral float of magnitude 2^53 or more, whereas an
+// AppendCanonical method appends canonical bytes that are taken as they
+// are. It must append exactly one canonical JSON value.
+type Marshaler interface {
+	AppendCanonical(dst []byte) ([]byte, error)
+}
+
 var (
-	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
-	jsonNumberType    = reflect.TypeFor[json.Number]()
+	canonMarshalerType = reflect.TypeFor[Marshaler]()
+	jsonMarshalerType  = reflect.TypeFor[json.Marshaler]()
+	jsonNumberType     = reflect.TypeFor[json.Number]()
 )
 
 func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
@@ -47,6 +60,17 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 	}
 	if t == jsonNumberType {
 		return appendRaw(dst, []byte(v.String()), ptr)
+	}
+	if t.Implements(canonMarshalerType) && !(t.Kind() == reflect.Pointer && v.IsNil()) {
+		out, err := v.Interface().(Marshaler).AppendCanonical(dst)
+		if err != nil {
+			var ce *Error
+			if errors.As(err, &ce) {
+				return dst, err
+			}
+			return dst, errPath(ErrUnsupported, ptr, "%s.AppendCanonical: %v", t, err)
+		}
+		return out, nil
 	}
 	if t.Implements(jsonMarshalerType) && !(t.Kind() == reflect.Pointer && v.IsNil()) {
 		raw, err := v.Interface().(json.Marshaler).MarshalJSON()

@@ -55,3 +55,28 @@ func TestUnquote(t *testing.T) {
 		}
 	}
 }
+
+// preformatted implements canon.Marshaler.
+type preformatted struct{ raw string }
+
+func (p preformatted) AppendCanonical(dst []byte) ([]byte, error) { return append(dst, p.raw...), nil }
+
+// failing implements canon.Marshaler and refuses.
+type failing struct{}
+
+func (failing) AppendCanonical(dst []byte) ([]byte, error) {
+	_, err := canon.AppendString(dst, "\xff")
+	return dst, err
+}
+
+func TestMarshalerPreferred(t *testing.T) {
+	// Plain digits of an integral float ≥ 2^53 are canonical output that the
+	// strict parser would refuse; a Marshaler's bytes are taken as they are.
+	got, err := canon.Marshal(map[string]any{"b": preformatted{"10000000000000000"}, "a": 1})
+	if err != nil || string(got) != `{"a":1,"b":10000000000000000}` {
+		t.Fatalf("Marshal = %s, %v", got, err)
+	}
+	if _, err := canon.Marshal([]any{failing{}}); !errors.Is(err, canon.ErrInvalidUTF8) {
+		t.Errorf("a Marshaler's canon error: got %v, want ErrInvalidUTF8 kept", err)
+	}
+}

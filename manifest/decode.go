@@ -63,21 +63,31 @@ type (
 	bindingAlias  ProviderBinding
 )
 
+// AppendCanonical appends the canonical bytes of the fully materialized
+// manifest (canon.Marshaler): all 13 keys, nulls included.
+func (m CapabilityManifest) AppendCanonical(dst []byte) ([]byte, error) {
+	if v, ok := manifestValue(&m); ok {
+		return v.AppendCanonical(dst)
+	}
+	b, err := canon.Marshal((*manifestAlias)(&m))
+	return append(dst, b...), err
+}
+
 // MarshalJSON returns the canonical bytes of the fully materialized
 // manifest, so that encoding/json writes [] and {} where canon.Marshal does
 // (never null for a nil slice or map).
-func (m CapabilityManifest) MarshalJSON() ([]byte, error) {
-	if v, ok := manifestValue(&m); ok {
-		return v.AppendCanonical(nil)
-	}
-	return canon.Marshal((*manifestAlias)(&m))
+func (m CapabilityManifest) MarshalJSON() ([]byte, error) { return m.AppendCanonical(nil) }
+
+// AppendCanonical appends the canonical bytes of the binding
+// (canon.Marshaler).
+func (b ProviderBinding) AppendCanonical(dst []byte) ([]byte, error) {
+	out, err := canon.Marshal((*bindingAlias)(&b))
+	return append(dst, out...), err
 }
 
 // MarshalJSON returns the canonical bytes of the binding; see
 // [CapabilityManifest.MarshalJSON].
-func (b ProviderBinding) MarshalJSON() ([]byte, error) {
-	return canon.Marshal((*bindingAlias)(&b))
-}
+func (b ProviderBinding) MarshalJSON() ([]byte, error) { return b.AppendCanonical(nil) }
 
 // decoder carries what every error needs: the sentinel and the capability.
 type decoder struct {

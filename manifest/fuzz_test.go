@@ -2,6 +2,7 @@ package manifest_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,7 @@ func seedBindings(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"manifests":[{"id":"a.b@1.0.0"}]}`))
+	f.Add(build(f, []mutation{{ptr: "/manifests/0/metadata", val: map[string]any{"limit": 1e16}}}, false))
 }
 
 // FuzzDecodeBinding: decoding and validating arbitrary bytes never panics;
@@ -36,6 +38,12 @@ func FuzzDecodeBinding(f *testing.F) {
 			t.Fatalf("accepted binding does not encode: %v", err)
 		}
 		b2, err := manifest.DecodeBinding(out)
+		if errors.Is(err, canon.ErrUnsafeInteger) {
+			// RFC 8785 writes an integral float of 2^53 or more as digits,
+			// which no strict parser (the host's included) reads back: the
+			// canonical form is for hashing, not a fixed point for those.
+			return
+		}
 		if err != nil {
 			t.Fatalf("re-encoded binding refused: %v\n%s", err, out)
 		}
@@ -65,6 +73,7 @@ func FuzzDecodeManifest(f *testing.F) {
 	for _, m := range raw {
 		f.Add([]byte(m))
 	}
+	f.Add([]byte(`{"id":"ns.sub.cap@1.2.3","description":"","request_schema":{"maximum":1e16},"response_schema":{},"examples":[],"error_codes":[],"effects":{"kinds":["read"]},"requirements":{},"tags":[],"metadata":{"n":1e16},"deprecation":{}}`))
 	f.Add([]byte(`{"id":"ns.sub.cap@1.2.3","description":"","request_schema":{},"response_schema":{},"examples":[],"error_codes":["a","a"],"effects":{"kinds":["read"]},"requirements":{},"tags":[],"metadata":{},"deprecation":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := manifest.DecodeManifest(data)
@@ -85,6 +94,9 @@ func FuzzDecodeManifest(f *testing.F) {
 			t.Fatalf("fast and reflection encodings differ (%v):\n%s\n%s", err, out, slow)
 		}
 		m2, err := manifest.DecodeManifest(out)
+		if errors.Is(err, canon.ErrUnsafeInteger) {
+			return // integral floats ≥ 2^53: see FuzzDecodeBinding
+		}
 		if err != nil {
 			t.Fatalf("re-encoded manifest refused: %v", err)
 		}

@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -251,5 +252,48 @@ func TestValidateResponse(t *testing.T) {
 	}
 	if err := v.ValidateResponse(m, nil); !errors.Is(err, manifest.ErrInvalidResponse) {
 		t.Errorf("nil response: error %v, want ErrInvalidResponse", err)
+	}
+}
+
+// TestLargeIntegralFloats: an integral float of 2^53 or more is valid JSON
+// the host accepts (as a float literal). Canonical bytes write it as plain
+// digits, which the strict parser reads back as an unsafe integer, so no
+// path may re-parse canonical output: the manifest must validate, digest,
+// marshal and prepare requests.
+func TestLargeIntegralFloats(t *testing.T) {
+	m := echoManifests(t)[0]
+	m.Metadata = map[string]any{"limit": 1e16}
+	m.RequestSchema = map[string]any{"type": "object", "properties": map[string]any{
+		"text":  map[string]any{"type": "string"},
+		"count": map[string]any{"type": "number", "maximum": 1e16, "default": 1e20},
+	}, "required": []any{"text"}}
+	ms := []manifest.CapabilityManifest{m}
+	d, err := manifest.InventoryDigest(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := manifest.ProviderBinding{ProtocolVersion: 1, Distribution: "zeocore", Version: "0.11.0", PythonVersion: "3.14.0",
+		EnvironmentDigest: canon.Digest("sha256:" + strings.Repeat("0", 64)), Factory: "pkg.mod:factory",
+		Manifests: ms, ManifestDigest: d, Generation: 1}
+	if err := manifest.ValidateBinding(b); err != nil {
+		t.Fatalf("ValidateBinding: %v", err)
+	}
+	out, err := canon.Marshal(b)
+	if err != nil {
+		t.Fatalf("canon.Marshal(binding): %v", err)
+	}
+	if !strings.Contains(string(out), `"limit":10000000000000000`) {
+		t.Errorf("canonical binding does not write 1e16 as RFC 8785 digits: %s", out)
+	}
+	var v manifest.Validator
+	p, err := v.PrepareRequest(m, map[string]any{"text": "hi"})
+	if err != nil {
+		t.Fatalf("PrepareRequest: %v", err)
+	}
+	if got := p.Arguments["count"]; got != 1e20 {
+		t.Errorf("default count = %v (%T), want float 1e20", got, got)
+	}
+	if _, err := v.PrepareRequest(m, map[string]any{"text": "hi", "count": 2e16}); !errors.Is(err, manifest.ErrInvalidArguments) {
+		t.Errorf("count above maximum: error %v, want ErrInvalidArguments", err)
 	}
 }

@@ -63,13 +63,14 @@ func (v *Validator) compiled(schema map[string]any, capID, ptr string) (*compile
 	if s != nil {
 		return s, nil
 	}
-	// Compile from the canonical bytes: the document is then plain JSON
-	// (int64/float64/string/...) whatever Go types the caller used.
-	val, err := canon.Parse(canonical)
+	// Compile from a plain copy (int64/float64/string/...) whatever Go
+	// types the caller used. Not from the canonical bytes: they write an
+	// integral float of 2^53 or more as digits, which parse back as an
+	// unsafe integer.
+	doc, err := plainJSON(schema)
 	if err != nil {
 		return nil, &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: ptr, Rule: "schema.json", Detail: "schema has no canonical JSON form", Cause: err}
 	}
-	doc := val.Interface()
 	if err := checkSchemaKeys(doc, capID, ptr); err != nil {
 		return nil, err
 	}
