@@ -80,8 +80,10 @@ type Ledger interface {
 	// RedeemBootstrap redeems a bootstrap id exactly once, for the child
 	// process and session in r. The launch digest must equal the issued one
 	// (else ErrChangedInput) and the id must have been issued to the fenced
-	// attempt (else *FenceError). Any second redemption, by any process, is
-	// refused with ErrBootstrapRedeemed.
+	// attempt (else *FenceError). Repeating the redemption with the same
+	// pid, session and launch digest returns the recorded redemption (a
+	// retry after an unknown outcome); any other claimant, once the id is
+	// redeemed, is refused with ErrBootstrapRedeemed.
 	RedeemBootstrap(ctx context.Context, f Fence, r Redemption) (Bootstrap, error)
 
 	// Admit admits the fenced attempt's request. The attempt must have
@@ -178,9 +180,10 @@ type Scope struct {
 	ProjectID      string `json:"project_id"`
 }
 
-// OperationSpec is what CreateOperation records. Every field but Deadline
-// is part of the idempotency fingerprint; all are required except that
-// EffectBudget may be zero (no effects allowed).
+// OperationSpec is what CreateOperation records. Every field, Deadline
+// included, is part of the idempotency fingerprint; all are required except
+// that EffectBudget may be zero (no effects allowed) and Deadline may be
+// zero (no deadline).
 type OperationSpec struct {
 	Scope          Scope
 	OperationID    string

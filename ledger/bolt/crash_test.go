@@ -95,7 +95,17 @@ func TestCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := countLines(t, reportPath)
-		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+		// Kill only once the child is working: it has acknowledged a
+		// durable call in this round (10 s is a hang detector, not a
+		// timing claim). Then a random moment in the middle of its work.
+		for wait := time.Now().Add(10 * time.Second); countLines(t, reportPath) == before; {
+			if time.Now().After(wait) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("round %d: the child acknowledged no work within 10 s\n%s", i, stderr.String())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		err := cmd.Wait()
 		cancel()
@@ -108,8 +118,11 @@ func TestCrash(t *testing.T) {
 		}
 		verifyCrash(t, path, reportPath, i)
 	}
-	t.Logf("%d SIGKILL rounds, %d of them after the child had acknowledged work in that round; %d acknowledged calls in all",
-		iters, killedMidWork, countLines(t, reportPath))
+	if killedMidWork != iters {
+		t.Errorf("%d of %d rounds killed the child after it had acknowledged work", killedMidWork, iters)
+	}
+	t.Logf("%d SIGKILL rounds, each after the child had acknowledged work in that round; %d acknowledged calls in all",
+		iters, countLines(t, reportPath))
 }
 
 func countLines(t *testing.T, path string) int {

@@ -307,11 +307,19 @@ func testBootstrap(t *testing.T, l ledger.Ledger) {
 		t.Fatal(err)
 	}
 	diff(t, "redeemed", got, ledger.Bootstrap{BootstrapID: "boot1", AttemptID: "a1", Generation: 1, LaunchDigest: launch, Redeemed: true, RedeemedPID: 4242, RedeemedSessionID: "sess-1"})
-	for _, pid := range []int{4242, 4243} {
-		r := red
-		r.PID = pid
-		_, err = l.RedeemBootstrap(bg, f1, r)
-		wantErr(t, fmt.Sprintf("second redemption by pid %d", pid), err, ledger.ErrBootstrapRedeemed)
+	// The same child and session again (a retry after an unknown outcome)
+	// gets the recorded redemption; any other claimant is refused.
+	again, err := l.RedeemBootstrap(bg, f1, red)
+	if err != nil {
+		t.Fatalf("identical retry of a redemption: %v", err)
+	}
+	diff(t, "redemption retried", again, got)
+	for _, other := range []ledger.Redemption{
+		{BootstrapID: red.BootstrapID, LaunchDigest: red.LaunchDigest, PID: 4243, SessionID: red.SessionID},
+		{BootstrapID: red.BootstrapID, LaunchDigest: red.LaunchDigest, PID: red.PID, SessionID: "sess-2"},
+	} {
+		_, err = l.RedeemBootstrap(bg, f1, other)
+		wantErr(t, fmt.Sprintf("second redemption by pid %d session %q", other.PID, other.SessionID), err, ledger.ErrBootstrapRedeemed)
 	}
 	// A new attempt fences the old one: redemption by the old attempt is
 	// stale, and the new attempt cannot redeem the old attempt's id.

@@ -92,8 +92,15 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 		g := mustBegin(t, l, f, e.LogicalEffectID, d)
 		diff(t, "redelivery after reopen", g, ledger.EffectGrant{Effect: e, Redelivery: true})
 	}
-	_, err = l.RedeemBootstrap(bg, f, red)
-	wantErr(t, "redemption after reopen", err, ledger.ErrBootstrapRedeemed)
+	// The redemption survived: the same claimant's retry is answered with
+	// it, and another child is refused.
+	if again, err := l.RedeemBootstrap(bg, f, red); err != nil || again.RedeemedPID != red.PID || again.RedeemedSessionID != red.SessionID {
+		t.Fatalf("redemption retried after reopen: %+v, %v", again, err)
+	}
+	other := red
+	other.PID++
+	_, err = l.RedeemBootstrap(bg, f, other)
+	wantErr(t, "redemption by another child after reopen", err, ledger.ErrBootstrapRedeemed)
 	r2, err := l.AcceptResult(bg, fr, Digest("data"), []byte("artifact bytes"))
 	if err != nil {
 		t.Fatal(err)

@@ -271,6 +271,8 @@ func (r *mRun) redeem(rt *rapid.T, f ledger.Fence, red ledger.Redemption) {
 			return ledger.ErrNotFound
 		case b.AttemptID != f.AttemptID:
 			return ledger.ErrStaleFence
+		case b.Redeemed && b.RedeemedPID == red.PID && b.RedeemedSessionID == red.SessionID && b.LaunchDigest == red.LaunchDigest:
+			return nil // the same claimant's retry
 		case b.Redeemed:
 			return ledger.ErrBootstrapRedeemed
 		case b.LaunchDigest != red.LaunchDigest:

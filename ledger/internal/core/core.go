@@ -281,6 +281,11 @@ func RedeemBootstrap(tx Tx, f ledger.Fence, r ledger.Redemption) (ledger.Bootstr
 			CurrentAttemptID: rec.Op.CurrentAttemptID, CurrentGeneration: rec.Op.CurrentGeneration}
 	}
 	if b.Redeemed {
+		if b.RedeemedPID == r.PID && b.RedeemedSessionID == r.SessionID && b.LaunchDigest == r.LaunchDigest {
+			// The same child and session again: a retry of a call whose
+			// outcome was unknown, answered with the recorded redemption.
+			return b, nil
+		}
 		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was redeemed by pid %d (session %q); refusing pid %d: %w",
 			op, r.BootstrapID, b.RedeemedPID, b.RedeemedSessionID, r.PID, ledger.ErrBootstrapRedeemed)
 	}
