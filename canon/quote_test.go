@@ -1,6 +1,7 @@
 package canon_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -78,5 +79,64 @@ func TestMarshalerPreferred(t *testing.T) {
 	}
 	if _, err := canon.Marshal([]any{failing{}}); !errors.Is(err, canon.ErrInvalidUTF8) {
 		t.Errorf("a Marshaler's canon error: got %v, want ErrInvalidUTF8 kept", err)
+	}
+}
+
+type embedA struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+}
+
+type embedB struct {
+	embedA
+	X int `json:"x"` // shallower: hides embedA's x
+}
+
+type embedC struct{ Y int }
+
+type embedD struct {
+	embedA
+	embedC // Y (untagged, depth 1) against embedA's tagged y: different names
+	Z int  `json:"z"`
+}
+
+type embedTie struct {
+	embedA
+	Other struct{} `json:"-"`
+	embedE
+}
+
+type embedE struct {
+	X int `json:"x"` // same depth and tagging as embedA's x: hidden
+}
+
+type selfEmbed struct {
+	*selfEmbed
+	V int `json:"v"`
+}
+
+func TestEmbeddedFieldNames(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{embedB{embedA{1, 2}, 3}, `{"x":3,"y":2}`},
+		{embedD{embedA{1, 2}, embedC{3}, 4}, `{"Y":3,"x":1,"y":2,"z":4}`},
+		{embedTie{embedA: embedA{1, 2}, embedE: embedE{3}}, `{"y":2}`},
+		{selfEmbed{V: 1}, `{"v":1}`},
+	} {
+		got, err := canon.Marshal(c.v)
+		if err != nil || string(got) != c.want {
+			t.Errorf("Marshal(%T) = %s, %v; want %s", c.v, got, err, c.want)
+		}
+		// What encoding/json writes, canon writes (up to key order).
+		std, _ := json.Marshal(c.v)
+		if cs, err := canon.Canonicalize(std); err != nil || string(cs) != c.want {
+			t.Errorf("encoding/json writes %s for %T", std, c.v)
+		}
+	}
+	var b embedB
+	if err := canon.Unmarshal([]byte(`{"x":5,"y":6}`), &b); err != nil || b.X != 5 || b.Y != 6 || b.embedA.X != 0 {
+		t.Errorf("Unmarshal into embedB = %+v, %v", b, err)
 	}
 }
