@@ -96,19 +96,19 @@ type embedC struct{ Y int }
 
 type embedD struct {
 	embedA
-	embedC // Y (untagged, depth 1) against embedA's tagged y: different names
-	Z int  `json:"z"`
+	embedC     // Y (untagged, depth 1) against embedA's tagged y: different names
+	Z      int `json:"z"`
 }
 
 type embedTie struct {
 	embedA
-	Other struct{} `json:"-"`
-	embedE
+	embedF
+	embedG
 }
 
-type embedE struct {
-	X int `json:"x"` // same depth and tagging as embedA's x: hidden
-}
+type embedF struct{ W int }
+
+type embedG struct{ W int } // same depth, both untagged: W is hidden
 
 type selfEmbed struct {
 	*selfEmbed
@@ -122,7 +122,7 @@ func TestEmbeddedFieldNames(t *testing.T) {
 	}{
 		{embedB{embedA{1, 2}, 3}, `{"x":3,"y":2}`},
 		{embedD{embedA{1, 2}, embedC{3}, 4}, `{"Y":3,"x":1,"y":2,"z":4}`},
-		{embedTie{embedA: embedA{1, 2}, embedE: embedE{3}}, `{"y":2}`},
+		{embedTie{embedA{1, 2}, embedF{3}, embedG{4}}, `{"x":1,"y":2}`},
 		{selfEmbed{V: 1}, `{"v":1}`},
 	} {
 		got, err := canon.Marshal(c.v)
