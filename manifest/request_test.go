@@ -297,3 +297,19 @@ func TestLargeIntegralFloats(t *testing.T) {
 		t.Errorf("count above maximum: error %v, want ErrInvalidArguments", err)
 	}
 }
+
+// TestSchemaDialectOnlyOnSchemas: "$schema" inside a data keyword is a
+// value, not a dialect; at a schema position another dialect is refused.
+func TestSchemaDialectOnlyOnSchemas(t *testing.T) {
+	m := echoManifests(t)[0]
+	var v manifest.Validator
+	m.RequestSchema = map[string]any{"type": "object", "default": map[string]any{"$schema": "x"},
+		"properties": map[string]any{"text": map[string]any{"type": "string", "examples": []any{map[string]any{"$schema": "y"}}}}}
+	if _, err := v.PrepareRequest(m, map[string]any{"text": "hi"}); err != nil {
+		t.Fatalf("$schema inside data refused: %v", err)
+	}
+	m.RequestSchema = map[string]any{"type": "object", "$schema": "http://json-schema.org/draft-07/schema#"}
+	if _, err := v.PrepareRequest(m, map[string]any{}); !errors.Is(err, manifest.ErrInvalidSchema) {
+		t.Fatalf("draft-07 dialect: error %v, want ErrInvalidSchema", err)
+	}
+}

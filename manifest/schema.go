@@ -134,7 +134,14 @@ func (v *Validator) Len() int {
 // or $dynamicRef, anywhere, is a string starting with '#') and this
 // package's $schema rule (a string $schema anywhere must name draft
 // 2020-12).
-func checkSchemaKeys(doc any, capID, ptr string) error {
+func checkSchemaKeys(doc any, capID, ptr string) error { return checkKeys(doc, capID, ptr, false) }
+
+// dataKeywords hold JSON data, not subschemas: a "$schema" member inside
+// them is a value like any other. ("$ref" is refused everywhere, as the
+// host refuses it.)
+var dataKeywords = map[string]bool{"default": true, "const": true, "enum": true, "examples": true}
+
+func checkKeys(doc any, capID, ptr string, inData bool) error {
 	switch x := doc.(type) {
 	case map[string]any:
 		// Sorted, so that the first of several problems is always the same.
@@ -149,18 +156,18 @@ func checkSchemaKeys(doc any, capID, ptr string) error {
 						Detail: fmt.Sprintf("%s must be a string starting with '#', found %s", k, describeJSON(val))}
 				}
 			case "$schema":
-				if s, ok := val.(string); ok && strings.TrimSuffix(s, "#") != draft2020URI {
+				if s, ok := val.(string); ok && !inData && strings.TrimSuffix(s, "#") != draft2020URI {
 					return &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: p, Rule: "schema.dialect",
 						Detail: fmt.Sprintf("$schema %q is not draft 2020-12 (%s)", truncate(s, 80), draft2020URI)}
 				}
 			}
-			if err := checkSchemaKeys(val, capID, p); err != nil {
+			if err := checkKeys(val, capID, p, inData || dataKeywords[k]); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, e := range x {
-			if err := checkSchemaKeys(e, capID, ptrIndex(ptr, i)); err != nil {
+			if err := checkKeys(e, capID, ptrIndex(ptr, i), inData); err != nil {
 				return err
 			}
 		}
