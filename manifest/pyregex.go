@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -14,7 +15,8 @@ import (
 //
 //   - \d is any Unicode decimal digit (\p{Nd}), \D its complement;
 //   - \w is Unicode letters, numbers and '_' ([\p{L}\p{N}_]), \W its
-//     complement (outside brackets only);
+//     complement; inside brackets, where RE2 cannot take the complement of
+//     a union, \W and \S are refused rather than narrowed to ASCII;
 //   - \s is Unicode whitespace (adds \v, U+001C..U+001F, U+0085 and \p{Z});
 //   - $ (outside brackets) also matches before one final "\n", and \Z is
 //     the end of the text.
@@ -22,10 +24,14 @@ import (
 // Constructs RE2 lacks (look-around, back-references, possessive or atomic
 // groups) do not compile, so a schema using them is refused; \b stays ASCII.
 func pyRegexp(pattern string) (jsonschema.Regexp, error) {
-	return regexp.Compile(translatePyRegex(pattern))
+	re, err := translatePyRegex(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return regexp.Compile(re)
 }
 
-func translatePyRegex(p string) string {
+func translatePyRegex(p string) (string, error) {
 	var b strings.Builder
 	inClass := false
 	classStart := -1 // index just after '[' or "[^"
@@ -39,11 +45,7 @@ func translatePyRegex(p string) string {
 			case 'd':
 				b.WriteString(`\p{Nd}`)
 			case 'D':
-				if inClass {
-					b.WriteString(`\D`)
-				} else {
-					b.WriteString(`\P{Nd}`)
-				}
+				b.WriteString(`\P{Nd}`)
 			case 'w':
 				if inClass {
 					b.WriteString(`\p{L}\p{N}_`)
@@ -52,7 +54,7 @@ func translatePyRegex(p string) string {
 				}
 			case 'W':
 				if inClass {
-					b.WriteString(`\W`)
+					return "", fmt.Errorf("pattern %q: \\W inside brackets has no exact RE2 form (Python's is Unicode-aware); write the class another way", p)
 				} else {
 					b.WriteString(`[^\p{L}\p{N}_]`)
 				}
@@ -64,7 +66,7 @@ func translatePyRegex(p string) string {
 				}
 			case 'S':
 				if inClass {
-					b.WriteString(`\S`)
+					return "", fmt.Errorf("pattern %q: \\S inside brackets has no exact RE2 form (Python's is Unicode-aware); write the class another way", p)
 				} else {
 					b.WriteString(`[^\s\v\x{1c}-\x{1f}\x{85}\p{Z}]`)
 				}
@@ -94,5 +96,5 @@ func translatePyRegex(p string) string {
 			b.WriteByte(c)
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }

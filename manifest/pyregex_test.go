@@ -9,6 +9,19 @@ import (
 
 // TestPatternDialect: "pattern" behaves as Python's re.search does for the
 // instance strings below (expected verdicts are Python's).
+// TestPatternDialectRefusesInexactClasses: \W and \S inside brackets have no
+// exact RE2 translation, so such a schema is refused, not narrowed to ASCII.
+func TestPatternDialectRefusesInexactClasses(t *testing.T) {
+	var v manifest.Validator
+	for _, pat := range []string{`^[\W]$`, `^[a\S]$`} {
+		m := manifest.CapabilityManifest{ID: manifest.CapabilityID{Namespace: "p", Name: "q", Version: "1.0.0"},
+			RequestSchema: map[string]any{"properties": map[string]any{"s": map[string]any{"type": "string", "pattern": pat}}}}
+		if _, err := v.PrepareRequest(m, map[string]any{"s": "x"}); !errors.Is(err, manifest.ErrInvalidSchema) {
+			t.Errorf("pattern %q: error %v, want ErrInvalidSchema", pat, err)
+		}
+	}
+}
+
 func TestPatternDialect(t *testing.T) {
 	tests := []struct {
 		pattern, s string
@@ -31,6 +44,8 @@ func TestPatternDialect(t *testing.T) {
 		{`[$]`, "$", true},
 		{`b`, "abc", true}, // search, not match
 		{`^\W$`, "é", false},
+		{`^[\D]$`, "\u0663", false}, // Python's \D is Unicode inside brackets too
+		{`^[\D]$`, "a", true},
 	}
 	var v manifest.Validator
 	for _, tt := range tests {
