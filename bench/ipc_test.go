@@ -7,12 +7,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/sockettest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -47,23 +47,7 @@ var ipcBinding = ipc.AttemptBinding{
 
 const ipcLaunchDigest canon.Digest = "sha256:3ac64e6752f729f5a1afbc204aa7d7d6683307bef3f38be648fb0a92fef56aeb"
 
-func ipcSocketpair(b *testing.B) (runtimeEnd, hostEnd *net.UnixConn) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	conv := func(fd int) *net.UnixConn {
-		f := os.NewFile(uintptr(fd), "sock")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close() })
-		return c.(*net.UnixConn)
-	}
-	return conv(fds[0]), conv(fds[1])
-}
+func ipcSocketpair(b *testing.B) (runtimeEnd, hostEnd *net.UnixConn) { return sockettest.Pair(b) }
 
 // trivialHandler allows everything.
 type trivialHandler struct{}

@@ -10,32 +10,13 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/sockettest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// socketpair returns both ends of a fresh AF_UNIX SOCK_STREAM socketpair as
-// *net.UnixConn, closed at the end of the test.
-func socketpair(t testing.TB) (runtimeEnd, hostEnd *net.UnixConn) {
-	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv := func(fd int, name string) *net.UnixConn {
-		f := os.NewFile(uintptr(fd), name)
-		defer f.Close()
-		c, err := net.FileConn(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c.(*net.UnixConn)
-	}
-	return conv(fds[0], "runtime"), conv(fds[1], "host")
-}
+// socketpair returns a fresh socketpair, closed at the end of the test.
+func socketpair(t testing.TB) (runtimeEnd, hostEnd *net.UnixConn) { return sockettest.Pair(t) }
 
 // vectors is the part of zeo-inline-vectors.json the ipc tests read.
 type vectors struct {
