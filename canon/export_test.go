@@ -8,9 +8,6 @@ import "strconv"
 // token's prefix that is its canonical form, or 0.
 func PlainDecimal(tok []byte) int { return plainDecimal(tok) }
 
-// PlainASCII8 exposes the eight-byte string scan test.
-func PlainASCII8(w uint64) bool { return plainASCII8(w) }
-
 // CanonicalNumber returns the canonical form of a number token as
 // Canonicalize writes it (fast path included).
 func CanonicalNumber(tok []byte, isInt bool) ([]byte, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -232,34 +233,28 @@ func (b AttemptBinding) Validate() error {
 	return nil
 }
 
-// Diff returns the JSON name of the first field in which b and other
-// differ, or "" when they are equal field by field.
-func (b AttemptBinding) Diff(other AttemptBinding) string {
-	switch {
-	case b.OrganizationID != other.OrganizationID:
-		return "organization_id"
-	case b.ProjectID != other.ProjectID:
-		return "project_id"
-	case b.SeatID != other.SeatID:
-		return "seat_id"
-	case b.RuntimeBindingID != other.RuntimeBindingID:
-		return "runtime_binding_id"
-	case b.PacketID != other.PacketID:
-		return "packet_id"
-	case b.OperationID != other.OperationID:
-		return "operation_id"
-	case b.AttemptID != other.AttemptID:
-		return "attempt_id"
-	case b.FencingGeneration != other.FencingGeneration:
-		return "fencing_generation"
-	case b.CapabilityID != other.CapabilityID:
-		return "capability_id"
-	case b.RequestDigest != other.RequestDigest:
-		return "request_digest"
-	case b.ManifestDigest != other.ManifestDigest:
-		return "manifest_digest"
+// Diff describes how got differs from b, the expected binding: each
+// differing field as "name got G, want W", joined by "; ", or "" when the
+// two are equal field by field.
+func (b AttemptBinding) Diff(got AttemptBinding) string {
+	var d []string
+	add := func(name string, g, w any) {
+		if g != w {
+			d = append(d, fmt.Sprintf("%s got %v, want %v", name, g, w))
+		}
 	}
-	return ""
+	add("organization_id", got.OrganizationID, b.OrganizationID)
+	add("project_id", got.ProjectID, b.ProjectID)
+	add("seat_id", got.SeatID, b.SeatID)
+	add("runtime_binding_id", got.RuntimeBindingID, b.RuntimeBindingID)
+	add("packet_id", got.PacketID, b.PacketID)
+	add("operation_id", got.OperationID, b.OperationID)
+	add("attempt_id", got.AttemptID, b.AttemptID)
+	add("fencing_generation", got.FencingGeneration, b.FencingGeneration)
+	add("capability_id", got.CapabilityID, b.CapabilityID)
+	add("request_digest", got.RequestDigest, b.RequestDigest)
+	add("manifest_digest", got.ManifestDigest, b.ManifestDigest)
+	return strings.Join(d, "; ")
 }
 
 // Validate checks the EffectRequest rules of spec §4.9: three Identifiers,

@@ -508,8 +508,8 @@ func (s *Session) checkSession(req *Request, st *sessionState) error {
 	if req.Sequence != st.next {
 		return verr(ErrSequence, "sequence is %d, want %d", req.Sequence, st.next)
 	}
-	if f := s.cfg.Binding.Diff(req.Binding); f != "" {
-		return verr(ErrBinding, "binding.%s differs from the attempt's", f)
+	if req.Binding != s.cfg.Binding {
+		return verr(ErrBinding, "binding differs from the attempt's: %s", s.cfg.Binding.Diff(req.Binding))
 	}
 	if !st.bootstrapped {
 		if req.Method != MethodBootstrap {

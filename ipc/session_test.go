@@ -627,3 +627,17 @@ func TestSummaryBounded(t *testing.T) {
 		t.Errorf("last listed exchange has sequence %d, want %d", last.Sequence, ipc.MaxSummaryExchanges)
 	}
 }
+
+func TestAttemptBindingDiff(t *testing.T) {
+	want := newFixture(t).binding
+	if d := want.Diff(want); d != "" {
+		t.Errorf("equal bindings: Diff = %q, want empty", d)
+	}
+	got := want
+	got.AttemptID, got.FencingGeneration = "attempt-old", want.FencingGeneration+1
+	wantDiff := fmt.Sprintf("attempt_id got attempt-old, want %s; fencing_generation got %d, want %d",
+		want.AttemptID, want.FencingGeneration+1, want.FencingGeneration)
+	if d := want.Diff(got); d != wantDiff {
+		t.Errorf("Diff = %q\nwant   %q", d, wantDiff)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -310,7 +309,7 @@ func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResu
 		return fail(ErrBindingMismatch, &r, errors.New("binding is null"))
 	}
 	if *r.Binding != want {
-		return fail(ErrBindingMismatch, &r, bindingDiff(*r.Binding, want))
+		return fail(ErrBindingMismatch, &r, errors.New(want.Diff(*r.Binding)))
 	}
 	wantExit, _ := r.State.ExitCode()
 	if wantExit != exitCode {
@@ -319,27 +318,6 @@ func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResu
 	return r, nil
 }
 
-// bindingDiff names the fields in which got differs from want.
-func bindingDiff(got, want ipc.AttemptBinding) error {
-	var d []string
-	add := func(name string, g, w any) {
-		if g != w {
-			d = append(d, fmt.Sprintf("%s %v, want %v", name, g, w))
-		}
-	}
-	add("organization_id", got.OrganizationID, want.OrganizationID)
-	add("project_id", got.ProjectID, want.ProjectID)
-	add("seat_id", got.SeatID, want.SeatID)
-	add("runtime_binding_id", got.RuntimeBindingID, want.RuntimeBindingID)
-	add("packet_id", got.PacketID, want.PacketID)
-	add("operation_id", got.OperationID, want.OperationID)
-	add("attempt_id", got.AttemptID, want.AttemptID)
-	add("fencing_generation", got.FencingGeneration, want.FencingGeneration)
-	add("capability_id", got.CapabilityID, want.CapabilityID)
-	add("request_digest", got.RequestDigest, want.RequestDigest)
-	add("manifest_digest", got.ManifestDigest, want.ManifestDigest)
-	return errors.New(strings.Join(d, "; "))
-}
 
 // stdoutEvidenceBytes bounds the stdout kept in a ResultError.
 const stdoutEvidenceBytes = 4 << 10

@@ -255,8 +255,8 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 		return nil, fmt.Errorf("%w: sequence %d, sent %d", ErrCorrelation, rep.Sequence, c.seq)
 	case rep.HostNonce != c.cfg.HostNonce:
 		return nil, fmt.Errorf("%w: host_nonce", ErrCorrelation)
-	case c.cfg.Binding.Diff(rep.Binding) != "":
-		return nil, fmt.Errorf("%w: binding.%s", ErrCorrelation, c.cfg.Binding.Diff(rep.Binding))
+	case c.cfg.Binding != rep.Binding:
+		return nil, fmt.Errorf("%w: binding: %s", ErrCorrelation, c.cfg.Binding.Diff(rep.Binding))
 	case rep.RequestDigest != reqDigest:
 		return nil, fmt.Errorf("%w: request_digest %s, sent %s", ErrCorrelation, rep.RequestDigest, reqDigest)
 	}
