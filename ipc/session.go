@@ -223,14 +223,16 @@ const MaxSummaryExchanges = 1024
 // frames read, including one that broke a rule; Exchanges lists the first
 // MaxSummaryExchanges requests answered, in order, and DroppedExchanges
 // counts the answered requests after those; Methods and States count every
-// answered request by method and by reply state. HostNonce is the nonce
-// fixed at bootstrap ("" before).
+// answered request by method and by reply state. Published reports that
+// a result.publish was answered allowed, wherever it fell in the list.
+// HostNonce is the nonce fixed at bootstrap ("" before).
 type Summary struct {
 	Frames           int
 	Methods          map[Method]int
 	States           map[ReplyState]int
 	Exchanges        []Exchange
 	DroppedExchanges int
+	Published        bool
 	HostNonce        string
 }
 
@@ -569,6 +571,9 @@ func (s *Session) record(st *sessionState, req *Request, digest canon.Digest, st
 	defer s.mu.Unlock()
 	if req.Method == MethodBootstrap {
 		s.summary.HostNonce = req.HostNonce
+	}
+	if req.Method == MethodPublish && state == StateAllowed {
+		s.summary.Published = true
 	}
 	s.summary.Methods[req.Method]++
 	s.summary.States[state]++

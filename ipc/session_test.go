@@ -599,6 +599,9 @@ func TestSummaryBounded(t *testing.T) {
 	for i := range effects {
 		frames = append(frames, frame(t, f.env(int64(3+i), ipc.MethodEffect, effectPayload("effect-a"))))
 	}
+	// The publish falls past the listed exchanges; the summary still says
+	// it was allowed.
+	frames = append(frames, frame(t, f.env(int64(3+effects), ipc.MethodPublish, publishPayload(t))))
 	for i, fr := range frames {
 		if _, err := host.Write(fr); err != nil {
 			t.Fatalf("frame %d: %v", i, err)
@@ -615,6 +618,9 @@ func TestSummaryBounded(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 	sum := s.Summary()
+	if !sum.Published || sum.Methods[ipc.MethodPublish] != 1 {
+		t.Errorf("summary: published %v, %d publish requests; want true, 1", sum.Published, sum.Methods[ipc.MethodPublish])
+	}
 	if sum.Frames != len(frames) || sum.Methods[ipc.MethodEffect] != effects || sum.States[ipc.StateAllowed] != len(frames) {
 		t.Errorf("summary counts frames %d, effects %d, allowed %d; want %d, %d, %d",
 			sum.Frames, sum.Methods[ipc.MethodEffect], sum.States[ipc.StateAllowed], len(frames), effects, len(frames))

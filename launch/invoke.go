@@ -164,7 +164,7 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 		return out, err
 	}
 	if session != nil && r.State == StateSucceeded {
-		if err := agreesWithSession(r, out.Session, serveErr); err != nil {
+		if err := agreesWithSession(out.Session, serveErr); err != nil {
 			want, _ := r.State.ExitCode()
 			return out, &ResultError{Err: ErrSessionMismatch, ExitCode: p.ExitCode, WantExitCode: want,
 				Result: &r, Want: c.Attempt, Stdout: head(p.Stdout), StdoutLen: len(p.Stdout), Cause: err}
@@ -177,18 +177,12 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 // agreesWithSession checks a host's success against what the Runtime's own
 // session saw: a success needs a session that ended cleanly after allowing
 // exactly one result.publish.
-func agreesWithSession(r HostResult, sum ipc.Summary, serveErr error) error {
+func agreesWithSession(sum ipc.Summary, serveErr error) error {
 	if serveErr != nil {
 		return fmt.Errorf("the session ended on a violation: %w", serveErr)
 	}
-	allowed := 0
-	for _, x := range sum.Exchanges {
-		if x.Method == ipc.MethodPublish && x.State == ipc.StateAllowed {
-			allowed++
-		}
-	}
-	if allowed != 1 {
-		return fmt.Errorf("the session allowed %d result.publish requests, want exactly 1", allowed)
+	if n := sum.Methods[ipc.MethodPublish]; n != 1 || !sum.Published {
+		return fmt.Errorf("the session answered %d result.publish requests, allowed: %v; want exactly one, allowed", n, sum.Published)
 	}
 	return nil
 }

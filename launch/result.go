@@ -318,7 +318,6 @@ func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResu
 	return r, nil
 }
 
-
 // stdoutEvidenceBytes bounds the stdout kept in a ResultError.
 const stdoutEvidenceBytes = 4 << 10
 
