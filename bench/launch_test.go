@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/zeoruntime/runtimeipc/bench/pluginshared"
+	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -106,14 +108,19 @@ func echoInvocation(b *testing.B) launch.Invocation {
 //   - BareExec: exec + wait of the same executable doing nothing (no
 //     arguments: it prints its invalid_request line and exits), the floor
 //     any launcher pays;
-//   - PluginBareExec: exec + wait of the go-plugin executable refusing to
-//     start (no handshake cookie), the same floor for the next row;
-//   - GoPlugin: hashicorp/go-plugin v1.8.0 starting an equivalent Go plugin
-//     (net/rpc), dispensing it, making one call and killing it.
+//   - PluginBareExec: exec + wait of the go-plugin echo executable refusing
+//     to start (no handshake cookie), the floor of the go-plugin rows;
+//   - GoPlugin: hashicorp/go-plugin v1.8.0 starting the equivalent Go
+//     plugin (net/rpc), dispensing it, making one call that does the
+//     simulated host's own work for the same context and request (see
+//     pluginhost), and killing it;
+//   - GoPluginEcho: the same with a plugin whose call only echoes, which
+//     links none of the host's packages: go-plugin's own floor.
 func BenchmarkLaunch(b *testing.B) {
 	dir := b.TempDir()
 	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
 	pluginBin := buildTool(b, dir, "pluginecho", "./pluginecho", false)
+	hostPluginBin := buildTool(b, dir, "pluginhost", "./pluginhost", false)
 	work := b.TempDir()
 
 	l, err := launch.New(launch.Config{
@@ -168,47 +175,86 @@ func BenchmarkLaunch(b *testing.B) {
 		}
 	})
 
+	// The equivalent plugin: one call does the simulated host's own work
+	// for the same context and request (see pluginhost).
+	hostArgs := pluginshared.InvokeArgs{Context: invocationContext(b, inv), Request: inv.Request}
 	b.Run("GoPlugin", func(b *testing.B) {
-		logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
-		// Killing the plugin after its call makes yamux, underneath
-		// net/rpc, print "[ERR] yamux: Failed to write header", sometimes
-		// after the loop, to the os.Stderr its default config captured when
-		// the client was made; that would interleave with the benchmark
-		// lines. The clients made here capture /dev/null instead.
-		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		benchGoPlugin(b, hostPluginBin, pluginshared.HostHandshake, "host", &pluginshared.HostPlugin{}, func(raw any) error {
+			rep, err := raw.(pluginshared.Invoker).Invoke(hostArgs)
+			if err != nil {
+				return err
+			}
+			if string(rep.Data) != `{"text":"hello"}` || rep.DataDigest != string(canon.Sum(rep.Data)) {
+				return fmt.Errorf("reply %s %s", rep.Data, rep.DataDigest)
+			}
+			return nil
+		})
+	})
+
+	// The light plugin: one call that only echoes.
+	b.Run("GoPluginEcho", func(b *testing.B) {
+		benchGoPlugin(b, pluginBin, pluginshared.Handshake, "echo", &pluginshared.EchoPlugin{}, func(raw any) error {
+			got, err := raw.(pluginshared.Echoer).Echo("hello")
+			if err == nil && got != "hello" {
+				err = fmt.Errorf("echo %q", got)
+			}
+			return err
+		})
+	})
+}
+
+// invocationContext is the LaunchContext bytes the launcher writes on FD 3
+// for inv.
+func invocationContext(b *testing.B, inv launch.Invocation) []byte {
+	b.Helper()
+	enc, err := inv.Context.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return enc.Bytes
+}
+
+// benchGoPlugin starts the go-plugin executable bin, dispenses the plugin
+// name, makes one call and kills it, b.N times.
+func benchGoPlugin(b *testing.B, bin string, hs plugin.HandshakeConfig, name string, p plugin.Plugin, call func(any) error) {
+	logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
+	// Killing the plugin after its call makes yamux, underneath net/rpc,
+	// print "[ERR] yamux: Failed to write header", sometimes after the
+	// loop, to the os.Stderr its default config captured when the client
+	// was made; that would interleave with the benchmark lines. The clients
+	// made here capture /dev/null instead.
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = null
+	defer func() { os.Stderr = stderr; null.Close() }()
+	b.ReportAllocs()
+	for b.Loop() {
+		client := plugin.NewClient(&plugin.ClientConfig{
+			HandshakeConfig:  hs,
+			Plugins:          map[string]plugin.Plugin{name: p},
+			Cmd:              exec.Command(bin),
+			AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
+			Logger:           logger,
+		})
+		rpcClient, err := client.Client()
 		if err != nil {
+			client.Kill()
 			b.Fatal(err)
 		}
-		stderr := os.Stderr
-		os.Stderr = null
-		defer func() { os.Stderr = stderr; null.Close() }()
-		b.ReportAllocs()
-		for b.Loop() {
-			client := plugin.NewClient(&plugin.ClientConfig{
-				HandshakeConfig:  pluginshared.Handshake,
-				Plugins:          map[string]plugin.Plugin{"echo": &pluginshared.EchoPlugin{}},
-				Cmd:              exec.Command(pluginBin),
-				AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
-				Logger:           logger,
-			})
-			rpcClient, err := client.Client()
-			if err != nil {
-				client.Kill()
-				b.Fatal(err)
-			}
-			raw, err := rpcClient.Dispense("echo")
-			if err != nil {
-				client.Kill()
-				b.Fatal(err)
-			}
-			got, err := raw.(pluginshared.Echoer).Echo("hello")
-			if err != nil || got != "hello" {
-				client.Kill()
-				b.Fatalf("%q, %v", got, err)
-			}
+		raw, err := rpcClient.Dispense(name)
+		if err != nil {
 			client.Kill()
+			b.Fatal(err)
 		}
-	})
+		if err := call(raw); err != nil {
+			client.Kill()
+			b.Fatal(err)
+		}
+		client.Kill()
+	}
 }
 
 // benchInvoke runs inv through l b.N times, checking the state and exit
