@@ -31,6 +31,11 @@ import (
 //	                                   of the request body: the hard lower
 //	                                   bound, since the reply must carry the
 //	                                   body's digest
+//
+// Besides wall time per exchange (ns/op), each reports cpu-ns/op: the CPU
+// time of the whole process, both ends and the garbage collector, per
+// exchange. Wall time of a ping-pong is mostly the two wake-ups, which
+// vary from machine to machine; CPU time is the work.
 
 var ipcSizes = []struct {
 	name  string
@@ -110,12 +115,14 @@ func BenchmarkIPCExchange(b *testing.B) {
 			ctx := context.Background()
 			b.SetBytes(int64(sz.bytes))
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				rep, err := ch.Call(ctx, ipc.MethodEffect, eff)
 				if err != nil || rep.State != ipc.StateAllowed {
 					b.Fatal(rep, err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -163,6 +170,7 @@ func BenchmarkIPCSessionOnly(b *testing.B) {
 			reply := make([]byte, 4096)
 			b.SetBytes(int64(sz.bytes))
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				seq++
 				buf = reqs.frame(buf, seq)
@@ -173,6 +181,7 @@ func BenchmarkIPCSessionOnly(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -237,6 +246,7 @@ func benchRaw(b *testing.B, hash bool) {
 			reply := make([]byte, 4096)
 			b.SetBytes(int64(sz.bytes))
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				if _, err := host.Write(req); err != nil {
 					b.Fatal(err)
@@ -245,6 +255,7 @@ func benchRaw(b *testing.B, hash bool) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }

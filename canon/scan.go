@@ -274,32 +274,53 @@ func unescape(dst, content []byte) []byte {
 func appendQuoted[T ~string | ~[]byte](dst []byte, text T) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
+	for i := 0; i < len(text); {
+		// Step over eight plain ASCII bytes at a time; a word with anything
+		// else (an escape, or UTF-8, which is copied as is) goes byte by
+		// byte.
+		end := len(text)
+		if i+8 <= end {
+			if plainASCII8(load64(text, i)) {
+				i += 8
+				continue
+			}
+			end = i + 8
 		}
-		dst = append(dst, text[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+		for ; i < end; i++ {
+			c := text[i]
+			if c >= 0x20 && c != '"' && c != '\\' {
+				continue
+			}
+			dst = append(dst, text[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+			}
+			start = i + 1
 		}
-		start = i + 1
 	}
 	dst = append(dst, text[start:]...)
 	return append(dst, '"')
+}
+
+// load64 reads the eight bytes of s at i as a little-endian word (the
+// compiler merges the byte loads into one).
+func load64[T ~string | ~[]byte](s T, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
 // AppendString appends s as an RFC 8785 string token: quoted, with only

@@ -22,7 +22,16 @@ import (
 type cursor struct {
 	b   []byte
 	pos int
+	// s, when set, holds the same bytes as b: the strings the cursor
+	// returns are then substrings of s instead of one allocation each.
+	// Decoders that return many strings (payloads, replies) pay one copy
+	// of their input for all of them; what they return then keeps that
+	// copy alive, which is never more than the frame it came from.
+	s string
 }
+
+// newCursor returns a cursor over b whose strings share one copy of b.
+func newCursor(b []byte) cursor { return cursor{b: b, s: string(b)} }
 
 // lit consumes s if the input continues with it.
 func (c *cursor) lit(s string) bool {
@@ -30,6 +39,15 @@ func (c *cursor) lit(s string) bool {
 		return false
 	}
 	c.pos += len(s)
+	return true
+}
+
+// litBytes is lit for a byte slice, without converting it to a string.
+func (c *cursor) litBytes(b []byte) bool {
+	if !bytes.HasPrefix(c.b[c.pos:], b) {
+		return false
+	}
+	c.pos += len(b)
 	return true
 }
 
@@ -69,6 +87,9 @@ func (c *cursor) str() (string, bool) {
 		return "", false
 	}
 	if !esc {
+		if len(c.s) == len(c.b) {
+			return c.s[c.pos-len(raw)-1 : c.pos-1], true
+		}
 		return string(raw), true
 	}
 	// raw sits between the quotes of a token already checked canonical.
@@ -146,7 +167,7 @@ func decodeEnvelopeFast(body []byte, req *Request, known *knownBinding) bool {
 		return false
 	}
 	c := cursor{b: body}
-	if !c.lit(`{"binding":`) || !c.lit(string(known.raw)) {
+	if !c.lit(`{"binding":`) || !c.litBytes(known.raw) {
 		return false
 	}
 	req.Binding = known.b
@@ -290,7 +311,7 @@ func bootstrapFast(raw []byte) (p BootstrapPayload, ok bool) {
 }
 
 func admitFast(raw []byte) (p AdmitPayload, ok bool) {
-	c := cursor{b: raw}
+	c := newCursor(raw)
 	if !c.lit(`{"arguments":`) {
 		return p, false
 	}
@@ -301,7 +322,7 @@ func admitFast(raw []byte) (p AdmitPayload, ok bool) {
 }
 
 func effectFast(raw []byte) (p EffectRequest, ok bool) {
-	c := cursor{b: raw}
+	c := newCursor(raw)
 	var s string
 	if !c.lit(`{"arguments":`) {
 		return p, false
@@ -327,7 +348,7 @@ func effectFast(raw []byte) (p EffectRequest, ok bool) {
 
 // publishFast also returns the data's canonical bytes.
 func publishFast(raw []byte) (p PublishPayload, data []byte, ok bool) {
-	c := cursor{b: raw}
+	c := newCursor(raw)
 	var s string
 	if !c.lit(`{"data":`) {
 		return p, nil, false

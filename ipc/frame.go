@@ -109,3 +109,28 @@ func WriteFrame(w io.Writer, body []byte, max int) error {
 	}
 	return nil
 }
+
+// WriteFramed writes frame[HeaderBytes:] as one frame, first filling
+// frame[:HeaderBytes] with its length. A caller that appends its body after
+// HeaderBytes reserved bytes thus sends header and body in one Write, with
+// no copy and no allocation. The limits, errors and short-write rules are
+// those of [WriteFrame]; a frame shorter than HeaderBytes is refused like
+// an empty body.
+func WriteFramed(w io.Writer, frame []byte, max int) error {
+	if len(frame) < HeaderBytes {
+		return checkLength(0, max)
+	}
+	body := len(frame) - HeaderBytes
+	if err := checkLength(uint64(body), max); err != nil {
+		return err
+	}
+	binary.BigEndian.PutUint32(frame, uint32(body))
+	n, err := w.Write(frame)
+	if err == nil && n != len(frame) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("ipc: writing %d-byte frame (%d of %d bytes written): %w", body, n, len(frame), err)
+	}
+	return nil
+}

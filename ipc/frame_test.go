@@ -143,34 +143,64 @@ type errWriter struct{}
 
 func (errWriter) Write(p []byte) (int, error) { return 0, io.ErrClosedPipe }
 
+// writers are the two ways to write a frame, so that one table tests both.
+var writers = []struct {
+	name  string
+	write func(w io.Writer, body []byte, max int) error
+}{
+	{"WriteFrame", ipc.WriteFrame},
+	{"WriteFramed", func(w io.Writer, body []byte, max int) error {
+		return ipc.WriteFramed(w, append(make([]byte, ipc.HeaderBytes), body...), max)
+	}},
+}
+
 func TestWriteFrame(t *testing.T) {
-	var buf bytes.Buffer
-	if err := ipc.WriteFrame(&buf, []byte("abc"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]byte{0, 0, 0, 3, 'a', 'b', 'c'}, buf.Bytes()); diff != "" {
-		t.Error(diff)
-	}
-	for _, tt := range []struct {
-		name string
-		body []byte
-		max  int
-		want error
-	}{
-		{"empty", nil, 0, ipc.ErrEmptyFrame},
-		{"over max", make([]byte, 1025), 1024, ipc.ErrFrameTooLarge},
-		{"over protocol limit", make([]byte, ipc.MaxMessageBytes+1), 1 << 30, ipc.ErrFrameTooLarge},
-	} {
-		var w bytes.Buffer
-		if err := ipc.WriteFrame(&w, tt.body, tt.max); !errors.Is(err, tt.want) || w.Len() != 0 {
-			t.Errorf("%s: err = %v, wrote %d bytes", tt.name, err, w.Len())
+	for _, wr := range writers {
+		var buf bytes.Buffer
+		if err := wr.write(&buf, []byte("abc"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]byte{0, 0, 0, 3, 'a', 'b', 'c'}, buf.Bytes()); diff != "" {
+			t.Errorf("%s: %s", wr.name, diff)
+		}
+		for _, tt := range []struct {
+			name string
+			body []byte
+			max  int
+			want error
+		}{
+			{"empty", nil, 0, ipc.ErrEmptyFrame},
+			{"over max", make([]byte, 1025), 1024, ipc.ErrFrameTooLarge},
+			{"over protocol limit", make([]byte, ipc.MaxMessageBytes+1), 1 << 30, ipc.ErrFrameTooLarge},
+		} {
+			var w bytes.Buffer
+			if err := wr.write(&w, tt.body, tt.max); !errors.Is(err, tt.want) || w.Len() != 0 {
+				t.Errorf("%s %s: err = %v, wrote %d bytes", wr.name, tt.name, err, w.Len())
+			}
+		}
+		if err := wr.write(&shortWriter{}, []byte("abcdef"), 0); !errors.Is(err, io.ErrShortWrite) {
+			t.Errorf("%s short writer: err = %v", wr.name, err)
+		}
+		if err := wr.write(errWriter{}, []byte("abcdef"), 0); !errors.Is(err, io.ErrClosedPipe) {
+			t.Errorf("%s failing writer: err = %v", wr.name, err)
 		}
 	}
-	if err := ipc.WriteFrame(&shortWriter{}, []byte("abcdef"), 0); !errors.Is(err, io.ErrShortWrite) {
-		t.Errorf("short writer: err = %v", err)
+	var w bytes.Buffer
+	if err := ipc.WriteFramed(&w, []byte{0, 0}, 0); !errors.Is(err, ipc.ErrEmptyFrame) || w.Len() != 0 {
+		t.Errorf("WriteFramed without room for the header: err = %v, wrote %d bytes", err, w.Len())
 	}
-	if err := ipc.WriteFrame(errWriter{}, []byte("abcdef"), 0); !errors.Is(err, io.ErrClosedPipe) {
-		t.Errorf("failing writer: err = %v", err)
+}
+
+// TestWriteFramedNoAlloc: a frame with its header room goes out without
+// allocating.
+func TestWriteFramedNoAlloc(t *testing.T) {
+	frame := append(make([]byte, ipc.HeaderBytes), "body"...)
+	if n := testing.AllocsPerRun(100, func() {
+		if err := ipc.WriteFramed(io.Discard, frame, 0); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("WriteFramed allocates %v times per frame", n)
 	}
 }
 
@@ -181,22 +211,26 @@ func TestFrameRoundTripSocket(t *testing.T) {
 	a, b := socketpair(t)
 	sizes := []int{1, 1023, 4096, 65537, ipc.MaxMessageBytes}
 	go func() {
-		for _, n := range sizes {
-			body := bytes.Repeat([]byte{byte(n)}, n)
-			if err := ipc.WriteFrame(b, body, 0); err != nil {
-				t.Error(err)
-				return
+		for _, wr := range writers {
+			for _, n := range sizes {
+				body := bytes.Repeat([]byte{byte(n)}, n)
+				if err := wr.write(b, body, 0); err != nil {
+					t.Error(wr.name, err)
+					return
+				}
 			}
 		}
 		b.Close()
 	}()
-	for _, n := range sizes {
-		got, err := ipc.ReadFrame(a, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, bytes.Repeat([]byte{byte(n)}, n)) {
-			t.Fatalf("frame of %d bytes corrupted", n)
+	for range writers {
+		for _, n := range sizes {
+			got, err := ipc.ReadFrame(a, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, bytes.Repeat([]byte{byte(n)}, n)) {
+				t.Fatalf("frame of %d bytes corrupted", n)
+			}
 		}
 	}
 	if _, err := ipc.ReadFrame(a, 0); err != io.EOF {

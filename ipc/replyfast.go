@@ -50,8 +50,8 @@ func (d *ReplyDecoder) decodeFast(body []byte) (*Reply, bool) {
 		return nil, false
 	}
 	var rep Reply
-	c := cursor{b: body}
-	if !c.lit(`{"binding":`) || !c.lit(string(d.known.raw)) {
+	c := newCursor(body)
+	if !c.lit(`{"binding":`) || !c.litBytes(d.known.raw) {
 		return nil, false
 	}
 	rep.Binding = d.known.b

@@ -462,9 +462,12 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 		return err // a payload rule broke: no reply, no handler call
 	}
 	st.data = data
-	reply, err := appendReply(st.out[:0], s.binding, req.Sequence, req.HostNonce, digest, state, data)
-	if err == nil && len(reply) > s.cfg.MaxMessageBytes {
-		err = &FrameSizeError{Length: uint64(len(reply)), Max: s.cfg.MaxMessageBytes, Err: ErrFrameTooLarge}
+	// The reply is built after room for its frame header, so that it goes
+	// out in one write.
+	header := append(st.out[:0], make([]byte, HeaderBytes)...)
+	frame, err := appendReply(header, s.binding, req.Sequence, req.HostNonce, digest, state, data)
+	if err == nil && len(frame)-HeaderBytes > s.cfg.MaxMessageBytes {
+		err = &FrameSizeError{Length: uint64(len(frame) - HeaderBytes), Max: s.cfg.MaxMessageBytes, Err: ErrFrameTooLarge}
 	}
 	if err != nil {
 		// The decision cannot be sent; fall back to an empty
@@ -472,16 +475,17 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 		// request was not consumed.
 		herr = errors.Join(herr, fmt.Errorf("reply for state %s cannot be sent: %w", state, err))
 		state = StateNeedsReconciliation
-		reply, err = appendReply(st.out[:0], s.binding, req.Sequence, req.HostNonce, digest, state, []byte("{}"))
+		frame, err = appendReply(header, s.binding, req.Sequence, req.HostNonce, digest, state, []byte("{}"))
 		if err != nil {
 			return &ViolationError{Rule: ErrHandler, Sequence: req.Sequence, Method: req.Method, Err: errors.Join(herr, err)}
 		}
 	}
-	st.out = reply
+	st.out = frame
+	reply := frame[HeaderBytes:]
 	if ctx.Err() != nil {
 		return s.stopped(ctx, req.Sequence, req.Method)
 	}
-	if err := WriteFrame(s.conn, reply, s.cfg.MaxMessageBytes); err != nil {
+	if err := WriteFramed(s.conn, frame, s.cfg.MaxMessageBytes); err != nil {
 		rule := ErrIO
 		switch {
 		case ctx.Err() != nil:
@@ -493,8 +497,10 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 			Detail: fmt.Sprintf("the %s reply was decided but could not be sent", state), Err: errors.Join(err, herr)}
 	}
 	s.record(st, req, digest, state, len(body), len(reply))
-	s.log.Debug("ipc: exchange", "sequence", req.Sequence, "method", req.Method, "state", state,
-		"request_bytes", len(body), "reply_bytes", len(reply), "elapsed", time.Since(start))
+	if s.log.Enabled(ctx, slog.LevelDebug) { // spares boxing the attributes on every exchange
+		s.log.Debug("ipc: exchange", "sequence", req.Sequence, "method", req.Method, "state", state,
+			"request_bytes", len(body), "reply_bytes", len(reply), "elapsed", time.Since(start))
+	}
 	if herr != nil {
 		return &ViolationError{Rule: ErrHandler, Sequence: req.Sequence, Method: req.Method,
 			Detail: "answered needs_reconciliation", Err: herr}

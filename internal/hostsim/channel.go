@@ -145,8 +145,12 @@ type canonicalAppender interface {
 // encode builds the canonical request envelope: its members in RFC 8785
 // order are binding, host_nonce, method, payload, protocol_version,
 // sequence.
+//
+// It returns the request as a frame: the body after ipc.HeaderBytes bytes
+// of room for the header, so that ipc.WriteFramed sends it in one write.
 func (c *Channel) encode(method ipc.Method, payload any, seq int64) ([]byte, error) {
-	body := append(c.buf[:0], c.prefix...)
+	body := append(c.buf[:0], make([]byte, ipc.HeaderBytes)...)
+	body = append(body, c.prefix...)
 	var err error
 	if method.Valid() {
 		// The method names need no escaping.
@@ -218,16 +222,16 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 		return nil, ErrDeadline
 	}
 	timeout := min(remaining, c.cfg.RPCTimeout)
-	body, err := c.encode(method, payload, c.seq+1)
+	frame, err := c.encode(method, payload, c.seq+1)
 	if err != nil {
 		return nil, fmt.Errorf("hostsim: encoding %s request: %w", method, err)
 	}
+	body := frame[ipc.HeaderBytes:]
 	if len(body) > c.cfg.MaxMessageBytes {
 		return nil, fmt.Errorf("%w: %d bytes > %d", ErrRequestTooLarge, len(body), c.cfg.MaxMessageBytes)
 	}
 	c.seq++
 	c.methods = append(c.methods, method)
-	reqDigest := canon.Sum(body)
 	// time.Now carries a monotonic reading, so the conn deadline measures
 	// the whole exchange on the monotonic clock, each read getting only
 	// the time left.
@@ -236,9 +240,11 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if err := ipc.WriteFrame(c.conn, body, c.cfg.MaxMessageBytes); err != nil {
+	if err := ipc.WriteFramed(c.conn, frame, c.cfg.MaxMessageBytes); err != nil {
 		return nil, c.ioErr(ctx, err)
 	}
+	// Hashed while the Runtime decides, not before sending.
+	reqDigest := canon.Sum(body)
 	rbody, err := ipc.ReadFrame(c.conn, c.cfg.MaxMessageBytes)
 	if err != nil {
 		if errors.Is(err, ipc.ErrFrameTooLarge) || errors.Is(err, ipc.ErrEmptyFrame) {
