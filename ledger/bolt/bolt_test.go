@@ -110,20 +110,47 @@ func TestCorruptFileRefused(t *testing.T) {
 	if !errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("err = %v, want ErrCorrupt naming %s", err, path)
 	}
-	// A bbolt file that is not a ledger (wrong format version).
-	other := filepath.Join(t.TempDir(), "other.db")
-	db, err := bbolt.Open(other, 0o600, nil)
+	// bbolt files that are not ledgers of this format: another format
+	// version (2 is the previous pre-release layout, refused rather than
+	// misread), and another program's file.
+	for _, tt := range []struct {
+		name, bucket, format, want string
+	}{
+		{"format 99", "meta", "99", `format "99", this build reads only format "3"`},
+		{"format 2", "meta", "2", `format "2", this build reads only format "3"`},
+		{"no format", "meta", "", "no format version"},
+		{"foreign", "accounts", "", `bucket "accounts" and no ledger format version`},
+	} {
+		other := filepath.Join(t.TempDir(), "other.db")
+		db, err := bbolt.Open(other, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Update(func(tx *bbolt.Tx) error {
+			b, _ := tx.CreateBucketIfNotExists([]byte(tt.bucket))
+			if tt.format == "" {
+				return nil
+			}
+			return b.Put([]byte("format"), []byte(tt.format))
+		})
+		db.Close()
+		_, err = bolt.Open(other, bolt.Options{})
+		if !errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), other) {
+			t.Fatalf("%s: err = %v, want ErrCorrupt naming the file and %q", tt.name, err, tt.want)
+		}
+	}
+	// An empty bbolt file becomes a ledger.
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	db, err := bbolt.Open(empty, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Update(func(tx *bbolt.Tx) error {
-		b, _ := tx.CreateBucketIfNotExists([]byte("meta"))
-		return b.Put([]byte("format"), []byte("99"))
-	})
 	db.Close()
-	if _, err := bolt.Open(other, bolt.Options{}); !errors.Is(err, ledger.ErrCorrupt) {
-		t.Fatalf("format 99: err = %v, want ErrCorrupt", err)
+	l, err = bolt.Open(empty, bolt.Options{})
+	if err != nil {
+		t.Fatalf("empty bbolt file: %v", err)
 	}
+	l.Close(context.Background())
 }
 
 func TestSecondOwnerInProcess(t *testing.T) {

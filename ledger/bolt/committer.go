@@ -3,8 +3,7 @@ package bolt
 import (
 	"fmt"
 	"sync/atomic"
-
-	bbolt "go.etcd.io/bbolt"
+	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
@@ -79,21 +78,7 @@ func (l *Ledger) commit(batch []*request) {
 		}
 	}
 	for len(live) > 0 {
-		failed := -1
-		err := l.db.Update(func(tx *bbolt.Tx) error {
-			if hook := l.beforeCommit.Load(); hook != nil {
-				(*hook)()
-			}
-			btx := boltTx{tx}
-			for i, r := range live {
-				r.err = run(r.fn, btx)
-				if isStorage(r.err) {
-					failed = i
-					return r.err
-				}
-			}
-			return nil
-		})
+		failed, err := l.apply(live)
 		if failed >= 0 {
 			r := live[failed]
 			live = append(live[:failed], live[failed+1:]...)
@@ -113,12 +98,48 @@ func (l *Ledger) commit(batch []*request) {
 	}
 }
 
+// apply runs live in order in one write transaction and commits it. If a
+// write hits a storage error, apply rolls back and returns its index. The
+// two phases are timed apart for Stats: running the writes is the CPU part
+// of the commit path, bbolt's Commit the page writes and fsyncs.
+func (l *Ledger) apply(live []*request) (failed int, err error) {
+	start := time.Now()
+	tx, err := l.db.Begin(true)
+	if err != nil {
+		return -1, err
+	}
+	defer func() {
+		if failed >= 0 || err != nil {
+			_ = tx.Rollback() // a no-op after a failed Commit, which rolls back itself
+		}
+	}()
+	if hook := l.beforeCommit.Load(); hook != nil {
+		(*hook)()
+	}
+	btx := newTx(tx)
+	for i, r := range live {
+		r.err = run(r.fn, btx)
+		if isStorage(r.err) {
+			return i, r.err
+		}
+	}
+	applied := time.Now()
+	if err := tx.Commit(); err != nil {
+		return -1, err
+	}
+	l.stats.commits.Add(1)
+	l.stats.writes.Add(int64(len(live)))
+	l.stats.applyNs.Add(int64(applied.Sub(start)))
+	l.stats.commitNs.Add(int64(time.Since(applied)))
+	return -1, nil
+}
+
 func (l *Ledger) release(r *request) {
 	close(r.done)
 	l.inflight.Done()
 }
 
-func run(fn func(core.Tx) error, tx boltTx) (err error) {
+func run(fn func(core.Tx) error, tx *boltTx) (err error) {
 	defer recoverInto(&err)
 	return fn(tx)
 }

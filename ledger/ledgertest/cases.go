@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1005,4 +1006,94 @@ func testClosed(t *testing.T, l ledger.Ledger) {
 		go func() { defer wg.Done(); _ = l.Close(bg) }()
 	}
 	wg.Wait()
+}
+
+// manyEffectIDs are 40 logical effect ids in no particular order, some of
+// 200 code points, so that a backend that stages or pages an operation's
+// effects (ledger/bolt moves them to an index in bulk) crosses its bounds
+// several times within one operation.
+func manyEffectIDs() []string {
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("e%02d", (i*17)%len(ids))
+		if i%7 == 3 {
+			ids[i] += "-" + strings.Repeat("é", 200)
+		}
+	}
+	return ids
+}
+
+// testManyEffects: one operation with many effects, interleaved with
+// another operation's, keeps every effect findable (redelivery, outcome
+// calls, changed input), ordered by id in its view, and listed by
+// ListUnknown exactly while unsettled.
+func testManyEffects(t *testing.T, l ledger.Ledger) {
+	ids := manyEffectIDs()
+	f := newOp(t, l, "op1", int64(len(ids)))
+	g := newOp(t, l, "op2", int64(len(ids)))
+	grants := map[string]ledger.EffectGrant{}
+	for i, id := range ids {
+		grants[id] = mustBegin(t, l, f, id, Digest(id))
+		if gr := mustBegin(t, l, g, id, Digest("op2"+id)); gr.Effect.Ordinal != int64(i+1) {
+			t.Fatalf("op2 effect %q ordinal = %d, want %d", id, gr.Effect.Ordinal, i+1)
+		}
+	}
+	_, err := l.BeginEffect(bg, f, "one-too-many", Digest("x"))
+	wantErr(t, "effect past the budget", err, ledger.ErrBudgetExhausted)
+	want := map[string]ledger.Effect{}
+	for i, id := range ids {
+		e := grants[id].Effect
+		if e.Ordinal != int64(i+1) {
+			t.Fatalf("effect %q ordinal = %d, want %d", id, e.Ordinal, i+1)
+		}
+		var err error
+		switch i % 4 {
+		case 0:
+			e, err = l.ConfirmEffect(bg, f, id, Digest(id), "rcpt-"+id)
+		case 1:
+			e, err = l.MarkNotConsumed(bg, f, id, Digest(id), ledger.ReasonRefused)
+		case 2:
+			e, err = l.MarkUnknown(bg, f, id, Digest(id))
+		}
+		if err != nil {
+			t.Fatalf("outcome of %q: %v", id, err)
+		}
+		want[id] = e
+		// Redelivery answers the recorded effect, whichever its state.
+		diff(t, "redelivery of "+id, mustBegin(t, l, f, id, Digest(id)), ledger.EffectGrant{Effect: e, Redelivery: true})
+		_, err = l.ConfirmEffect(bg, f, id, Digest("other"), "rcpt")
+		wantErr(t, "confirm of "+id+" with another digest", err, ledger.ErrChangedInput)
+	}
+	v := mustView(t, l, scopeA, "op1")
+	if len(v.Effects) != len(ids) || v.Operation.EffectsUsed != int64(len(ids)) {
+		t.Fatalf("view has %d effects, %d used; want %d", len(v.Effects), v.Operation.EffectsUsed, len(ids))
+	}
+	for i, e := range v.Effects {
+		if i > 0 && v.Effects[i-1].LogicalEffectID >= e.LogicalEffectID {
+			t.Fatalf("view effects not ordered by id: %q before %q", v.Effects[i-1].LogicalEffectID, e.LogicalEffectID)
+		}
+		diff(t, "view of "+e.LogicalEffectID, e, want[e.LogicalEffectID])
+	}
+	unknown, err := l.ListUnknown(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range unknown {
+		if e.OperationID == "op1" {
+			got = append(got, e.LogicalEffectID)
+		}
+	}
+	var wantIDs []string
+	for i, id := range ids {
+		if i%4 >= 2 {
+			wantIDs = append(wantIDs, id)
+		}
+	}
+	slices.Sort(wantIDs)
+	diff(t, "ListUnknown of op1", got, wantIDs)
+	if len(unknown) != len(wantIDs)+len(ids) {
+		t.Fatalf("ListUnknown has %d effects, want %d", len(unknown), len(wantIDs)+len(ids))
+	}
+	Check(t, l, f, g)
 }

@@ -15,6 +15,56 @@ import (
 func RunDurable(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {
 	t.Helper()
 	t.Run("ReopenKeepsEverything", func(t *testing.T) { testReopen(t, open) })
+	t.Run("ReopenKeepsManyEffects", func(t *testing.T) { testReopenMany(t, open) })
+}
+
+// testReopenMany: an operation with many effects, some settled, survives
+// reopen whole, and its effects are found (redelivery, outcomes) and new
+// ones added after it.
+func testReopenMany(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {
+	dir := t.TempDir()
+	closeIt := func(l ledger.Ledger) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := l.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	ids := manyEffectIDs()
+	half := len(ids) / 2
+	l := open(t, dir)
+	f := newOp(t, l, "op1", int64(len(ids)))
+	for i, id := range ids[:half] {
+		mustBegin(t, l, f, id, Digest(id))
+		if i%2 == 0 {
+			if _, err := l.ConfirmEffect(bg, f, id, Digest(id), "rcpt-"+id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := normView(mustView(t, l, scopeA, "op1"))
+	closeIt(l)
+
+	l = open(t, dir)
+	defer closeIt(l)
+	diff(t, "view after reopen", normView(mustView(t, l, scopeA, "op1")), before)
+	for i, e := range before.Effects {
+		diff(t, "redelivery after reopen", mustBegin(t, l, f, e.LogicalEffectID, e.RequestDigest), ledger.EffectGrant{Effect: e, Redelivery: true})
+		if e.State == ledger.EffectAuthorized && i%3 == 0 {
+			if _, err := l.MarkUnknown(bg, f, e.LogicalEffectID, e.RequestDigest); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, id := range ids[half:] {
+		if g := mustBegin(t, l, f, id, Digest(id)); g.Redelivery || g.Effect.Ordinal != int64(half+i+1) {
+			t.Fatalf("new effect %q after reopen = %+v", id, g)
+		}
+	}
+	if v := mustView(t, l, scopeA, "op1"); len(v.Effects) != len(ids) || v.Operation.EffectsUsed != int64(len(ids)) {
+		t.Fatalf("after reopen: %d effects, %d used; want %d", len(v.Effects), v.Operation.EffectsUsed, len(ids))
+	}
+	Check(t, l, f)
 }
 
 func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {

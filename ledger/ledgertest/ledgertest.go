@@ -57,6 +57,7 @@ func Run(t *testing.T, open Opener) {
 		{"UnknownUntilResolve", testUnknown},
 		{"FingerprintCheckedOnEveryPath", testFingerprint},
 		{"BudgetExhausted", testBudget},
+		{"ManyEffectsPerOperation", testManyEffects},
 		{"RedeliveryAcrossAttempts", testRedeliveryAcrossAttempts},
 		{"RacingSameEffectOneAuthorization", testRacingSameEffect},
 		{"BudgetNeverExceededUnderConcurrency", testRacingBudget},
