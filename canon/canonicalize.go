@@ -245,6 +245,12 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 	case 'n':
 		return out, c.literal("null")
 	default:
+		// Canonical numbers, the common case, are read and checked in one
+		// pass and stay in the pending output.
+		if end := canonicalNumberEnd(c.in, c.pos); end >= 0 {
+			c.pos = end
+			return out, nil
+		}
 		start, end, isInt, err := c.number()
 		if err != nil {
 			if ch != '-' && !isDigit(ch) && err.(*Error).Err == ErrSyntax {

@@ -260,6 +260,10 @@ func canonicalEscape(b []byte) int {
 // ±(2^53−1) written without leading zeros and never as -0, or a float
 // written exactly as AppendFloat writes its value.
 func (c *checker) number() bool {
+	if end := canonicalNumberEnd(c.in, c.pos); end >= 0 {
+		c.pos = end
+		return true
+	}
 	in := c.in
 	start := c.pos
 	i := start

@@ -23,3 +23,29 @@ func SlowFloat(tok []byte) ([]byte, error) {
 	}
 	return AppendFloat(nil, f)
 }
+
+// Verdicts of FastNumber.
+const (
+	FastDeclined    = iota // the fast path leaves the token to strconv
+	FastVerbatim           // the token is canonical as it is
+	FastReformatted        // the fast path writes the canonical form itself
+)
+
+// FastNumber runs only the fast paths of the float formatter on a number
+// token: the check that copies a canonical token as it is, then the
+// formatter that rewrites a token whose digits are already shortest. Its
+// output is meaningful unless the verdict is FastDeclined.
+func FastNumber(tok []byte) ([]byte, int) {
+	if canonicalNumberEnd(tok, 0) == len(tok) {
+		return tok, FastVerbatim
+	}
+	if out, ok := appendShortFloat(nil, tok); ok {
+		return out, FastReformatted
+	}
+	return nil, FastDeclined
+}
+
+// ReferenceFloat formats a validated float token only through
+// strconv.ParseFloat and AppendFloat, with Canonicalize's refusals: the
+// reference the fast paths must agree with.
+func ReferenceFloat(tok []byte) ([]byte, error) { return formatFloat(nil, tok, 0) }

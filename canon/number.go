@@ -50,6 +50,17 @@ func formatNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 		}
 		return append(dst, tok...), nil
 	}
+	if out, ok := appendShortFloat(dst, tok); ok {
+		return out, nil
+	}
+	return formatFloat(dst, tok, off)
+}
+
+// formatFloat formats a validated float token through strconv.ParseFloat
+// and [AppendFloat]: the reference that the fast path of
+// [appendShortFloat] must agree with, and the path for every token that
+// the fast path does not decide.
+func formatFloat(dst, tok []byte, off int) ([]byte, error) {
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
 		return dst, errAt(ErrNonFinite, off, "float literal %s overflows float64", truncate(string(tok)))

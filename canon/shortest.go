@@ -1,0 +1,368 @@
+package canon
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+)
+
+//go:generate go run gen_pow10.go
+
+// The float fast path.
+//
+// Most float tokens a peer sends are already canonical: it formatted them
+// with a shortest round-trip algorithm, as RFC 8785 requires. Parsing such a
+// token with strconv.ParseFloat and formatting it again with [AppendFloat]
+// costs a few hundred nanoseconds; deciding that the token is canonical
+// costs one 64×128-bit multiplication. A token is canonical when
+//
+//  1. its spelling is the one ES6 uses for its decimal point position n
+//     (fixed notation for −6 < n ≤ 21, else d.ddde±x with no leading zero
+//     in the exponent), with no trailing zero digit;
+//  2. its significant digits d (k of them, value d × 10^q) are the shortest
+//     that round to the float64 x nearest the token's value: no decimal
+//     of k−1 digits lies in x's rounding interval;
+//  3. and, among k-digit decimals, d × 10^q is the one closest to x.
+//
+// The multiplication by the 128-bit power 10^q (pow10Table, generated with
+// math/big) gives x and where d × 10^q lies between x and its neighbours,
+// in units of 10^q, to far better than 2^−32. Whenever a quantity is
+// within 2^−32 of a boundary (halfway between two floats, an edge of the
+// rounding interval, a tie between two k-digit decimals) or anything is
+// unusual (a subnormal, an overflow, more than 17 digits), the fast path
+// declines and strconv decides, so the fast path only ever answers where
+// the answer is clear by a wide margin.
+
+// Flags of a number token read by readNumber.
+const (
+	numOK      = 1 << iota // the token was read; the other results are valid
+	numNeg                 // it starts with '-'
+	numInt                 // it has integer shape: no fraction, no exponent
+	numSpelled             // see readNumber
+)
+
+// maxSigDigits bounds the significant digits readNumber reads: 19 always
+// fit in a uint64.
+const maxSigDigits = 19
+
+// maxExpValue caps the exponent readNumber reads; larger exponents
+// saturate, far outside pow10Table and the float64 range.
+const maxExpValue = 99999
+
+// readNumber reads the RFC 8259 number token at in[i] with the grammar of
+// [scanner.number] and returns its end and its value, sign apart, as
+// d × 10^q with k significant digits in d. Without numOK in flags the
+// token is not read: it is malformed (the scanner then says why), it has
+// more than maxSigDigits significant digits, or it is a float equal to
+// zero. With numOK, the token ends at end, exactly where scanner.number
+// ends it, and numSpelled says that it is spelled exactly as ES6 writes
+// the decimal d × 10^q: for an integer shape, a safe integer other than
+// -0; for a float, the notation of its magnitude (fixed for
+// 10^−6 ≤ |d × 10^q| < 10^21, else one digit before the point, a
+// lowercase e, a sign and no leading zero in the exponent) with no
+// trailing zero digit. Whether d × 10^q is the shortest form of its
+// float64 is not decided here (see [shortestDigits]).
+func readNumber(in []byte, i int) (end int, d uint64, k, q int, flags uint) {
+	n := len(in)
+	if i < n && in[i] == '-' {
+		flags = numNeg
+		i++
+	}
+	if i >= n {
+		return
+	}
+	intDigits := 0
+	switch c := in[i]; {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		d, intDigits = digitRun(in, i)
+		if intDigits > maxSigDigits {
+			return
+		}
+		i += intDigits
+		k = intDigits
+	default:
+		return
+	}
+	if i >= n || in[i] != '.' && in[i] != 'e' && in[i] != 'E' {
+		flags |= numOK | numInt
+		// -0 and integers beyond ±(2^53−1) are not written as they are.
+		if k > 0 && d <= MaxSafeInteger || k == 0 && flags&numNeg == 0 {
+			flags |= numSpelled
+		}
+		return i, d, k, 0, flags
+	}
+	frac := 0
+	if in[i] == '.' {
+		i++
+		j := i
+		if k == 0 {
+			for i < n && in[i] == '0' {
+				i++
+			}
+		}
+		v, m := digitRun(in, i)
+		if k+m > maxSigDigits {
+			return
+		}
+		if i += m; i == j {
+			return
+		}
+		d = d*pow10u64[m] + v
+		k += m
+		frac = i - j
+	}
+	if d == 0 {
+		return
+	}
+	spelled := d%10 != 0
+	exp := 0
+	hasExp := i < n && (in[i] == 'e' || in[i] == 'E')
+	if hasExp {
+		spelled = spelled && in[i] == 'e' && intDigits == 1
+		i++
+		expNeg := false
+		if i < n && (in[i] == '+' || in[i] == '-') {
+			expNeg = in[i] == '-'
+			i++
+		} else {
+			spelled = false
+		}
+		if i >= n || !isDigit(in[i]) {
+			return
+		}
+		spelled = spelled && in[i] != '0'
+		for ; i < n && isDigit(in[i]); i++ {
+			exp = min(exp*10+int(in[i]-'0'), maxExpValue)
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	q = exp - frac
+	// The point position: 10^(pos−1) ≤ d × 10^q < 10^pos.
+	pos := k + q
+	if hasExp {
+		spelled = spelled && (pos <= -6 || pos > 21)
+	} else {
+		spelled = spelled && pos > -6 && pos <= 21
+	}
+	flags |= numOK
+	if spelled {
+		flags |= numSpelled
+	}
+	return i, d, k, q, flags
+}
+
+// pow10u64[i] is 10^i.
+var pow10u64 = [...]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// digitRun returns the length n of the run of ASCII digits at in[i:] and,
+// when n ≤ maxSigDigits, its value. It reads eight bytes at a time while
+// eight remain; the count is exact only up to maxSigDigits+1 (longer runs
+// may report any n > maxSigDigits).
+func digitRun(in []byte, i int) (v uint64, n int) {
+	for i+8 <= len(in) {
+		c, m := eightDigits(binary.LittleEndian.Uint64(in[i:]))
+		v = v*pow10u64[m] + c
+		n += m
+		if m < 8 || n > maxSigDigits {
+			return v, n
+		}
+		i += 8
+	}
+	for ; i < len(in) && isDigit(in[i]); i++ {
+		v = v*10 + uint64(in[i]-'0')
+		n++
+	}
+	return v, n
+}
+
+// eightDigits returns the number m of leading ASCII digits in the eight
+// bytes packed little-endian in w (the first byte in the low bits) and
+// their value.
+func eightDigits(w uint64) (v uint64, m int) {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	// x holds the digit values in lanes that were digits. A lane is not a
+	// digit when x ≥ 10 there: its high bit is set, or adding 0x76 to its
+	// low seven bits (no carry out of the lane) sets it.
+	x := w ^ '0'*ones
+	flag := (x | (x&^highs + 0x76*ones)) & highs
+	m = bits.TrailingZeros64(flag) >> 3
+	// Move the m digits to the top lanes, zeros before them, so that the
+	// eight lanes read as an eight-digit number with leading zeros; then
+	// combine pairs, quads and halves.
+	x = x << (64 - 8*uint(m)) // Go defines a shift by 64 as 0.
+	x = x*10 + x>>8
+	x = ((x&0x000000FF000000FF)*(100+1000000<<32) + (x>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
+	return x & 0xFFFFFFFF, m
+}
+
+// canonicalNumberEnd returns the end of the number token at in[i] when the
+// token is well formed and already in canonical form, so that it is copied
+// as it is; else -1, and the full path formats or refuses it.
+func canonicalNumberEnd(in []byte, i int) int {
+	end, d, k, q, flags := readNumber(in, i)
+	if flags&numSpelled == 0 || flags&numInt == 0 && !shortestDigits(d, k, q) {
+		return -1
+	}
+	return end
+}
+
+// appendShortFloat appends the canonical form of the validated float token
+// tok when readNumber reads it and its significant digits, less trailing
+// zeros, are those of its float's canonical form, in whatever notation the
+// token uses; otherwise it reports false and appends nothing.
+func appendShortFloat(dst, tok []byte) ([]byte, bool) {
+	end, d, k, q, flags := readNumber(tok, 0)
+	if flags&numOK == 0 || flags&numInt != 0 || end != len(tok) {
+		return dst, false
+	}
+	for d%10 == 0 {
+		d /= 10
+		k--
+		q++
+	}
+	if !shortestDigits(d, k, q) {
+		return dst, false
+	}
+	return appendES6(dst, flags&numNeg != 0, d, k, k+q), true
+}
+
+// shortestDigits reports whether the decimal d × 10^q, where d has k
+// significant digits and no trailing zero, is the canonical digit string
+// of its float64 x: x is normal and finite, no decimal with fewer digits
+// rounds to x, and d × 10^q is the k-digit decimal closest to x. False
+// means "not decided": it is only ever a reason to ask strconv.
+func shortestDigits(d uint64, k, q int) bool {
+	if k <= 15 {
+		// Every decimal of at most 15 significant digits in the normal
+		// range is the unique shortest round-trip form of its float64
+		// (10^15 < 2^52), so there is nothing to compute.
+		pos := k + q
+		return pos >= -306 && pos <= 308
+	}
+	if k > 17 || q < pow10Min || q > pow10Max {
+		return false // never shortest, or out of the float64 range
+	}
+	// Let D = d·2^lz in [2^63, 2^64) and 10^q = (T+τ)·2^β, 0 ≤ τ < 1. Then
+	// d × 10^q = V·2^(β−lz) with V = D·(T+τ) in [P, P+2^64), P = D·T.
+	t := &pow10Table[q-pow10Min]
+	lz := bits.LeadingZeros64(d)
+	dn := d << lz
+	hiLo, _ := bits.Mul64(dn, t[1])
+	hiHi, loHi := bits.Mul64(dn, t[0])
+	p1, carry := bits.Add64(loHi, hiLo, 0)
+	p2 := hiHi + carry
+	// W = P>>64 = p2:p1 is V>>64 to within 2 units. Its top bit is 127
+	// or 126; the 53 bits from there are x's mantissa before rounding, and
+	// frac, the next 64 bits, is the fraction of a mantissa unit
+	// (2^e, the spacing of the floats around x) that follows.
+	beta := (q*217706)>>16 - 127
+	var m uint64
+	var frac uint64
+	var e int
+	if p2>>63 != 0 {
+		m, frac, e = p2>>11, p2<<53|p1>>11, 139+beta-lz
+	} else {
+		m, frac, e = p2>>10, p2<<54|p1>>10, 138+beta-lz
+	}
+	// Round to nearest; decline when the value is too close to halfway
+	// between two floats to tell which is nearer.
+	const margin = 1 << 32
+	if frac-(1<<63-margin) <= 2*margin {
+		return false
+	}
+	// rho is where d × 10^q lies relative to x = m·2^e, in units of 2^e:
+	// d × 10^q = (m + rho)·2^e with |rho| < 1/2. frac read as a signed
+	// number is rho after rounding to the nearer float.
+	m += frac >> 63
+	rho := float64(int64(frac)) * 0x1p-64
+	if m == 1<<53 {
+		// Rounded up to a power of two: renormalize, the unit doubling.
+		m, e, rho = 1<<52, e+1, rho/2
+	}
+	// x's lower neighbour is as far as its upper one, except at a power of
+	// two, where it is half as far.
+	lower := 1.0
+	if m == 1<<52 {
+		lower = 0.5
+	}
+	if be := e + 1075; be < 1 || be > 2046 {
+		return false // subnormal, or beyond the largest float64
+	}
+	// In units of 10^q, x's rounding interval is [x − lower·h, x + h]
+	// with h = 2^(e−1)/10^q = d/(2(m+rho)) ≈ d/(2m), and x = d + eps with
+	// eps = −2·rho·h. The multiples of 10 below and above d are d−r and
+	// d+10−r, r = d mod 10 (1..9); a decimal of fewer digits in the
+	// interval would be one of them. So d × 10^q is canonical when
+	//   |eps| < 1/2              (no k-digit decimal is closer to x),
+	//   eps − lower·h > −r       (d−r lies below the interval),
+	//   eps + h < 10 − r         (d+10−r lies above it),
+	// which, multiplied by 2m > 0, are the tests below, each with a margin
+	// of 2^−32 against the rounding of float64 arithmetic (relative error
+	// under 2^−50 on quantities below 20).
+	const mu = 0x1p-32
+	fd, fm := float64(int64(d)), float64(int64(m))
+	r := float64(int64(d % 10))
+	arho := rho
+	if arho < 0 {
+		arho = -arho
+	}
+	return 2*arho*fd < (1-2*mu)*fm &&
+		(r-mu)*2*fm > (lower+2*rho)*fd &&
+		(10-r-mu)*2*fm > (1-2*rho)*fd
+}
+
+// appendES6 appends the ES6 Number::toString form of the nonzero decimal
+// whose k significant digits are d and whose point position is pos
+// (10^(pos−1) ≤ d × 10^(pos−k) < 10^pos), negated when neg.
+func appendES6(dst []byte, neg bool, d uint64, k, pos int) []byte {
+	var buf [maxSigDigits]byte
+	for i := k - 1; i >= 0; i-- {
+		buf[i] = byte('0' + d%10)
+		d /= 10
+	}
+	digits := buf[:k]
+	if neg {
+		dst = append(dst, '-')
+	}
+	switch {
+	case pos > -6 && pos <= 0:
+		dst = append(dst, '0', '.')
+		for range -pos {
+			dst = append(dst, '0')
+		}
+		return append(dst, digits...)
+	case pos > 0 && pos <= 21:
+		if pos >= k {
+			dst = append(dst, digits...)
+			for range pos - k {
+				dst = append(dst, '0')
+			}
+			return dst
+		}
+		dst = append(dst, digits[:pos]...)
+		dst = append(dst, '.')
+		return append(dst, digits[pos:]...)
+	}
+	dst = append(dst, digits[0])
+	if k > 1 {
+		dst = append(dst, '.')
+		dst = append(dst, digits[1:]...)
+	}
+	dst = append(dst, 'e')
+	if x := pos - 1; x < 0 {
+		dst = append(dst, '-')
+		dst = strconv.AppendInt(dst, int64(-x), 10)
+	} else {
+		dst = append(dst, '+')
+		dst = strconv.AppendInt(dst, int64(x), 10)
+	}
+	return dst
+}
