@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -20,7 +21,10 @@ import (
 // sequence of fields with no tags (the file's format version names the
 // layout): strings and byte counts as a uvarint length then the bytes,
 // unsigned numbers as uvarints, signed ones as zigzag varints, booleans as
-// one byte 0 or 1. Decoding is strict: a truncated field, a length past the
+// one byte 0 or 1; a digest as the byte 1 then its 32 bytes when it is a
+// well-formed sha256 digest (every digest the ledger accepts is), else the
+// byte 0 then the string. The records leave out what their key says
+// (an operation record holds no scope or operation id). Decoding is strict: a truncated field, a length past the
 // end, a boolean other than 0 or 1 or trailing bytes is [ledger.ErrCorrupt],
 // never a panic (FuzzDecode).
 
@@ -33,6 +37,26 @@ func (e *encoder) str(s string) {
 
 func (e *encoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *encoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+
+func (e *encoder) digest(d canon.Digest) {
+	if d.Validate() != nil {
+		e.b = append(e.b, 0)
+		e.str(string(d))
+		return
+	}
+	e.b = append(e.b, 1)
+	h := d[len(canon.DigestPrefix):] // 64 lowercase hex digits: Validate checked them
+	for i := 0; i < len(h); i += 2 {
+		e.b = append(e.b, unhex(h[i])<<4|unhex(h[i+1]))
+	}
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
+}
 
 func (e *encoder) bool(v bool) {
 	if v {
@@ -95,6 +119,25 @@ func (d *decoder) str() string {
 	return s
 }
 
+func (d *decoder) digest() canon.Digest {
+	if d.err != nil {
+		return ""
+	}
+	switch {
+	case len(d.b) > 0 && d.b[0] == 0:
+		d.b = d.b[1:]
+		return canon.Digest(d.str())
+	case len(d.b) > 32 && d.b[0] == 1:
+		var buf [len(canon.DigestPrefix) + 64]byte
+		copy(buf[:], canon.DigestPrefix)
+		hex.Encode(buf[len(canon.DigestPrefix):], d.b[1:33])
+		d.b = d.b[33:]
+		return canon.Digest(buf[:])
+	}
+	d.fail("bad digest")
+	return ""
+}
+
 func (d *decoder) bool() bool {
 	if d.err != nil {
 		return false
@@ -147,10 +190,10 @@ type stagedEffect struct {
 type opRecord struct {
 	core.OpRecord
 	staged []stagedEffect
+	dirty  bool // changed in the transaction and not yet flushed (store.go); not stored
 }
 
-// Operation record fields, in order: organization, project, operation,
-// capability, request digest, manifest digest, budget, deadline (a boolean
+// Operation record fields, in order: capability, request digest, manifest digest, budget, deadline (a boolean
 // "set", then Unix seconds and nanoseconds), state, cancel reason, effects
 // used, current attempt id, current generation; the attempts (count, then
 // id, generation, admitted); the result (a boolean "present", then data
@@ -159,12 +202,9 @@ type opRecord struct {
 func encodeOp(b []byte, r *opRecord) []byte {
 	e := encoder{b}
 	o := &r.Op
-	e.str(o.Scope.OrganizationID)
-	e.str(o.Scope.ProjectID)
-	e.str(o.OperationID)
 	e.str(o.CapabilityID)
-	e.str(string(o.RequestDigest))
-	e.str(string(o.ManifestDigest))
+	e.digest(o.RequestDigest)
+	e.digest(o.ManifestDigest)
 	e.int(o.EffectBudget)
 	e.bool(!o.Deadline.IsZero())
 	if !o.Deadline.IsZero() {
@@ -184,7 +224,7 @@ func encodeOp(b []byte, r *opRecord) []byte {
 	}
 	e.bool(r.Result != nil)
 	if res := r.Result; res != nil {
-		e.str(string(res.DataDigest))
+		e.digest(res.DataDigest)
 		e.uint(uint64(len(res.ArtifactRefs)))
 		for _, ref := range res.ArtifactRefs {
 			e.str(ref)
@@ -200,16 +240,15 @@ func encodeOp(b []byte, r *opRecord) []byte {
 	return e.b
 }
 
-func decodeOp(raw []byte) (opRecord, error) {
+// decodeOp decodes the record stored under operation key k.
+func decodeOp(k core.OpKey, raw []byte) (opRecord, error) {
 	d := decoder{b: raw}
 	var r opRecord
 	o := &r.Op
-	o.Scope.OrganizationID = d.str()
-	o.Scope.ProjectID = d.str()
-	o.OperationID = d.str()
+	o.Scope, o.OperationID = k.Scope(), k.Op
 	o.CapabilityID = d.str()
-	o.RequestDigest = canon.Digest(d.str())
-	o.ManifestDigest = canon.Digest(d.str())
+	o.RequestDigest = d.digest()
+	o.ManifestDigest = d.digest()
 	o.EffectBudget = d.int()
 	if d.bool() {
 		sec, nsec := d.int(), d.uint()
@@ -234,7 +273,7 @@ func decodeOp(raw []byte) (opRecord, error) {
 	}
 	if d.bool() {
 		res := &ledger.Result{}
-		res.DataDigest = canon.Digest(d.str())
+		res.DataDigest = d.digest()
 		if n := d.count(1); n > 0 {
 			res.ArtifactRefs = make([]string, n)
 			for i := range res.ArtifactRefs {
@@ -264,7 +303,7 @@ func encodeEffect(b []byte, x *ledger.Effect) []byte {
 	e.str(x.Scope.ProjectID)
 	e.str(x.OperationID)
 	e.str(x.LogicalEffectID)
-	e.str(string(x.RequestDigest))
+	e.digest(x.RequestDigest)
 	e.str(x.AuthorizationID)
 	e.str(string(x.State))
 	e.str(x.ReceiptID)
@@ -282,7 +321,7 @@ func decodeEffect(raw []byte) (ledger.Effect, error) {
 	x.Scope.ProjectID = d.str()
 	x.OperationID = d.str()
 	x.LogicalEffectID = d.str()
-	x.RequestDigest = canon.Digest(d.str())
+	x.RequestDigest = d.digest()
 	x.AuthorizationID = d.str()
 	x.State = ledger.EffectState(d.str())
 	x.ReceiptID = d.str()

@@ -13,6 +13,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
+var sampleKey = core.OpKey{Org: "org", Project: "proj", Op: "op\x00é"}
+
 func sampleOp() opRecord {
 	return opRecord{
 		OpRecord: core.OpRecord{
@@ -40,8 +42,11 @@ func sampleEffect() ledger.Effect {
 var cmpOpRecord = cmp.Options{cmp.AllowUnexported(opRecord{}, stagedEffect{}), cmpopts.EquateEmpty()}
 
 func TestCodecRoundTrip(t *testing.T) {
-	for _, r := range []opRecord{sampleOp(), {OpRecord: core.OpRecord{Op: ledger.Operation{State: ledger.OperationOpen}}}} {
-		got, err := decodeOp(encodeOp(nil, &r))
+	odd := sampleOp()
+	odd.Op.RequestDigest, odd.Op.ManifestDigest = "", "sha256:NOT-HEX" // kept as strings
+	empty := opRecord{OpRecord: core.OpRecord{Op: ledger.Operation{Scope: sampleKey.Scope(), OperationID: sampleKey.Op, State: ledger.OperationOpen}}}
+	for _, r := range []opRecord{sampleOp(), odd, empty} {
+		got, err := decodeOp(sampleKey, encodeOp(nil, &r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +76,7 @@ func TestCodecRefusesDamage(t *testing.T) {
 		"huge string":      {0xff, 0xff, 0xff, 0xff, 0x0f},
 		"empty":            {},
 	} {
-		_, err1 := decodeOp(b)
+		_, err1 := decodeOp(sampleKey, b)
 		_, err2 := decodeEffect(b)
 		if !errors.Is(err1, ledger.ErrCorrupt) || !errors.Is(err2, ledger.ErrCorrupt) {
 			t.Errorf("%s: errors %v, %v; want ErrCorrupt", name, err1, err2)
@@ -89,8 +94,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encodeEffect(nil, &e))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if r, err := decodeOp(b); err == nil {
-			r2, err := decodeOp(encodeOp(nil, &r))
+		if r, err := decodeOp(sampleKey, b); err == nil {
+			r2, err := decodeOp(sampleKey, encodeOp(nil, &r))
 			if err != nil {
 				t.Fatalf("re-encoded operation refused: %v", err)
 			}

@@ -1,6 +1,8 @@
 package bolt
 
 import (
+	"os"
+	"runtime"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -51,6 +53,12 @@ func (l *Ledger) commitLoop() {
 			return
 		}
 		batch = append(batch[:0], first)
+		if os.Getenv("PROBE_YIELD") != "" {
+			for prev := -1; len(l.reqs) > prev && len(l.reqs) < l.maxBatch; {
+				prev = len(l.reqs)
+				runtime.Gosched()
+			}
+		}
 	fill:
 		for len(batch) < l.maxBatch {
 			select {
@@ -85,7 +93,9 @@ func (l *Ledger) commit(batch []*request) {
 			l.release(r)
 			continue
 		}
-		if err != nil {
+		if isStorage(err) { // flush failed: rolled back before Commit
+			err = fmt.Errorf("ledger/bolt: commit %s: not applied: %w", l.path, err)
+		} else if err != nil {
 			err = fmt.Errorf("ledger/bolt: commit %s: outcome unknown: %w", l.path, err)
 			for _, r := range live {
 				r.err = err
@@ -122,6 +132,9 @@ func (l *Ledger) apply(live []*request) (failed int, err error) {
 		if isStorage(r.err) {
 			return i, r.err
 		}
+	}
+	if err := btx.flush(); err != nil {
+		return -1, err
 	}
 	applied := time.Now()
 	if err := tx.Commit(); err != nil {

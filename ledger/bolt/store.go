@@ -147,17 +147,38 @@ func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) 
 
 // boltTx adapts a bbolt read-write or read-only transaction to core.Tx. It
 // remembers, for this transaction only, the operation records it decoded
-// (kept equal to what it wrote) and the sequence numbers of effects it
-// looked up, so the several calls of one write do not decode the same
-// record again; a rolled-back transaction takes its boltTx with it.
+// or changed and the sequence numbers of effects it looked up, so the
+// several calls of one write, and the writes of one batch, do not decode
+// the same record again. Changed operation records are written back once,
+// by flush, before the transaction commits: BeginEffect changes its
+// operation's record twice (EffectsUsed, then the staged index), and the
+// writes of a batch may share operations. Every read of an operation goes
+// through the memo, so the bucket's stale value is never seen. A
+// rolled-back transaction takes its boltTx with it.
 type boltTx struct {
-	tx   *bbolt.Tx
-	ops  map[core.OpKey]*opRecord
-	seqs map[core.EffectKey]uint64
+	tx    *bbolt.Tx
+	ops   map[core.OpKey]*opRecord
+	dirty []core.OpKey // keys of ops changed since the last flush, each once
+	seqs  map[core.EffectKey]uint64
 }
 
 func newTx(tx *bbolt.Tx) *boltTx {
 	return &boltTx{tx: tx, ops: map[core.OpKey]*opRecord{}, seqs: map[core.EffectKey]uint64{}}
+}
+
+// flush writes back the changed operation records. The committer calls it
+// after the batch's writes and before Commit; an error is a storage error
+// and the transaction must be rolled back.
+func (t *boltTx) flush() error {
+	for _, k := range t.dirty {
+		r := t.ops[k]
+		if err := putRaw(t, bucketOps, opKey(k), encodeOp(nil, r)); err != nil {
+			return err
+		}
+		r.dirty = false
+	}
+	t.dirty = t.dirty[:0]
+	return nil
 }
 
 func (t *boltTx) bucket(name []byte) (*bbolt.Bucket, error) {
@@ -237,22 +258,23 @@ func (t *boltTx) op(k core.OpKey) (*opRecord, bool, error) {
 	if raw == nil {
 		return nil, false, nil
 	}
-	r, err := decodeOp(raw)
+	r, err := decodeOp(k, raw)
 	if err != nil {
 		return nil, false, fmt.Errorf("ledger/bolt: operation %q: %w", k.Op, err)
-	}
-	if r.Op.Scope != k.Scope() || r.Op.OperationID != k.Op {
-		return nil, false, fmt.Errorf("ledger/bolt: key of operation %q holds operation %q of another scope or id: %w", k.Op, r.Op.OperationID, ledger.ErrCorrupt)
 	}
 	t.ops[k] = &r
 	return &r, true, nil
 }
 
-// putOp stores r as operation k's record and remembers it.
+// putOp makes r operation k's record; flush writes it to the bucket.
 func (t *boltTx) putOp(k core.OpKey, r *opRecord) error {
-	if err := putRaw(t, bucketOps, opKey(k), encodeOp(nil, r)); err != nil {
-		return err
+	if t.tx.DB() == nil || !t.tx.Writable() {
+		return &storageError{fmt.Errorf("put %s: %w", bucketOps, bbolt.ErrTxNotWritable)}
 	}
+	if old, ok := t.ops[k]; !ok || !old.dirty {
+		t.dirty = append(t.dirty, k)
+	}
+	r.dirty = true
 	t.ops[k] = r
 	return nil
 }
