@@ -1,8 +1,6 @@
 package bolt
 
 import (
-	"os"
-	"runtime"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -53,12 +51,6 @@ func (l *Ledger) commitLoop() {
 			return
 		}
 		batch = append(batch[:0], first)
-		if os.Getenv("PROBE_YIELD") != "" {
-			for prev := -1; len(l.reqs) > prev && len(l.reqs) < l.maxBatch; {
-				prev = len(l.reqs)
-				runtime.Gosched()
-			}
-		}
 	fill:
 		for len(batch) < l.maxBatch {
 			select {
@@ -93,10 +85,12 @@ func (l *Ledger) commit(batch []*request) {
 			l.release(r)
 			continue
 		}
-		if isStorage(err) { // flush failed: rolled back before Commit
-			err = fmt.Errorf("ledger/bolt: commit %s: not applied: %w", l.path, err)
-		} else if err != nil {
-			err = fmt.Errorf("ledger/bolt: commit %s: outcome unknown: %w", l.path, err)
+		if err != nil {
+			if isStorage(err) { // the write-back failed: rolled back before Commit
+				err = fmt.Errorf("ledger/bolt: commit %s: not applied: %w", l.path, err)
+			} else {
+				err = fmt.Errorf("ledger/bolt: commit %s: outcome unknown: %w", l.path, err)
+			}
 			for _, r := range live {
 				r.err = err
 			}
