@@ -32,7 +32,10 @@ const crashItersEnv = "ZEO_LEDGER_CRASH_ITERS"
 
 var crashScope = ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
 
-const crashBudget = 3
+// crashBudget and the effect ids (e0..e15, up to 20 tries per attempt)
+// let an operation hold more effects than ledger/bolt stages in its
+// operation record, so kills also land around the staged index's flushes.
+const crashBudget = 12
 
 // report is one line the child appends after a call was acknowledged
 // (durably committed). Kinds: create, attempt, begin, confirm, unknown,
@@ -335,8 +338,8 @@ func crashWorker(l ledger.Ledger, emit func(report), fail func(error), round, w 
 		if _, err := l.Admit(ctx, f, ledgertest.Digest("req")); err != nil {
 			fail(err)
 		}
-		for range rng.IntN(5) {
-			id := fmt.Sprintf("e%d", rng.IntN(4))
+		for range rng.IntN(20) {
+			id := fmt.Sprintf("e%d", rng.IntN(16))
 			d := effectDigest(op, id)
 			g, err := l.BeginEffect(ctx, f, id, d)
 			if errors.Is(err, ledger.ErrBudgetExhausted) {
