@@ -2,6 +2,7 @@ package canon
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"strconv"
 )
@@ -45,38 +46,65 @@ const (
 // fit in a uint64.
 const maxSigDigits = 19
 
-// maxExpValue caps the exponent readNumber reads; larger exponents
-// saturate, far outside pow10Table and the float64 range.
-const maxExpValue = 99999
+// numWindow is how many bytes from a token's start readNumber looks at:
+// more than the longest token it reads (51 bytes) plus the eight-byte
+// loads that find where that token ends. Every canonical number is much
+// shorter (at most 25 bytes).
+const numWindow = 64
+
+// maxLeadingZeros bounds the zeros readNumber skips after "0." (a
+// canonical float has at most five).
+const maxLeadingZeros = 20
 
 // readNumber reads the RFC 8259 number token at in[i] with the grammar of
 // [scanner.number] and returns its end and its value, sign apart, as
 // d × 10^q with k significant digits in d. Without numOK in flags the
 // token is not read: it is malformed (the scanner then says why), it has
-// more than maxSigDigits significant digits, or it is a float equal to
-// zero. With numOK, the token ends at end, exactly where scanner.number
-// ends it, and numSpelled says that it is spelled exactly as ES6 writes
-// the decimal d × 10^q: for an integer shape, a safe integer other than
-// -0; for a float, the notation of its magnitude (fixed for
+// more than maxSigDigits significant digits, more than maxLeadingZeros
+// zeros after "0.", or more than seven exponent digits, or it is a float
+// equal to zero. With numOK, the token ends at end, exactly where
+// scanner.number ends it, and numSpelled says that it is spelled exactly
+// as ES6 writes the decimal d × 10^q: for an integer shape, a safe integer
+// other than -0; for a float, the notation of its magnitude (fixed for
 // 10^−6 ≤ |d × 10^q| < 10^21, else one digit before the point, a
 // lowercase e, a sign and no leading zero in the exponent) with no
 // trailing zero digit. Whether d × 10^q is the shortest form of its
 // float64 is not decided here (see [shortestDigits]).
+//
+// It runs on every number of a document, so it reads digits eight at a
+// time and avoids branches that depend on the digits (the sign, the
+// lengths of digit runs), which a processor would mispredict.
 func readNumber(in []byte, i int) (end int, d uint64, k, q int, flags uint) {
-	n := len(in)
-	if i < n && in[i] == '-' {
-		flags = numNeg
-		i++
+	if len(in)-i >= numWindow {
+		end, d, k, q, flags = readWindow((*[numWindow]byte)(in[i : i+numWindow]))
+		return i + end, d, k, q, flags
 	}
-	if i >= n {
-		return
-	}
+	// Near the end of the input: a copy padded with NUL bytes, which end
+	// a token just as the end of the input does.
+	var w [numWindow]byte
+	copy(w[:], in[i:])
+	end, d, k, q, flags = readWindow(&w)
+	return i + end, d, k, q, flags
+}
+
+// readWindow is readNumber on the window w that starts at the token.
+// Offsets stay below numWindow: the sign takes one byte, the integer part
+// at most maxSigDigits (its read looks at 24 bytes from offset 1), the
+// zeros after "0." at most maxLeadingZeros, the fraction at most
+// maxSigDigits less the integer digits (its read looks at 24 bytes from
+// offset 23 at most), the exponent marker and sign two bytes, and the
+// exponent at most seven (its read looks at 8 bytes from offset 44 at
+// most).
+func readWindow(w *[numWindow]byte) (end int, d uint64, k, q int, flags uint) {
+	neg := b2u(w[0] == '-')
+	flags = neg * numNeg
+	i := int(neg)
 	intDigits := 0
-	switch c := in[i]; {
+	switch c := w[i]; {
 	case c == '0':
 		i++
 	case '1' <= c && c <= '9':
-		d, intDigits = digitRun(in, i)
+		d, intDigits = digitRun(w, i)
 		if intDigits > maxSigDigits {
 			return
 		}
@@ -85,24 +113,26 @@ func readNumber(in []byte, i int) (end int, d uint64, k, q int, flags uint) {
 	default:
 		return
 	}
-	if i >= n || in[i] != '.' && in[i] != 'e' && in[i] != 'E' {
+	if c := w[i]; c != '.' && c != 'e' && c != 'E' {
 		flags |= numOK | numInt
 		// -0 and integers beyond ±(2^53−1) are not written as they are.
-		if k > 0 && d <= MaxSafeInteger || k == 0 && flags&numNeg == 0 {
+		if k > 0 && d <= MaxSafeInteger || k == 0 && neg == 0 {
 			flags |= numSpelled
 		}
 		return i, d, k, 0, flags
 	}
 	frac := 0
-	if in[i] == '.' {
+	if w[i] == '.' {
 		i++
 		j := i
 		if k == 0 {
-			for i < n && in[i] == '0' {
-				i++
+			for w[i] == '0' {
+				if i++; i-j > maxLeadingZeros {
+					return
+				}
 			}
 		}
-		v, m := digitRun(in, i)
+		v, m := digitRun(w, i)
 		if k+m > maxSigDigits {
 			return
 		}
@@ -118,27 +148,21 @@ func readNumber(in []byte, i int) (end int, d uint64, k, q int, flags uint) {
 	}
 	spelled := d%10 != 0
 	exp := 0
-	hasExp := i < n && (in[i] == 'e' || in[i] == 'E')
+	hasExp := w[i] == 'e' || w[i] == 'E'
 	if hasExp {
-		spelled = spelled && in[i] == 'e' && intDigits == 1
+		spelled = spelled && w[i] == 'e' && intDigits == 1
 		i++
-		expNeg := false
-		if i < n && (in[i] == '+' || in[i] == '-') {
-			expNeg = in[i] == '-'
-			i++
-		} else {
-			spelled = false
-		}
-		if i >= n || !isDigit(in[i]) {
+		// ES6 writes an explicit sign and no leading zero.
+		minus, plus := b2u(w[i] == '-'), b2u(w[i] == '+')
+		spelled = spelled && minus|plus != 0
+		i += int(minus | plus)
+		v, m := eightDigits(binary.LittleEndian.Uint64(w[i:]))
+		if m == 0 || m == 8 {
 			return
 		}
-		spelled = spelled && in[i] != '0'
-		for ; i < n && isDigit(in[i]); i++ {
-			exp = min(exp*10+int(in[i]-'0'), maxExpValue)
-		}
-		if expNeg {
-			exp = -exp
-		}
+		spelled = spelled && w[i] != '0'
+		i += m
+		exp = int(v^-uint64(minus)) + int(minus) // v, negated when minus
 	}
 	q = exp - frac
 	// The point position: 10^(pos−1) ≤ d × 10^q < 10^pos.
@@ -148,36 +172,39 @@ func readNumber(in []byte, i int) (end int, d uint64, k, q int, flags uint) {
 	} else {
 		spelled = spelled && pos > -6 && pos <= 21
 	}
-	flags |= numOK
-	if spelled {
-		flags |= numSpelled
-	}
+	flags |= numOK | b2u(spelled)*numSpelled
 	return i, d, k, q, flags
+}
+
+// b2u is 1 for true and 0 for false, without a branch.
+func b2u(b bool) uint {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // pow10u64[i] is 10^i.
 var pow10u64 = [...]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
-// digitRun returns the length n of the run of ASCII digits at in[i:] and,
-// when n ≤ maxSigDigits, its value. It reads eight bytes at a time while
-// eight remain; the count is exact only up to maxSigDigits+1 (longer runs
-// may report any n > maxSigDigits).
-func digitRun(in []byte, i int) (v uint64, n int) {
-	for i+8 <= len(in) {
-		c, m := eightDigits(binary.LittleEndian.Uint64(in[i:]))
-		v = v*pow10u64[m] + c
-		n += m
-		if m < 8 || n > maxSigDigits {
-			return v, n
-		}
-		i += 8
+// digitRun returns the length n of the run of ASCII digits at w[i:] and,
+// when n ≤ maxSigDigits, its value. It reads 24 bytes (8 when the run is
+// shorter than 8), so i must be at most numWindow−24; n is exact up to 23,
+// and 24 for any longer run.
+func digitRun(w *[numWindow]byte, i int) (v uint64, n int) {
+	v, n = eightDigits(binary.LittleEndian.Uint64(w[i:]))
+	if n < 8 {
+		return v, n
 	}
-	for ; i < len(in) && isDigit(in[i]); i++ {
-		v = v*10 + uint64(in[i]-'0')
-		n++
-	}
-	return v, n
+	// The second and third words count only as far as the run goes on:
+	// a word's count is cleared unless every word before it is all digits.
+	v2, n2 := eightDigits(binary.LittleEndian.Uint64(w[i+8:]))
+	v3, n3 := eightDigits(binary.LittleEndian.Uint64(w[i+16:]))
+	full2 := uint64(n2 >> 3) // 1 when the second word is all digits
+	n3 &= -int(full2)
+	v3 &= -full2
+	return (v*pow10u64[n2]+v2)*pow10u64[n3] + v3, 8 + n2 + n3
 }
 
 // eightDigits returns the number m of leading ASCII digits in the eight
@@ -263,15 +290,13 @@ func shortestDigits(d uint64, k, q int) bool {
 	// or 126; the 53 bits from there are x's mantissa before rounding, and
 	// frac, the next 64 bits, is the fraction of a mantissa unit
 	// (2^e, the spacing of the floats around x) that follows.
-	beta := (q*217706)>>16 - 127
-	var m uint64
-	var frac uint64
-	var e int
-	if p2>>63 != 0 {
-		m, frac, e = p2>>11, p2<<53|p1>>11, 139+beta-lz
-	} else {
-		m, frac, e = p2>>10, p2<<54|p1>>10, 138+beta-lz
-	}
+	// The top bit decides by a shift, not a branch: it is as likely set as
+	// not, and a mispredicted branch that waits for the multiplication
+	// costs more than the rest of the test.
+	top := uint(p2 >> 63)
+	m := p2 >> (10 + top)
+	frac := p2<<(54-top) | p1>>(10+top)
+	e := 138 + int(top) + (q*217706)>>16 - 127 - lz
 	// Round to nearest; decline when the value is too close to halfway
 	// between two floats to tell which is nearer.
 	const margin = 1 << 32
@@ -310,11 +335,7 @@ func shortestDigits(d uint64, k, q int) bool {
 	const mu = 0x1p-32
 	fd, fm := float64(int64(d)), float64(int64(m))
 	r := float64(int64(d % 10))
-	arho := rho
-	if arho < 0 {
-		arho = -arho
-	}
-	return 2*arho*fd < (1-2*mu)*fm &&
+	return 2*math.Abs(rho)*fd < (1-2*mu)*fm &&
 		(r-mu)*2*fm > (lower+2*rho)*fd &&
 		(10-r-mu)*2*fm > (1-2*rho)*fd
 }

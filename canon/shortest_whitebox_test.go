@@ -103,8 +103,8 @@ func TestReadNumberAgreesWithScanner(t *testing.T) {
 			t.Fatalf("%q: readNumber ends at %d (int %v), scanner at %d (int %v, err %v)", in, end, flags&numInt != 0, send, isInt, err)
 		}
 		tok := string(in[:end])
-		if q > maxExpValue-100 || q < -maxExpValue+100 {
-			return // a saturated exponent: far outside the float64 range either way
+		if q > 10000 || q < -10000 {
+			return // far outside the float64 range, and of big.Rat's exponents
 		}
 		want, ok := new(big.Rat).SetString(tok)
 		if !ok {
