@@ -337,6 +337,18 @@ func (c *canonicalizer) array(out []byte, depth int) ([]byte, error) {
 		return out, nil
 	}
 	for {
+		// An array of numbers is read here, a canonical number and its
+		// comma at a time, without the general value and separator
+		// steps; the general steps take any other element, or refuse it.
+		if c.pos < len(c.in) && numberStart(c.in[c.pos]) {
+			if end := canonicalNumberEnd(c.in, c.pos); end >= 0 && end < len(c.in) && c.in[end] == ',' {
+				c.pos = end + 1
+				if c.spaceAhead() {
+					out = c.dropSpace(out)
+				}
+				continue
+			}
+		}
 		var err error
 		if out, err = c.value(out, depth); err != nil {
 			return out, err

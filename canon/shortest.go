@@ -57,71 +57,73 @@ const numWindow = 64
 const maxLeadingZeros = 20
 
 // readNumber reads the RFC 8259 number token at in[i] with the grammar of
-// [scanner.number] and returns its end and its value, sign apart, as
-// d × 10^q with k significant digits in d. Without numOK in flags the
-// token is not read: it is malformed (the scanner then says why), it has
-// more than maxSigDigits significant digits, more than maxLeadingZeros
-// zeros after "0.", or more than seven exponent digits, or it is a float
-// equal to zero. With numOK, the token ends at end, exactly where
-// scanner.number ends it, and numSpelled says that it is spelled exactly
-// as ES6 writes the decimal d × 10^q: for an integer shape, a safe integer
-// other than -0; for a float, the notation of its magnitude (fixed for
-// 10^−6 ≤ |d × 10^q| < 10^21, else one digit before the point, a
-// lowercase e, a sign and no leading zero in the exponent) with no
-// trailing zero digit. Whether d × 10^q is the shortest form of its
-// float64 is not decided here (see [shortestDigits]).
+// [scanner.number] and returns its end, its number of significant digits
+// k and, for a float, its value, sign apart, as d × 10^q. It computes d
+// only when value is true or k ≥ 16: a shorter float needs no arithmetic
+// to be found canonical (see [shortestDigits]), and d is 0 for an integer
+// shape. Without numOK in flags the token is not read: it is malformed
+// (the scanner then says why), it has more than maxSigDigits significant
+// digits, more than maxLeadingZeros zeros after "0.", or more than seven
+// exponent digits, or it is a float equal to zero. With numOK, the token
+// ends at end, exactly where scanner.number ends it, and numSpelled says
+// that it is spelled exactly as ES6 writes its value: for an integer
+// shape, a safe integer other than -0; for a float, the notation of its
+// magnitude (fixed for 10^−6 ≤ |d × 10^q| < 10^21, else one digit before
+// the point, a lowercase e, a sign and no leading zero in the exponent)
+// with no trailing zero digit. Whether d × 10^q is the shortest form of
+// its float64 is not decided here.
 //
-// It runs on every number of a document, so it reads digits eight at a
-// time and avoids branches that depend on the digits (the sign, the
-// lengths of digit runs), which a processor would mispredict.
-func readNumber(in []byte, i int) (end int, d uint64, k, q int, flags uint) {
+// It runs on every number of a document, so it finds digit runs eight
+// bytes at a time and avoids branches that depend on the digits (the
+// sign, the lengths of runs), which a processor would mispredict.
+func readNumber(in []byte, i int, value bool) (end int, d uint64, k, q int, flags uint) {
 	if len(in)-i >= numWindow {
-		end, d, k, q, flags = readWindow((*[numWindow]byte)(in[i : i+numWindow]))
+		end, d, k, q, flags = readWindow((*[numWindow]byte)(in[i:i+numWindow]), value)
 		return i + end, d, k, q, flags
 	}
 	// Near the end of the input: a copy padded with NUL bytes, which end
 	// a token just as the end of the input does.
 	var w [numWindow]byte
 	copy(w[:], in[i:])
-	end, d, k, q, flags = readWindow(&w)
+	end, d, k, q, flags = readWindow(&w, value)
 	return i + end, d, k, q, flags
 }
 
 // readWindow is readNumber on the window w that starts at the token.
 // Offsets stay below numWindow: the sign takes one byte, the integer part
-// at most maxSigDigits (its read looks at 24 bytes from offset 1), the
+// at most maxSigDigits (reading it looks at 24 bytes from offset 1), the
 // zeros after "0." at most maxLeadingZeros, the fraction at most
-// maxSigDigits less the integer digits (its read looks at 24 bytes from
+// maxSigDigits less the integer digits (reading it looks at 24 bytes from
 // offset 23 at most), the exponent marker and sign two bytes, and the
-// exponent at most seven (its read looks at 8 bytes from offset 44 at
-// most).
-func readWindow(w *[numWindow]byte) (end int, d uint64, k, q int, flags uint) {
+// exponent at most seven digits (reading it looks at 8 bytes from offset
+// 44 at most).
+func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, flags uint) {
 	neg := b2u(w[0] == '-')
 	flags = neg * numNeg
 	i := int(neg)
-	intDigits := 0
+	intStart := i
 	switch c := w[i]; {
 	case c == '0':
 		i++
 	case '1' <= c && c <= '9':
-		d, intDigits = digitRun(w, i)
-		if intDigits > maxSigDigits {
+		k = runLength(w, i)
+		if k > maxSigDigits {
 			return
 		}
-		i += intDigits
-		k = intDigits
+		i += k
 	default:
 		return
 	}
+	intDigits := k
 	if c := w[i]; c != '.' && c != 'e' && c != 'E' {
 		flags |= numOK | numInt
 		// -0 and integers beyond ±(2^53−1) are not written as they are.
-		if k > 0 && d <= MaxSafeInteger || k == 0 && neg == 0 {
+		if k == 0 && neg == 0 || k > 0 && k < 16 || k == 16 && !aboveMaxSafe(w, intStart) {
 			flags |= numSpelled
 		}
-		return i, d, k, 0, flags
+		return i, 0, k, 0, flags
 	}
-	frac := 0
+	frac, fracStart := 0, i
 	if w[i] == '.' {
 		i++
 		j := i
@@ -132,21 +134,25 @@ func readWindow(w *[numWindow]byte) (end int, d uint64, k, q int, flags uint) {
 				}
 			}
 		}
-		v, m := digitRun(w, i)
+		fracStart = i
+		m := runLength(w, i)
 		if k+m > maxSigDigits {
 			return
 		}
 		if i += m; i == j {
 			return
 		}
-		d = d*pow10u64[m] + v
 		k += m
 		frac = i - j
 	}
-	if d == 0 {
-		return
+	if k == 0 {
+		return // zero
 	}
-	spelled := d%10 != 0
+	if value || k >= 16 {
+		d = runValue(w, intStart, intDigits)*pow10u64[k-intDigits] + runValue(w, fracStart, k-intDigits)
+	}
+	// The last digit is not a zero.
+	spelled := w[i-1] != '0'
 	exp := 0
 	hasExp := w[i] == 'e' || w[i] == 'E'
 	if hasExp {
@@ -156,13 +162,15 @@ func readWindow(w *[numWindow]byte) (end int, d uint64, k, q int, flags uint) {
 		minus, plus := b2u(w[i] == '-'), b2u(w[i] == '+')
 		spelled = spelled && minus|plus != 0
 		i += int(minus | plus)
-		v, m := eightDigits(binary.LittleEndian.Uint64(w[i:]))
+		x := binary.LittleEndian.Uint64(w[i:])
+		m := nonDigit(x)
 		if m == 0 || m == 8 {
 			return
 		}
 		spelled = spelled && w[i] != '0'
 		i += m
-		exp = int(v^-uint64(minus)) + int(minus) // v, negated when minus
+		v := int(digitLanes(x, m))
+		exp = (v ^ -int(minus)) + int(minus) // v, negated when minus
 	}
 	q = exp - frac
 	// The point position: 10^(pos−1) ≤ d × 10^q < 10^pos.
@@ -188,57 +196,103 @@ func b2u(b bool) uint {
 var pow10u64 = [...]uint64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
-// digitRun returns the length n of the run of ASCII digits at w[i:] and,
-// when n ≤ maxSigDigits, its value. It reads 24 bytes (8 when the run is
-// shorter than 8), so i must be at most numWindow−24; n is exact up to 23,
-// and 24 for any longer run.
-func digitRun(w *[numWindow]byte, i int) (v uint64, n int) {
-	v, n = eightDigits(binary.LittleEndian.Uint64(w[i:]))
-	if n < 8 {
-		return v, n
-	}
-	// The second and third words count only as far as the run goes on:
-	// a word's count is cleared unless every word before it is all digits.
-	v2, n2 := eightDigits(binary.LittleEndian.Uint64(w[i+8:]))
-	v3, n3 := eightDigits(binary.LittleEndian.Uint64(w[i+16:]))
-	full2 := uint64(n2 >> 3) // 1 when the second word is all digits
-	n3 &= -int(full2)
-	v3 &= -full2
-	return (v*pow10u64[n2]+v2)*pow10u64[n3] + v3, 8 + n2 + n3
+// aboveMaxSafe reports whether the 16 digits at w[i:] spell a number
+// above 2^53−1, comparing them as text, eight bytes at a time.
+func aboveMaxSafe(w *[numWindow]byte, i int) bool {
+	const hi, lo = 0x3930303731393932, 0x3534373430393931 // "90071992", "54740991"
+	a, b := binary.BigEndian.Uint64(w[i:]), binary.BigEndian.Uint64(w[i+8:])
+	return a > hi || a == hi && b > lo
 }
 
-// eightDigits returns the number m of leading ASCII digits in the eight
-// bytes packed little-endian in w (the first byte in the low bits) and
-// their value.
-func eightDigits(w uint64) (v uint64, m int) {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	// x holds the digit values in lanes that were digits. A lane is not a
-	// digit when x ≥ 10 there: its high bit is set, or adding 0x76 to its
-	// low seven bits (no carry out of the lane) sets it.
-	x := w ^ '0'*ones
-	flag := (x | (x&^highs + 0x76*ones)) & highs
-	m = bits.TrailingZeros64(flag) >> 3
+// runLength returns the length of the run of ASCII digits at w[i:]. It
+// reads 24 bytes (8 when the run is shorter than 8), so i must be at most
+// numWindow−24; the length is exact up to 23, and 24 for any longer run.
+func runLength(w *[numWindow]byte, i int) int {
+	n := nonDigit(binary.LittleEndian.Uint64(w[i:]))
+	if n < 8 {
+		return n
+	}
+	// The third word counts only if the second is all digits.
+	n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
+	n3 := nonDigit(binary.LittleEndian.Uint64(w[i+16:]))
+	return 8 + n2 + n3&-(n2>>3)
+}
+
+// runValue returns the value of the n ≤ maxSigDigits digits at w[i:].
+func runValue(w *[numWindow]byte, i, n int) uint64 {
+	if n <= 8 {
+		return digitLanes(binary.LittleEndian.Uint64(w[i:]), n)
+	}
+	v := digitLanes(binary.LittleEndian.Uint64(w[i:]), 8)
+	if n <= 16 {
+		return v*pow10u64[n-8] + digitLanes(binary.LittleEndian.Uint64(w[i+8:]), n-8)
+	}
+	v = v*1e8 + digitLanes(binary.LittleEndian.Uint64(w[i+8:]), 8)
+	return v*pow10u64[n-16] + digitLanes(binary.LittleEndian.Uint64(w[i+16:]), n-16)
+}
+
+// The eight bytes of a word are packed little-endian: the first byte in
+// the low bits.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// nonDigit returns the index of the first byte of x that is not an ASCII
+// digit, 8 when all are.
+func nonDigit(x uint64) int {
+	// In x ^ '0', a lane is not a digit when it is ≥ 10: its high bit is
+	// set, or adding 0x76 to its low seven bits (no carry out of the
+	// lane) sets it.
+	v := x ^ '0'*ones
+	flag := (v | (v&^highs + 0x76*ones)) & highs
+	return bits.TrailingZeros64(flag) >> 3
+}
+
+// digitLanes returns the value of the first m ≤ 8 bytes of x, which are
+// ASCII digits.
+func digitLanes(x uint64, m int) uint64 {
 	// Move the m digits to the top lanes, zeros before them, so that the
 	// eight lanes read as an eight-digit number with leading zeros; then
 	// combine pairs, quads and halves.
-	x = x << (64 - 8*uint(m)) // Go defines a shift by 64 as 0.
-	x = x*10 + x>>8
-	x = ((x&0x000000FF000000FF)*(100+1000000<<32) + (x>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
-	return x & 0xFFFFFFFF, m
+	v := (x ^ '0'*ones) << (64 - 8*uint(m)) // Go defines a shift by 64 as 0.
+	v = v*10 + v>>8
+	v = ((v&0x000000FF000000FF)*(100+1000000<<32) + (v>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
+	return v & 0xFFFFFFFF
+}
+
+// eightDigits returns the number m of leading ASCII digits in the eight
+// bytes of x and their value.
+func eightDigits(x uint64) (v uint64, m int) {
+	m = nonDigit(x)
+	return digitLanes(x, m), m
 }
 
 // canonicalNumberEnd returns the end of the number token at in[i] when the
 // token is well formed and already in canonical form, so that it is copied
 // as it is; else -1, and the full path formats or refuses it.
 func canonicalNumberEnd(in []byte, i int) int {
-	end, d, k, q, flags := readNumber(in, i)
+	var end, k, q int
+	var d uint64
+	var flags uint
+	if len(in)-i >= numWindow {
+		end, d, k, q, flags = readWindow((*[numWindow]byte)(in[i:i+numWindow]), false)
+		end += i
+	} else {
+		end, d, k, q, flags = readNumber(in, i, false)
+	}
 	if flags&numSpelled == 0 || flags&numInt == 0 && !shortestDigits(d, k, q) {
 		return -1
 	}
 	return end
+}
+
+// numberStart reports whether c may start a number: '-' or a digit.
+func numberStart(c byte) bool {
+	// Bits 0 ('-') and 3 to 12 ('0' to '9') of the offsets from '-'.
+	const starts = 0b1_1111_1111_1001
+	o := c - '-'
+	return o < 13 && starts>>o&1 != 0
 }
 
 // appendShortFloat appends the canonical form of the validated float token
@@ -246,7 +300,7 @@ func canonicalNumberEnd(in []byte, i int) int {
 // zeros, are those of its float's canonical form, in whatever notation the
 // token uses; otherwise it reports false and appends nothing.
 func appendShortFloat(dst, tok []byte) ([]byte, bool) {
-	end, d, k, q, flags := readNumber(tok, 0)
+	end, d, k, q, flags := readNumber(tok, 0, true)
 	if flags&numOK == 0 || flags&numInt != 0 || end != len(tok) {
 		return dst, false
 	}
@@ -262,7 +316,8 @@ func appendShortFloat(dst, tok []byte) ([]byte, bool) {
 }
 
 // shortestDigits reports whether the decimal d × 10^q, where d has k
-// significant digits and no trailing zero, is the canonical digit string
+// significant digits and no trailing zero (d is not read when k ≤ 15),
+// is the canonical digit string
 // of its float64 x: x is normal and finite, no decimal with fewer digits
 // rounds to x, and d × 10^q is the k-digit decimal closest to x. False
 // means "not decided": it is only ever a reason to ask strconv.

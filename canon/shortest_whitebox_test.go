@@ -93,7 +93,7 @@ func TestReadNumberAgreesWithScanner(t *testing.T) {
 			body = rapid.StringOfN(rapid.RuneFrom([]rune("-0123456789.eE+")), 1, 30, -1).Draw(t, "chars")
 		}
 		in := []byte(body + rapid.SampledFrom([]string{"", ",", "]", "}", " ", "x", "0", "."}).Draw(t, "after"))
-		end, d, k, q, flags := readNumber(in, 0)
+		end, d, k, q, flags := readNumber(in, 0, true)
 		s := scanner{in: in}
 		_, send, isInt, err := s.number()
 		if flags&numOK == 0 {
@@ -103,6 +103,18 @@ func TestReadNumberAgreesWithScanner(t *testing.T) {
 			t.Fatalf("%q: readNumber ends at %d (int %v), scanner at %d (int %v, err %v)", in, end, flags&numInt != 0, send, isInt, err)
 		}
 		tok := string(in[:end])
+		if isInt {
+			digits := strings.TrimPrefix(tok, "-")
+			n, _ := new(big.Int).SetString(digits, 10)
+			if wantK := len(strings.TrimLeft(digits, "0")); k != wantK || d != 0 {
+				t.Fatalf("%q: readNumber gives d %d and %d digits for an integer, want 0 and %d", tok, d, k, wantK)
+			}
+			spelled := n.Cmp(big.NewInt(MaxSafeInteger)) <= 0 && tok != "-0"
+			if (flags&numSpelled != 0) != spelled {
+				t.Fatalf("%q: numSpelled is %v", tok, flags&numSpelled != 0)
+			}
+			return
+		}
 		if q > 10000 || q < -10000 {
 			return // far outside the float64 range, and of big.Rat's exponents
 		}
@@ -124,19 +136,16 @@ func TestReadNumberAgreesWithScanner(t *testing.T) {
 		if (flags&numNeg != 0) != strings.HasPrefix(tok, "-") {
 			t.Fatalf("%q: numNeg is %v", tok, flags&numNeg != 0)
 		}
-		if spelled := flags&numSpelled != 0; spelled != spelledAsES6(tok, d, k, q, flags&numInt != 0) {
+		if spelled := flags&numSpelled != 0; spelled != spelledAsES6(tok, d, k, q) {
 			t.Fatalf("%q: numSpelled is %v", tok, spelled)
 		}
 	})
 }
 
-// spelledAsES6 is the rule numSpelled implements, written the slow way:
-// the token equals the ES6 spelling of its decimal value.
-func spelledAsES6(tok string, d uint64, k, q int, isInt bool) bool {
+// spelledAsES6 is the rule numSpelled implements for floats, written the
+// slow way: the token equals the ES6 spelling of its decimal value.
+func spelledAsES6(tok string, d uint64, k, q int) bool {
 	neg := strings.HasPrefix(tok, "-")
-	if isInt {
-		return d <= MaxSafeInteger && !(neg && d == 0)
-	}
 	if d == 0 || d%10 == 0 {
 		return false
 	}
@@ -184,7 +193,7 @@ func TestShortestDigitsPowersOfTwo(t *testing.T) {
 	declined, long := 0, 0
 	for e := -1022; e <= 1023; e++ {
 		tok, _ := AppendFloat(nil, math.Ldexp(1, e))
-		end, d, k, q, flags := readNumber(tok, 0)
+		end, d, k, q, flags := readNumber(tok, 0, false)
 		if flags&numOK == 0 || flags&numInt != 0 || end != len(tok) || k <= 15 {
 			continue
 		}
