@@ -108,8 +108,9 @@ func echoInvocation(b *testing.B) launch.Invocation {
 //   - BareExec: exec + wait of the same executable doing nothing (no
 //     arguments: it prints its invalid_request line and exits), the floor
 //     any launcher pays;
-//   - PluginBareExec: exec + wait of the go-plugin echo executable refusing
-//     to start (no handshake cookie), the floor of the go-plugin rows;
+//   - PluginBareExec, PluginHostBareExec: exec + wait of the go-plugin echo
+//     and host executables refusing to start (no handshake cookie), the
+//     floors of the two go-plugin rows;
 //   - GoPlugin: hashicorp/go-plugin v1.8.0 starting the equivalent Go
 //     plugin (net/rpc), dispensing it, making one call that does the
 //     simulated host's own work for the same context and request (see
@@ -157,23 +158,27 @@ func BenchmarkLaunch(b *testing.B) {
 		}
 	})
 
-	// The floor of the go-plugin row: its plugin executable run without
+	// The floors of the go-plugin rows: each plugin executable run without
 	// the handshake cookie, so go-plugin's Serve refuses at once (exit 1).
-	b.Run("PluginBareExec", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			cmd := exec.Command(pluginBin)
-			cmd.Env = []string{}
-			cmd.Dir = work
-			cmd.Stdout = io.Discard
-			cmd.Stderr = io.Discard
-			if err := cmd.Run(); err != nil {
-				if _, ok := err.(*exec.ExitError); !ok {
-					b.Fatal(err)
+	for _, floor := range []struct{ name, bin string }{
+		{"PluginBareExec", pluginBin}, {"PluginHostBareExec", hostPluginBin},
+	} {
+		b.Run(floor.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cmd := exec.Command(floor.bin)
+				cmd.Env = []string{}
+				cmd.Dir = work
+				cmd.Stdout = io.Discard
+				cmd.Stderr = io.Discard
+				if err := cmd.Run(); err != nil {
+					if _, ok := err.(*exec.ExitError); !ok {
+						b.Fatal(err)
+					}
 				}
 			}
-		}
-	})
+		})
+	}
 
 	// The equivalent plugin: one call does the simulated host's own work
 	// for the same context and request (see pluginhost).
