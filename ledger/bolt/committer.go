@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,18 @@ import (
 // bbolt transaction, which is fsynced once. While that fsync runs, new
 // writes queue up and form the next batch, so the batch size follows the
 // load without a timer (unlike bbolt's DB.Batch, which waits MaxBatchDelay).
+//
+// After releasing a batch the committer yields once (runtime.Gosched)
+// before it collects the next one. close(done) makes the released writers
+// runnable on the committer's own P; without the yield the committer took
+// the next batch before they could write again, so writers that write in a
+// loop split into two cohorts that alternated batches and each batch held
+// half of them (measured with the benchmark: mean batch 4.0 with 8 writers,
+// 31.7 with 64). With it they queue their next write first and join the
+// next batch: 7.5 with 8 writers (+40 to +80% authorizations/s), 41 to 45
+// with 64 (throughput within noise there, where the per-write cost
+// dominates). Gosched is not a timer: with nothing else runnable it returns
+// at once, so a lone writer waits no longer (1 writer: unchanged).
 //
 // Within a batch each write sees the writes before it, exactly as if they
 // had committed one by one in that order; results are released only after
@@ -64,6 +77,9 @@ func (l *Ledger) commitLoop() {
 		for i := range batch {
 			batch[i] = nil
 		}
+		// Let the writers just released run before collecting the next
+		// batch (see the comment at the top).
+		runtime.Gosched()
 	}
 }
 
