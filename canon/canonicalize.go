@@ -245,10 +245,7 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 	case 'n':
 		return out, c.literal("null")
 	default:
-		// Canonical numbers, the common case, are read and checked in one
-		// pass and stay in the pending output.
-		if end := canonicalNumberEnd(c.in, c.pos); end >= 0 {
-			c.pos = end
+		if out, ok := c.fastNumber(out); ok {
 			return out, nil
 		}
 		start, end, isInt, err := c.number()
@@ -276,6 +273,42 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 		c.mark = c.pos
 		return formatNumber(out, tok, isInt, start)
 	}
+}
+
+// fastNumber writes the number token at the cursor when the float fast
+// path decides it (see shortest.go): a token already canonical stays in
+// the pending output; a float whose digits, less trailing zeros, are
+// already its shortest ones is rewritten in ES6 notation. It reports false,
+// having consumed nothing, for every other token, which the full path
+// formats or refuses.
+func (c *canonicalizer) fastNumber(out []byte) ([]byte, bool) {
+	start := c.pos
+	end, d, k, q, flags := readNumber(c.in, start, false)
+	switch {
+	case flags&numOK == 0:
+		return out, false
+	case flags&numInt != 0:
+		if flags&numSpelled == 0 {
+			return out, false
+		}
+	case flags&numSpelled == 0 || !shortestDigits(d, k, q):
+		if k < 16 {
+			_, d, k, q, _ = readNumber(c.in, start, true)
+		}
+		for d%10 == 0 {
+			d /= 10
+			k--
+			q++
+		}
+		if !shortestDigits(d, k, q) {
+			return out, false
+		}
+		out = append(out, c.in[c.mark:start]...)
+		out = appendES6(out, flags&numNeg != 0, d, k, k+q)
+		c.mark = end
+	}
+	c.pos = end
+	return out, true
 }
 
 func (s *scanner) enter(depth int) error {
@@ -337,14 +370,23 @@ func (c *canonicalizer) array(out []byte, depth int) ([]byte, error) {
 		return out, nil
 	}
 	for {
-		// An array of numbers is read here, a canonical number and its
-		// comma at a time, without the general value and separator
-		// steps; the general steps take any other element, or refuse it.
+		// An array of numbers is read here, a number and its comma at a
+		// time, without the general value and separator steps; the
+		// general steps take any other element, or refuse it.
 		if c.pos < len(c.in) && numberStart(c.in[c.pos]) {
-			if end := canonicalNumberEnd(c.in, c.pos); end >= 0 && end < len(c.in) && c.in[end] == ',' {
-				c.pos = end + 1
+			var ok bool
+			if out, ok = c.fastNumber(out); ok && c.pos < len(c.in) && c.in[c.pos] == ',' {
+				c.pos++
 				if c.spaceAhead() {
 					out = c.dropSpace(out)
+				}
+				continue
+			}
+			if ok {
+				var more bool
+				var err error
+				if out, more, err = c.next(out, ']'); err != nil || !more {
+					return out, err
 				}
 				continue
 			}

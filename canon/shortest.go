@@ -106,7 +106,13 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	case c == '0':
 		i++
 	case '1' <= c && c <= '9':
-		k = runLength(w, i)
+		// runLength(w, i), written out: a call would spill registers.
+		k = nonDigit(binary.LittleEndian.Uint64(w[i:]))
+		if k == 8 {
+			n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
+			n3 := nonDigit(binary.LittleEndian.Uint64(w[i+16:]))
+			k += n2 + n3&-(n2>>3)
+		}
 		if k > maxSigDigits {
 			return
 		}
@@ -135,7 +141,13 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 			}
 		}
 		fracStart = i
-		m := runLength(w, i)
+		// runLength(w, i), written out.
+		m := nonDigit(binary.LittleEndian.Uint64(w[i:]))
+		if m == 8 {
+			n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
+			n3 := nonDigit(binary.LittleEndian.Uint64(w[i+16:]))
+			m += n2 + n3&-(n2>>3)
+		}
 		if k+m > maxSigDigits {
 			return
 		}
@@ -147,9 +159,6 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	}
 	if k == 0 {
 		return // zero
-	}
-	if value || k >= 16 {
-		d = runValue(w, intStart, intDigits)*pow10u64[k-intDigits] + runValue(w, fracStart, k-intDigits)
 	}
 	// The last digit is not a zero.
 	spelled := w[i-1] != '0'
@@ -181,6 +190,9 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		spelled = spelled && pos > -6 && pos <= 21
 	}
 	flags |= numOK | b2u(spelled)*numSpelled
+	if value || k >= 16 {
+		d = runValue(w, intStart, intDigits)*pow10u64[k-intDigits] + runValue(w, fracStart, k-intDigits)
+	}
 	return i, d, k, q, flags
 }
 
