@@ -283,7 +283,15 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 // formats or refuses.
 func (c *canonicalizer) fastNumber(out []byte) ([]byte, bool) {
 	start := c.pos
-	end, d, k, q, flags := readNumber(c.in, start, false)
+	var end, k, q int
+	var d uint64
+	var flags uint
+	if len(c.in)-start >= numWindow {
+		end, d, k, q, flags = readWindow((*[numWindow]byte)(c.in[start:start+numWindow]), false)
+		end += start
+	} else {
+		end, d, k, q, flags = readNumber(c.in, start, false)
+	}
 	switch {
 	case flags&numOK == 0:
 		return out, false
@@ -292,6 +300,24 @@ func (c *canonicalizer) fastNumber(out []byte) ([]byte, bool) {
 			return out, false
 		}
 	case flags&numSpelled == 0 || !shortestDigits(d, k, q):
+		if flags&numExp == 0 {
+			// In fixed notation, trailing fraction zeros (and then the
+			// point) are all that may be wrong: what is left has at most
+			// 15 significant digits, so it is the shortest form.
+			n := end
+			for c.in[n-1] == '0' {
+				n--
+			}
+			sig := k - (end - n)
+			if c.in[n-1] == '.' {
+				n--
+			}
+			if pos := k + q; sig <= 15 && pos > -6 && pos <= 21 {
+				out = append(out, c.in[c.mark:n]...)
+				c.mark, c.pos = end, end
+				return out, true
+			}
+		}
 		if k < 16 {
 			_, d, k, q, _ = readNumber(c.in, start, true)
 		}

@@ -40,6 +40,7 @@ const (
 	numNeg                 // it starts with '-'
 	numInt                 // it has integer shape: no fraction, no exponent
 	numSpelled             // see readNumber
+	numExp                 // it has an exponent
 )
 
 // maxSigDigits bounds the significant digits readNumber reads: 19 always
@@ -189,7 +190,7 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	} else {
 		spelled = spelled && pos > -6 && pos <= 21
 	}
-	flags |= numOK | b2u(spelled)*numSpelled
+	flags |= numOK | b2u(spelled)*numSpelled | b2u(hasExp)*numExp
 	if value || k >= 16 {
 		d = runValue(w, intStart, intDigits)*pow10u64[k-intDigits] + runValue(w, fracStart, k-intDigits)
 	}
