@@ -275,6 +275,21 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 	}
 }
 
+// canonicalRun returns the offset just past the run of canonical numbers,
+// each followed by a comma, that starts at in[i]: i itself when in[i]
+// does not start one. It works on locals, so that nothing but the offset
+// is carried from one number to the next.
+func canonicalRun(in []byte, i int) int {
+	for len(in)-i >= numWindow {
+		end, d, k, q, flags := readWindow((*[numWindow]byte)(in[i:i+numWindow]), false)
+		if flags&numSpelled == 0 || flags&numInt == 0 && !shortestDigits(d, k, q) || in[i+end] != ',' {
+			return i
+		}
+		i += end + 1
+	}
+	return i
+}
+
 // fastNumber writes the number token at the cursor when the float fast
 // path decides it (see shortest.go): a token already canonical stays in
 // the pending output; a float whose digits, less trailing zeros, are
@@ -396,9 +411,17 @@ func (c *canonicalizer) array(out []byte, depth int) ([]byte, error) {
 		return out, nil
 	}
 	for {
-		// An array of numbers is read here, a number and its comma at a
-		// time, without the general value and separator steps; the
-		// general steps take any other element, or refuse it.
+		// An array of numbers is read here, without the general value and
+		// separator steps: first a run of canonical numbers, each with its
+		// comma; then a number and its comma at a time; the general steps
+		// take any other element, or refuse it.
+		if c.pos < len(c.in) && numberStart(c.in[c.pos]) {
+			// After the run, the cursor is past a comma, at an element,
+			// unless the run is empty: that element stays at the cursor.
+			if c.pos = canonicalRun(c.in, c.pos); c.spaceAhead() {
+				out = c.dropSpace(out)
+			}
+		}
 		if c.pos < len(c.in) && numberStart(c.in[c.pos]) {
 			var ok bool
 			if out, ok = c.fastNumber(out); ok && c.pos < len(c.in) && c.in[c.pos] == ',' {
