@@ -282,7 +282,7 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 func canonicalRun(in []byte, i int) int {
 	for len(in)-i >= numWindow {
 		end, d, k, q, flags := readWindow((*[numWindow]byte)(in[i:i+numWindow]), false)
-		if flags&numSpelled == 0 || flags&numInt == 0 && !shortestDigits(d, k, q) || in[i+end] != ',' {
+		if flags&numSpelled == 0 || flags&numInt == 0 && !canonicalDigits(d, k, q) || in[i+end] != ',' {
 			return i
 		}
 		i += end + 1
@@ -314,7 +314,7 @@ func (c *canonicalizer) fastNumber(out []byte) ([]byte, bool) {
 		if flags&numSpelled == 0 {
 			return out, false
 		}
-	case flags&numSpelled == 0 || !shortestDigits(d, k, q):
+	case flags&numSpelled == 0 || !canonicalDigits(d, k, q):
 		if flags&numExp == 0 {
 			// In fixed notation, trailing fraction zeros (and then the
 			// point) are all that may be wrong: what is left has at most

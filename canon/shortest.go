@@ -192,7 +192,17 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	}
 	flags |= numOK | b2u(spelled)*numSpelled | b2u(hasExp)*numExp
 	if value || k >= 16 {
-		d = runValue(w, intStart, intDigits)*pow10u64[k-intDigits] + runValue(w, fracStart, k-intDigits)
+		// Most often the integer part has at most 8 digits and the
+		// fraction at most 16: read them here, without a call.
+		if m := k - intDigits; intDigits <= 8 && m <= 16 {
+			dInt := digitLanes(binary.LittleEndian.Uint64(w[intStart:]), intDigits)
+			lo := min(m, 8)
+			dFrac := digitLanes(binary.LittleEndian.Uint64(w[fracStart:]), lo)
+			dFrac = dFrac*pow10u64[m-lo] + digitLanes(binary.LittleEndian.Uint64(w[fracStart+8:]), m-lo)
+			d = dInt*pow10u64[m] + dFrac
+		} else {
+			d = runValue(w, intStart, intDigits)*pow10u64[m] + runValue(w, fracStart, m)
+		}
 	}
 	return i, d, k, q, flags
 }
@@ -294,7 +304,7 @@ func canonicalNumberEnd(in []byte, i int) int {
 	} else {
 		end, d, k, q, flags = readNumber(in, i, false)
 	}
-	if flags&numSpelled == 0 || flags&numInt == 0 && !shortestDigits(d, k, q) {
+	if flags&numSpelled == 0 || flags&numInt == 0 && !canonicalDigits(d, k, q) {
 		return -1
 	}
 	return end
@@ -326,6 +336,15 @@ func appendShortFloat(dst, tok []byte) ([]byte, bool) {
 		return dst, false
 	}
 	return appendES6(dst, flags&numNeg != 0, d, k, k+q), true
+}
+
+// canonicalDigits is shortestDigits with its test for short decimals
+// inlined at the call.
+func canonicalDigits(d uint64, k, q int) bool {
+	if k <= 15 {
+		return uint(k+q+306) <= 306+308 // −306 ≤ k+q ≤ 308, as in shortestDigits
+	}
+	return shortestDigits(d, k, q)
 }
 
 // shortestDigits reports whether the decimal d × 10^q, where d has k
