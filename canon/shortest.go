@@ -107,7 +107,11 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	case c == '0':
 		i++
 	case '1' <= c && c <= '9':
-		// runLength(w, i), written out: a call would spill registers.
+		// The run of digits, eight bytes at a time: the second and third
+		// words are read only when the first is all digits, and the
+		// third counts only if the second is. Written out here and for
+		// the fraction, as a call would spill registers. The length is
+		// exact up to 23, and 24 for any longer run.
 		k = nonDigit(binary.LittleEndian.Uint64(w[i:]))
 		if k == 8 {
 			n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
@@ -142,7 +146,7 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 			}
 		}
 		fracStart = i
-		// runLength(w, i), written out.
+		// The run of digits, as above.
 		m := nonDigit(binary.LittleEndian.Uint64(w[i:]))
 		if m == 8 {
 			n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
@@ -227,20 +231,6 @@ func aboveMaxSafe(w *[numWindow]byte, i int) bool {
 	return a > hi || a == hi && b > lo
 }
 
-// runLength returns the length of the run of ASCII digits at w[i:]. It
-// reads 24 bytes (8 when the run is shorter than 8), so i must be at most
-// numWindow−24; the length is exact up to 23, and 24 for any longer run.
-func runLength(w *[numWindow]byte, i int) int {
-	n := nonDigit(binary.LittleEndian.Uint64(w[i:]))
-	if n < 8 {
-		return n
-	}
-	// The third word counts only if the second is all digits.
-	n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
-	n3 := nonDigit(binary.LittleEndian.Uint64(w[i+16:]))
-	return 8 + n2 + n3&-(n2>>3)
-}
-
 // runValue returns the value of the n ≤ maxSigDigits digits at w[i:].
 func runValue(w *[numWindow]byte, i, n int) uint64 {
 	if n <= 8 {
@@ -282,13 +272,6 @@ func digitLanes(x uint64, m int) uint64 {
 	v = v*10 + v>>8
 	v = ((v&0x000000FF000000FF)*(100+1000000<<32) + (v>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
 	return v & 0xFFFFFFFF
-}
-
-// eightDigits returns the number m of leading ASCII digits in the eight
-// bytes of x and their value.
-func eightDigits(x uint64) (v uint64, m int) {
-	m = nonDigit(x)
-	return digitLanes(x, m), m
 }
 
 // canonicalNumberEnd returns the end of the number token at in[i] when the

@@ -51,9 +51,10 @@ func TestPow10Table(t *testing.T) {
 	}
 }
 
-// TestEightDigits compares the SWAR digit reader with a byte loop on words
-// made of digits and the bytes around them.
-func TestEightDigits(t *testing.T) {
+// TestDigitWords compares the eight-bytes-at-a-time digit readers,
+// nonDigit and digitLanes, with a byte loop, on words made of digits and
+// the bytes around them.
+func TestDigitWords(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	alphabet := []byte("0123456789/:.,eE+-]} \x00\x80\xff\xb0\xb9")
 	var b [8]byte
@@ -74,9 +75,12 @@ func TestEightDigits(t *testing.T) {
 			want = want*10 + uint64(b[n]-'0')
 			n++
 		}
-		got, m := eightDigits(binary.LittleEndian.Uint64(b[:]))
-		if m != n || got != want {
-			t.Fatalf("eightDigits(%q) = %d, %d; want %d, %d", b[:], got, m, want, n)
+		x := binary.LittleEndian.Uint64(b[:])
+		if m := nonDigit(x); m != n {
+			t.Fatalf("nonDigit(%q) = %d, want %d", b[:], m, n)
+		}
+		if got := digitLanes(x, n); got != want {
+			t.Fatalf("digitLanes(%q, %d) = %d, want %d", b[:], n, got, want)
 		}
 	}
 }
