@@ -192,6 +192,32 @@ func checkFloatToken(t fataler, tok string) int {
 	return verdict
 }
 
+// checkFloatArray fails t unless Canonicalize writes the array of the
+// float tokens among toks, separated by sep, as the array of their reference
+// forms, and CheckCanonical accepts it exactly when it is that array:
+// arrays of numbers take their own fast path.
+func checkFloatArray(t fataler, toks []string, sep string) {
+	t.Helper()
+	var in, want []string
+	for _, tok := range toks {
+		if !isFloatToken(tok) {
+			continue // an integer shape, such as a canonical form of 2^53
+		}
+		if ref, err := canon.ReferenceFloat([]byte(tok)); err == nil {
+			in, want = append(in, tok), append(want, string(ref))
+		}
+	}
+	doc := "[" + strings.Join(in, sep) + "]"
+	wantDoc := "[" + strings.Join(want, ",") + "]"
+	got, err := canon.Canonicalize([]byte(doc))
+	if err != nil || string(got) != wantDoc {
+		t.Fatalf("Canonicalize(%s) = %s, %v; want %s", doc, got, err, wantDoc)
+	}
+	if cerr := canon.CheckCanonical([]byte(doc)); (cerr == nil) != (doc == wantDoc) {
+		t.Fatalf("CheckCanonical(%s) = %v; canonical form %s", doc, cerr, wantDoc)
+	}
+}
+
 // edgeFloats returns the doubles where a shortcut is most likely wrong.
 func edgeFloats() []float64 {
 	var xs []float64
@@ -264,16 +290,23 @@ func TestFastFloatEdgeCases(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		xs = xs[:len(xs)/8]
 	}
+	var canonical []string
 	for _, x := range xs {
-		for _, tok := range spellings(r, x, true) {
+		for i, tok := range spellings(r, x, true) {
 			if isFloatToken(tok) {
 				checkFloatToken(t, tok)
+				if i == 0 {
+					canonical = append(canonical, tok)
+				}
 			}
 		}
 	}
-	for _, tok := range halfwayTokens(r, 5000) {
+	checkFloatArray(t, canonical, ",")
+	halfway := halfwayTokens(r, 5000)
+	for _, tok := range halfway {
 		checkFloatToken(t, tok)
 	}
+	checkFloatArray(t, halfway, ", ")
 }
 
 // TestFastFloatRandom checks random doubles (random bit patterns, so every
@@ -288,6 +321,7 @@ func TestFastFloatRandom(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(9, 10))
 	var floats, declined int
+	var batch []string
 	for range n {
 		x := math.Float64frombits(r.Uint64())
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -296,6 +330,10 @@ func TestFastFloatRandom(t *testing.T) {
 		for i, tok := range spellings(r, x, false) {
 			if !isFloatToken(tok) {
 				continue
+			}
+			if batch = append(batch, tok); len(batch) == 200 {
+				checkFloatArray(t, batch, [...]string{",", ",", ", ", ",\n"}[r.IntN(4)])
+				batch = batch[:0]
 			}
 			verdict := checkFloatToken(t, tok)
 			if i == 0 {
@@ -423,6 +461,7 @@ func FuzzFastFloat(f *testing.F) {
 		tok := toks[int(pick>>1)%len(toks)]
 		if isFloatToken(tok) {
 			checkFloatToken(t, tok)
+			checkFloatArray(t, []string{toks[0], tok, tok}, ",")
 		}
 	})
 }
