@@ -1,6 +1,7 @@
 package hostsim
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -42,8 +43,11 @@ type ChannelConfig struct {
 // several goroutines; their calls are serialized.
 type Channel struct {
 	conn net.Conn
-	cfg  ChannelConfig
-	now  func() time.Time
+	// in buffers conn's reads, so that a reply's header and body usually
+	// arrive in one read instead of two.
+	in  *bufio.Reader
+	cfg ChannelConfig
+	now func() time.Time
 	// prefix is the canonical `{"binding":…,"host_nonce":"…","method":`
 	// shared by every request.
 	prefix []byte
@@ -108,7 +112,7 @@ func NewChannel(conn net.Conn, cfg ChannelConfig) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Channel{conn: conn, cfg: cfg, now: cfg.Now, prefix: prefix, replies: replies}
+	c := &Channel{conn: conn, in: bufio.NewReaderSize(conn, 4096), cfg: cfg, now: cfg.Now, prefix: prefix, replies: replies}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -245,7 +249,7 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 	}
 	// Hashed while the Runtime decides, not before sending.
 	reqDigest := canon.Sum(body)
-	rbody, err := ipc.ReadFrame(c.conn, c.cfg.MaxMessageBytes)
+	rbody, err := ipc.ReadFrame(c.in, c.cfg.MaxMessageBytes)
 	if err != nil {
 		if errors.Is(err, ipc.ErrFrameTooLarge) || errors.Is(err, ipc.ErrEmptyFrame) {
 			return nil, fmt.Errorf("%w: %w", ErrReplyTooLarge, err)
