@@ -186,27 +186,23 @@ func BenchmarkIPCSessionOnly(b *testing.B) {
 	}
 }
 
-// readRawFrame reads one frame into buf (large enough) without
-// allocating.
+// readRawFrame reads one frame into buf (large enough for it) without
+// allocating, in as few reads as the socket allows: header and body
+// together when they have both arrived. Each ping-pong carries one frame
+// at a time, so a read never runs into the next frame.
 func readRawFrame(c net.Conn, buf []byte) error {
-	if _, err := readFull(c, buf[:4]); err != nil {
-		return err
-	}
-	n := int(buf[0])<<24 | int(buf[1])<<16 | int(buf[2])<<8 | int(buf[3])
-	_, err := readFull(c, buf[:n])
-	return err
-}
-
-func readFull(c net.Conn, p []byte) (int, error) {
-	got := 0
-	for got < len(p) {
-		n, err := c.Read(p[got:])
+	got, want := 0, 4
+	for got < want {
+		n, err := c.Read(buf[got:])
 		got += n
 		if err != nil {
-			return got, err
+			return err
+		}
+		if want == 4 && got >= 4 {
+			want += int(buf[0])<<24 | int(buf[1])<<16 | int(buf[2])<<8 | int(buf[3])
 		}
 	}
-	return got, nil
+	return nil
 }
 
 // BenchmarkIPCRawPingPong moves the same bytes as one exchange (a request
