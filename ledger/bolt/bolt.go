@@ -59,7 +59,10 @@ type Ledger struct {
 	dbOnce     sync.Once // closes the bbolt file (and releases the lock)
 	dbCloseErr error
 
-	beforeCommit atomic.Pointer[func()] // test hook (export_test.go); nil in production
+	opCache *opCache // operation records as last committed; the committer's only (opcache.go)
+
+	beforeCommit atomic.Pointer[func()]       // test hook (export_test.go); nil in production
+	failFlush    atomic.Pointer[func() error] // test hook (export_test.go); nil in production
 
 	stats struct{ commits, writes, applyNs, commitNs atomic.Int64 } // added to by the committer only
 }
@@ -132,6 +135,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 		db:       db,
 		path:     path,
 		maxBatch: maxBatch,
+		opCache:  newOpCache(),
 		reqs:     make(chan *request, maxBatch),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),

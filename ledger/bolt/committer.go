@@ -137,6 +137,10 @@ func (l *Ledger) apply(live []*request) (failed int, err error) {
 		(*hook)()
 	}
 	btx := newTx(tx)
+	btx.committed = l.opCache
+	if hook := l.failFlush.Load(); hook != nil {
+		btx.failFlush = *hook
+	}
 	for i, r := range live {
 		r.err = run(r.fn, btx)
 		if isStorage(r.err) {
@@ -148,8 +152,10 @@ func (l *Ledger) apply(live []*request) (failed int, err error) {
 	}
 	applied := time.Now()
 	if err := tx.Commit(); err != nil {
+		l.opCache.reset() // the file's state is not known
 		return -1, err
 	}
+	l.opCache.committed(btx.ops)
 	l.stats.commits.Add(1)
 	l.stats.writes.Add(int64(len(live)))
 	l.stats.applyNs.Add(int64(applied.Sub(start)))

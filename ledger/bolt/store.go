@@ -156,11 +156,17 @@ func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) 
 // writes of a batch may share operations. Every read of an operation goes
 // through the memo, so the bucket's stale value is never seen. A
 // rolled-back transaction takes its boltTx with it.
+//
+// A write transaction also reads through committed, the committer's cache
+// of operation records as last committed (see opCache); a read-only one has
+// none.
 type boltTx struct {
-	tx    *bbolt.Tx
-	ops   map[core.OpKey]*opRecord
-	dirty []core.OpKey // keys of ops changed since the last flush, each once
-	seqs  map[core.EffectKey]uint64
+	tx        *bbolt.Tx
+	ops       map[core.OpKey]*opRecord
+	dirty     []core.OpKey // keys of ops changed since the last flush, each once
+	seqs      map[core.EffectKey]uint64
+	committed *opCache     // nil for read-only transactions
+	failFlush func() error // test hook (export_test.go); nil in production
 }
 
 func newTx(tx *bbolt.Tx) *boltTx {
@@ -171,6 +177,11 @@ func newTx(tx *bbolt.Tx) *boltTx {
 // after the batch's writes and before Commit; an error is a storage error
 // and the transaction must be rolled back.
 func (t *boltTx) flush() error {
+	if t.failFlush != nil {
+		if err := t.failFlush(); err != nil {
+			return &storageError{err}
+		}
+	}
 	for _, k := range t.dirty {
 		r := t.ops[k]
 		if err := putRaw(t, bucketOps, opKey(k), encodeOp(nil, r)); err != nil {
@@ -249,6 +260,10 @@ func scan[T any](t *boltTx, bucket, prefix []byte) ([]T, error) {
 // caller must not modify it).
 func (t *boltTx) op(k core.OpKey) (*opRecord, bool, error) {
 	if r, ok := t.ops[k]; ok {
+		return r, true, nil
+	}
+	if r, ok := t.committed.get(k); ok {
+		t.ops[k] = r
 		return r, true, nil
 	}
 	b, err := t.bucket(bucketOps)
