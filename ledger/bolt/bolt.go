@@ -60,6 +60,7 @@ type Ledger struct {
 	dbCloseErr error
 
 	opCache *opCache // operation records as last committed; the committer's only (opcache.go)
+	memo    *boltTx  // the committer's, reused by every write transaction (store.go)
 
 	beforeCommit atomic.Pointer[func()]       // test hook (export_test.go); nil in production
 	failFlush    atomic.Pointer[func() error] // test hook (export_test.go); nil in production
@@ -136,6 +137,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 		path:     path,
 		maxBatch: maxBatch,
 		opCache:  newOpCache(),
+		memo:     newTx(nil),
 		reqs:     make(chan *request, maxBatch),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),

@@ -167,10 +167,56 @@ type boltTx struct {
 	seqs      map[core.EffectKey]uint64
 	committed *opCache     // nil for read-only transactions
 	failFlush func() error // test hook (export_test.go); nil in production
+
+	// Encoding space. bbolt keeps the key and value slices given to Put
+	// until the transaction ends, so each one is carved out of arena,
+	// which is never reused within a transaction: one allocation per
+	// arenaChunk bytes instead of two per Put. tmp is scratch for one
+	// encoding at a time, and key for a lookup key bbolt does not keep.
+	arena []byte
+	tmp   []byte
+	key   [8]byte
 }
+
+const arenaChunk = 16 << 10
 
 func newTx(tx *bbolt.Tx) *boltTx {
 	return &boltTx{tx: tx, ops: map[core.OpKey]*opRecord{}, seqs: map[core.EffectKey]uint64{}}
+}
+
+// reuse readies t, whose transaction has ended, for tx: the committer keeps
+// one boltTx so that its memo maps keep their room from batch to batch.
+// The arena is dropped, never reused: a later transaction must not write
+// over bytes an earlier one handed to bbolt.
+func (t *boltTx) reuse(tx *bbolt.Tx) {
+	t.tx = tx
+	clear(t.ops)
+	clear(t.seqs)
+	t.dirty = t.dirty[:0]
+	t.arena = nil
+}
+
+// alloc returns an empty slice with room for n bytes from the arena.
+func (t *boltTx) alloc(n int) []byte {
+	if cap(t.arena)-len(t.arena) < n {
+		t.arena = make([]byte, 0, max(n, arenaChunk))
+	}
+	i := len(t.arena)
+	t.arena = t.arena[:i+n]
+	return t.arena[i : i : i+n]
+}
+
+// hold copies b into the arena, for a Put.
+func (t *boltTx) hold(b []byte) []byte { return append(t.alloc(len(b)), b...) }
+
+// seqKey returns seq's key in the arena, for a Put.
+func (t *boltTx) seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(t.alloc(8), seq) }
+
+// lookupSeq returns seq's key in t.key, for a Get or Delete (which do not
+// keep the key); it is valid until the next call.
+func (t *boltTx) lookupSeq(seq uint64) []byte {
+	binary.BigEndian.PutUint64(t.key[:], seq)
+	return t.key[:]
 }
 
 // flush writes back the changed operation records. The committer calls it
@@ -184,7 +230,10 @@ func (t *boltTx) flush() error {
 	}
 	for _, k := range t.dirty {
 		r := t.ops[k]
-		if err := putRaw(t, bucketOps, opKey(k), encodeOp(nil, r)); err != nil {
+		t.tmp = appendKey(t.tmp[:0], k.Org, k.Project, k.Op)
+		key := t.hold(t.tmp)
+		t.tmp = encodeOp(t.tmp[:0], r)
+		if err := putRaw(t, bucketOps, key, t.hold(t.tmp)); err != nil {
 			return err
 		}
 		r.dirty = false
@@ -350,7 +399,8 @@ func (t *boltTx) seq(k core.EffectKey) (uint64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	raw := b.Get(appendKey(opKey(k.OpKey), k.Effect))
+	t.tmp = appendKey(t.tmp[:0], k.Org, k.Project, k.Op, k.Effect)
+	raw := b.Get(t.tmp)
 	if raw == nil {
 		return 0, false, nil
 	}
@@ -368,7 +418,7 @@ func (t *boltTx) effectAt(seq uint64, k core.EffectKey) (ledger.Effect, error) {
 	if err != nil {
 		return ledger.Effect{}, err
 	}
-	raw := b.Get(seqKey(seq))
+	raw := b.Get(t.lookupSeq(seq))
 	if raw == nil {
 		return ledger.Effect{}, fmt.Errorf("ledger/bolt: effect %q of operation %q: index names record %d, which is missing: %w", k.Effect, k.Op, seq, ledger.ErrCorrupt)
 	}
@@ -408,7 +458,8 @@ func (t *boltTx) PutEffect(k core.EffectKey, e ledger.Effect) error {
 			return err
 		}
 	}
-	return putRaw(t, bucketEffects, seqKey(seq), encodeEffect(nil, &e))
+	t.tmp = encodeEffect(t.tmp[:0], &e)
+	return putRaw(t, bucketEffects, t.seqKey(seq), t.hold(t.tmp))
 }
 
 func (t *boltTx) stage(k core.EffectKey) (uint64, error) {
@@ -577,9 +628,9 @@ func (t *boltTx) SetPending(k core.EffectKey, pending bool) error {
 		return &storageError{err}
 	}
 	if pending {
-		err = b.Put(seqKey(seq), []byte{})
+		err = b.Put(t.seqKey(seq), []byte{})
 	} else {
-		err = b.Delete(seqKey(seq))
+		err = b.Delete(t.lookupSeq(seq))
 	}
 	if err != nil {
 		return &storageError{fmt.Errorf("pending index: %w", err)}
