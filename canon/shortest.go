@@ -103,7 +103,14 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	flags = neg * numNeg
 	i := int(neg)
 	intStart := i
-	switch c := w[i]; {
+	// The first word after the sign is selected, not loaded from an
+	// offset that waits for the sign test.
+	x0, x1 := binary.LittleEndian.Uint64(w[0:]), binary.LittleEndian.Uint64(w[1:])
+	x := x0
+	if neg != 0 {
+		x = x1
+	}
+	switch c := byte(x); {
 	case c == '0':
 		i++
 	case '1' <= c && c <= '9':
@@ -112,7 +119,7 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		// third counts only if the second is. Written out here and for
 		// the fraction, as a call would spill registers. The length is
 		// exact up to 23, and 24 for any longer run.
-		k = nonDigit(binary.LittleEndian.Uint64(w[i:]))
+		k = nonDigit(x)
 		if k == 8 {
 			n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
 			n3 := nonDigit(binary.LittleEndian.Uint64(w[i+16:]))
@@ -172,16 +179,21 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	if hasExp {
 		spelled = spelled && w[i] == 'e' && intDigits == 1
 		i++
-		// ES6 writes an explicit sign and no leading zero.
-		minus, plus := b2u(w[i] == '-'), b2u(w[i] == '+')
+		// ES6 writes an explicit sign and no leading zero. The word of
+		// digits is selected, as at the start.
+		x0, x1 := binary.LittleEndian.Uint64(w[i:]), binary.LittleEndian.Uint64(w[i+1:])
+		minus, plus := b2u(byte(x0) == '-'), b2u(byte(x0) == '+')
 		spelled = spelled && minus|plus != 0
+		x := x0
+		if minus|plus != 0 {
+			x = x1
+		}
 		i += int(minus | plus)
-		x := binary.LittleEndian.Uint64(w[i:])
 		m := nonDigit(x)
 		if m == 0 || m == 8 {
 			return
 		}
-		spelled = spelled && w[i] != '0'
+		spelled = spelled && byte(x) != '0'
 		i += m
 		v := int(digitLanes(x, m))
 		exp = (v ^ -int(minus)) + int(minus) // v, negated when minus
