@@ -38,25 +38,43 @@ func (e *encoder) str(s string) {
 func (e *encoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *encoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
 
+// digest checks and converts in one pass (the check is canon.Digest's
+// Validate: the prefix, then exactly 64 lowercase hex digits).
 func (e *encoder) digest(d canon.Digest) {
-	if d.Validate() != nil {
-		e.b = append(e.b, 0)
-		e.str(string(d))
-		return
+	s := string(d)
+	if len(s) == len(canon.DigestPrefix)+64 && s[:len(canon.DigestPrefix)] == canon.DigestPrefix {
+		var raw [33]byte
+		raw[0] = 1
+		h := s[len(canon.DigestPrefix):]
+		bad := byte(0)
+		for i := 0; i < 32; i++ {
+			hi, lo := unhex[h[2*i]], unhex[h[2*i+1]]
+			bad |= hi | lo
+			raw[1+i] = hi<<4 | lo&0xf
+		}
+		if bad&0x10 == 0 {
+			e.b = append(e.b, raw[:]...)
+			return
+		}
 	}
-	e.b = append(e.b, 1)
-	h := d[len(canon.DigestPrefix):] // 64 lowercase hex digits: Validate checked them
-	for i := 0; i < len(h); i += 2 {
-		e.b = append(e.b, unhex(h[i])<<4|unhex(h[i+1]))
-	}
+	e.b = append(e.b, 0)
+	e.str(s)
 }
 
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+// unhex maps a lowercase hex digit to its value and every other byte to
+// 0x10.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0x10
 	}
-	return c - 'a' + 10
-}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
 
 func (e *encoder) bool(v bool) {
 	if v {

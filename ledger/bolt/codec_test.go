@@ -114,3 +114,31 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestCodecDigestForms checks that a digest is stored as 32 bytes exactly
+// when canon.Digest.Validate accepts it, and that both forms round-trip.
+func TestCodecDigestForms(t *testing.T) {
+	good := string(canon.Sum([]byte("x")))
+	h := good[len(canon.DigestPrefix):]
+	for _, d := range []canon.Digest{
+		canon.Digest(good),
+		"",
+		"sha256:",
+		canon.Digest(good[:len(good)-1]),
+		canon.Digest(good + "0"),
+		canon.Digest("sha256:" + h[:10] + "A" + h[11:]), // uppercase
+		canon.Digest("sha256:" + h[:63] + "g"),
+		canon.Digest("sha256:" + h[:20] + "\x00" + h[21:]),
+		canon.Digest("sha512" + good[6:]),
+	} {
+		var e encoder
+		e.digest(d)
+		if short := len(e.b) > 0 && e.b[0] == 1; short != (d.Validate() == nil) {
+			t.Errorf("digest %q: 32-byte form %v, Validate says %v", d, short, d.Validate())
+		}
+		dec := decoder{b: e.b}
+		if got := dec.digest(); got != d || dec.done("digest") != nil {
+			t.Errorf("digest %q round-trips as %q (%v)", d, got, dec.err)
+		}
+	}
+}
