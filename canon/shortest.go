@@ -33,6 +33,12 @@ import (
 // unusual (a subnormal, an overflow, more than 17 digits), the fast path
 // declines and strconv decides, so the fast path only ever answers where
 // the answer is clear by a wide margin.
+//
+// Decimals of at most 15 significant digits need no multiplication: in
+// the normal range each is the unique shortest form of its float64. A
+// token whose digits, less trailing zeros, pass the test but whose
+// spelling differs (1.50, 1E+30, 1e-07) is rewritten from those digits
+// ([appendES6]), again without strconv.
 
 // Flags of a number token read by readNumber.
 const (
