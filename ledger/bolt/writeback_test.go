@@ -132,6 +132,11 @@ func TestWriteBackFailureFailsBatch(t *testing.T) {
 	if g.Effect.Ordinal != 2 {
 		t.Errorf("effect after the failed batch has ordinal %d, want 2", g.Effect.Ordinal)
 	}
+	// Nor its effect records: e0 is still authorized, so another receipt
+	// confirms it.
+	if _, err := l.ConfirmEffect(ctx, fences[0], "e0", d, "other"); err != nil {
+		t.Errorf("confirming e0 after the failed batch confirmed it: %v", err)
+	}
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +150,8 @@ func TestWriteBackFailureFailsBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Operation.EffectsUsed != 2 || len(v.Effects) != 2 {
-		t.Errorf("reopened: p0 has %d effects used, %d effects; want 2 (e0, e2)", v.Operation.EffectsUsed, len(v.Effects))
+	if v.Operation.EffectsUsed != 2 || len(v.Effects) != 2 || v.Effects[0].ReceiptID != "other" {
+		t.Errorf("reopened: p0 has %d effects used, effects %+v; want e0 (receipt %q) and e2", v.Operation.EffectsUsed, v.Effects, "other")
 	}
 }
 
