@@ -28,7 +28,7 @@ import (
 // with 64 (throughput within noise there, where the per-write cost
 // dominates). Writers the other P stole from the committer's run queue
 // may still be on their way when the first yield returns; yielding while
-// the queue grows lets them in too (64 writers: 41-45 -> 43-51). Gosched
+// the queue grows lets them in too (64 writers: 40-45 -> 45-52). Gosched
 // is not a timer: with nothing else runnable it returns at once, so a lone
 // writer waits no longer (1 writer: one more yield, about a microsecond,
 // after it queued its next write).
