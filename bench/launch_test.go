@@ -116,7 +116,13 @@ func echoInvocation(b *testing.B) launch.Invocation {
 //     simulated host's own work for the same context and request (see
 //     pluginhost), and killing it;
 //   - GoPluginEcho: the same with a plugin whose call only echoes, which
-//     links none of the host's packages: go-plugin's own floor.
+//     links none of the host's packages: go-plugin's own floor;
+//   - Paired: one Hostsim, one BareExec, one GoPlugin and one GoPluginEcho
+//     in turn in every iteration, reported as hostsim-, bare-, goplugin-
+//     and echo-ns/op and the ratios x-bare and x-goplugin. The rows above
+//     run one after another for seconds each, and on a shared machine the
+//     load drifts between them; here every ratio is of runs interleaved
+//     within milliseconds.
 func BenchmarkLaunch(b *testing.B) {
 	dir := b.TempDir()
 	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
@@ -132,59 +138,21 @@ func BenchmarkLaunch(b *testing.B) {
 		b.Fatal(err)
 	}
 	inv := echoInvocation(b)
+	refused := inv
+	refused.Handler = refuseBootstrap{}
+	hostArgs := pluginshared.InvokeArgs{Context: invocationContext(b, inv), Request: inv.Request}
 
-	b.Run("Hostsim", func(b *testing.B) {
-		benchInvoke(b, l, inv, launch.StateSucceeded, 0)
-	})
-
-	b.Run("Bootstrap", func(b *testing.B) {
-		refused := inv
-		refused.Handler = refuseBootstrap{}
-		benchInvoke(b, l, refused, launch.StateRefused, 3)
-	})
-
-	b.Run("BareExec", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			cmd := exec.Command(hostsim)
-			cmd.Env = []string{}
-			cmd.Dir = work
-			cmd.Stdout = io.Discard
-			if err := cmd.Run(); err != nil {
-				if _, ok := err.(*exec.ExitError); !ok {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-
-	// The floors of the go-plugin rows: each plugin executable run without
-	// the handshake cookie, so go-plugin's Serve refuses at once (exit 1).
-	for _, floor := range []struct{ name, bin string }{
-		{"PluginBareExec", pluginBin}, {"PluginHostBareExec", hostPluginBin},
-	} {
-		b.Run(floor.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				cmd := exec.Command(floor.bin)
-				cmd.Env = []string{}
-				cmd.Dir = work
-				cmd.Stdout = io.Discard
-				cmd.Stderr = io.Discard
-				if err := cmd.Run(); err != nil {
-					if _, ok := err.(*exec.ExitError); !ok {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
+	// Each run does one operation and returns the host's own lifetime
+	// where it has one.
+	full := func(b *testing.B) time.Duration { return invokeOnce(b, l, inv, launch.StateSucceeded, 0) }
+	bootstrap := func(b *testing.B) time.Duration { return invokeOnce(b, l, refused, launch.StateRefused, 3) }
+	bare := func(bin string) func(b *testing.B) time.Duration {
+		return func(b *testing.B) time.Duration { bareExecOnce(b, bin, work); return 0 }
 	}
-
 	// The equivalent plugin: one call does the simulated host's own work
 	// for the same context and request (see pluginhost).
-	hostArgs := pluginshared.InvokeArgs{Context: invocationContext(b, inv), Request: inv.Request}
-	b.Run("GoPlugin", func(b *testing.B) {
-		benchGoPlugin(b, hostPluginBin, pluginshared.HostHandshake, "host", &pluginshared.HostPlugin{}, func(raw any) error {
+	hostPlugin := func(b *testing.B) time.Duration {
+		goPluginOnce(b, hostPluginBin, pluginshared.HostHandshake, "host", &pluginshared.HostPlugin{}, func(raw any) error {
 			rep, err := raw.(pluginshared.Invoker).Invoke(hostArgs)
 			if err != nil {
 				return err
@@ -194,17 +162,64 @@ func BenchmarkLaunch(b *testing.B) {
 			}
 			return nil
 		})
-	})
-
+		return 0
+	}
 	// The light plugin: one call that only echoes.
-	b.Run("GoPluginEcho", func(b *testing.B) {
-		benchGoPlugin(b, pluginBin, pluginshared.Handshake, "echo", &pluginshared.EchoPlugin{}, func(raw any) error {
+	echoPlugin := func(b *testing.B) time.Duration {
+		goPluginOnce(b, pluginBin, pluginshared.Handshake, "echo", &pluginshared.EchoPlugin{}, func(raw any) error {
 			got, err := raw.(pluginshared.Echoer).Echo("hello")
 			if err == nil && got != "hello" {
 				err = fmt.Errorf("echo %q", got)
 			}
 			return err
 		})
+		return 0
+	}
+
+	defer quietStderr(b)()
+	for _, row := range []struct {
+		name  string
+		run   func(*testing.B) time.Duration
+		child bool
+	}{
+		{"Hostsim", full, true},
+		{"Bootstrap", bootstrap, true},
+		{"BareExec", bare(hostsim), false},
+		{"PluginBareExec", bare(pluginBin), false},
+		{"PluginHostBareExec", bare(hostPluginBin), false},
+		{"GoPlugin", hostPlugin, false},
+		{"GoPluginEcho", echoPlugin, false},
+	} {
+		b.Run(row.name, func(b *testing.B) {
+			var child time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				child += row.run(b)
+			}
+			if row.child {
+				b.ReportMetric(float64(child.Nanoseconds())/float64(b.N), "child-ns/op")
+			}
+		})
+	}
+
+	b.Run("Paired", func(b *testing.B) {
+		runs := []struct {
+			metric string
+			run    func(*testing.B) time.Duration
+			total  time.Duration
+		}{{"hostsim", full, 0}, {"bare", bare(hostsim), 0}, {"goplugin", hostPlugin, 0}, {"echo", echoPlugin, 0}}
+		for b.Loop() {
+			for i := range runs {
+				start := time.Now()
+				runs[i].run(b)
+				runs[i].total += time.Since(start)
+			}
+		}
+		for _, r := range runs {
+			b.ReportMetric(float64(r.total.Nanoseconds())/float64(b.N), r.metric+"-ns/op")
+		}
+		b.ReportMetric(float64(runs[0].total)/float64(runs[1].total), "x-bare")
+		b.ReportMetric(float64(runs[0].total)/float64(runs[2].total), "x-goplugin")
 	})
 }
 
@@ -219,67 +234,72 @@ func invocationContext(b *testing.B, inv launch.Invocation) []byte {
 	return enc.Bytes
 }
 
-// benchGoPlugin starts the go-plugin executable bin, dispenses the plugin
-// name, makes one call and kills it, b.N times.
-func benchGoPlugin(b *testing.B, bin string, hs plugin.HandshakeConfig, name string, p plugin.Plugin, call func(any) error) {
-	logger := hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
-	// Killing the plugin after its call makes yamux, underneath net/rpc,
-	// print "[ERR] yamux: Failed to write header", sometimes after the
-	// loop, to the os.Stderr its default config captured when the client
-	// was made; that would interleave with the benchmark lines. The clients
-	// made here capture /dev/null instead.
+// quietStderr points os.Stderr at /dev/null until the returned function
+// runs. Killing a go-plugin plugin after its call makes yamux, underneath
+// net/rpc, print "[ERR] yamux: Failed to write header", sometimes after
+// the loop, to the os.Stderr its default config captured when the client
+// was made; that would interleave with the benchmark lines. Clients made
+// meanwhile capture /dev/null instead.
+func quietStderr(b *testing.B) func() {
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	stderr := os.Stderr
 	os.Stderr = null
-	defer func() { os.Stderr = stderr; null.Close() }()
-	b.ReportAllocs()
-	for b.Loop() {
-		client := plugin.NewClient(&plugin.ClientConfig{
-			HandshakeConfig:  hs,
-			Plugins:          map[string]plugin.Plugin{name: p},
-			Cmd:              exec.Command(bin),
-			AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
-			Logger:           logger,
-		})
-		rpcClient, err := client.Client()
-		if err != nil {
-			client.Kill()
-			b.Fatal(err)
-		}
-		raw, err := rpcClient.Dispense(name)
-		if err != nil {
-			client.Kill()
-			b.Fatal(err)
-		}
-		if err := call(raw); err != nil {
-			client.Kill()
-			b.Fatal(err)
-		}
-		client.Kill()
+	return func() { os.Stderr = stderr; null.Close() }
+}
+
+// goPluginOnce starts the go-plugin executable bin, dispenses the plugin
+// name, makes one call and kills it.
+func goPluginOnce(b *testing.B, bin string, hs plugin.HandshakeConfig, name string, p plugin.Plugin, call func(any) error) {
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  hs,
+		Plugins:          map[string]plugin.Plugin{name: p},
+		Cmd:              exec.Command(bin),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
+	})
+	defer client.Kill()
+	rpcClient, err := client.Client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := rpcClient.Dispense(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := call(raw); err != nil {
+		b.Fatal(err)
 	}
 }
 
-// benchInvoke runs inv through l b.N times, checking the state and exit
-// code of each result, and reports child-ns/op: the time from start to reap
-// of the host process. The rest of ns/op is the launcher's own work around
-// it (context and stdin preparation, descriptors, the session, reaping,
-// result parsing).
-func benchInvoke(b *testing.B, l *launch.Launcher, inv launch.Invocation, want launch.State, code int) {
-	ctx := context.Background()
-	var child time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		out, err := l.Invoke(ctx, inv)
-		if err != nil {
+// bareExecOnce runs bin with no arguments and an empty environment in dir,
+// and waits for it: the floor of any launch.
+func bareExecOnce(b *testing.B, bin, dir string) {
+	cmd := exec.Command(bin)
+	cmd.Env = []string{}
+	cmd.Dir = dir
+	cmd.Stdout = io.Discard
+	cmd.Stderr = io.Discard
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
 			b.Fatal(err)
 		}
-		if out.Result.State != want || out.Process.ExitCode != code {
-			b.Fatalf("state %s exit %d, want %s exit %d", out.Result.State, out.Process.ExitCode, want, code)
-		}
-		child += out.Process.Elapsed
 	}
-	b.ReportMetric(float64(child.Nanoseconds())/float64(b.N), "child-ns/op")
+}
+
+// invokeOnce runs inv through l, checks the state and exit code of its
+// result, and returns the host process's lifetime, start to reap. The rest
+// of the call is the launcher's own work around it (context and stdin
+// preparation, descriptors, the session, reaping, result parsing).
+func invokeOnce(b *testing.B, l *launch.Launcher, inv launch.Invocation, want launch.State, code int) time.Duration {
+	out, err := l.Invoke(context.Background(), inv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out.Result.State != want || out.Process.ExitCode != code {
+		b.Fatalf("state %s exit %d, want %s exit %d", out.Result.State, out.Process.ExitCode, want, code)
+	}
+	return out.Process.Elapsed
 }
