@@ -216,42 +216,89 @@ func BenchmarkIPCRawPingPong(b *testing.B) { benchRaw(b, false) }
 func BenchmarkIPCFloor(b *testing.B) { benchRaw(b, true) }
 
 func benchRaw(b *testing.B, hash bool) {
-	const replySize = 900 // an allowed effect reply is about 900 bytes
 	for _, sz := range ipcSizes {
 		b.Run(sz.name, func(b *testing.B) {
-			peer, host := ipcSocketpair(b)
-			go func() {
-				buf := make([]byte, sz.bytes+4096)
-				rep := make([]byte, 4+replySize)
-				rep[2], rep[3] = byte(replySize>>8), byte(replySize&0xFF)
-				for {
-					if err := readRawFrame(peer, buf); err != nil {
-						return
-					}
-					if hash {
-						sink := sha256.Sum256(buf[:sz.bytes])
-						rep[4] = sink[0]
-					}
-					if _, err := peer.Write(rep); err != nil {
-						return
-					}
-				}
-			}()
-			req := make([]byte, 4+sz.bytes)
-			req[1], req[2], req[3] = byte(sz.bytes>>16), byte(sz.bytes>>8), byte(sz.bytes&0xFF)
-			reply := make([]byte, 4096)
+			raw := newRawPingPong(b, sz.bytes, hash)
 			b.SetBytes(int64(sz.bytes))
 			b.ReportAllocs()
 			cpu := processCPU()
 			for b.Loop() {
-				if _, err := host.Write(req); err != nil {
-					b.Fatal(err)
-				}
-				if err := readRawFrame(host, reply); err != nil {
-					b.Fatal(err)
-				}
+				raw.once(b)
 			}
 			reportCPU(b, cpu)
+		})
+	}
+}
+
+// rawPingPong is a socketpair with a peer goroutine that answers each
+// frame of size bytes with a frame of the size of an allowed effect reply
+// (about 900 bytes), hashing the request body first if asked to.
+type rawPingPong struct {
+	host       net.Conn
+	req, reply []byte
+}
+
+func newRawPingPong(b *testing.B, size int, hash bool) *rawPingPong {
+	const replySize = 900
+	peer, host := ipcSocketpair(b)
+	go func() {
+		buf := make([]byte, size+4096)
+		rep := make([]byte, 4+replySize)
+		rep[2], rep[3] = byte(replySize>>8), byte(replySize&0xFF)
+		for {
+			if err := readRawFrame(peer, buf); err != nil {
+				return
+			}
+			if hash {
+				sink := sha256.Sum256(buf[:size])
+				rep[4] = sink[0]
+			}
+			if _, err := peer.Write(rep); err != nil {
+				return
+			}
+		}
+	}()
+	req := make([]byte, 4+size)
+	req[1], req[2], req[3] = byte(size>>16), byte(size>>8), byte(size&0xFF)
+	return &rawPingPong{host: host, req: req, reply: make([]byte, 4096)}
+}
+
+// once sends one frame and reads the answer.
+func (r *rawPingPong) once(b *testing.B) {
+	if _, err := r.host.Write(r.req); err != nil {
+		b.Fatal(err)
+	}
+	if err := readRawFrame(r.host, r.reply); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkIPCPaired alternates one Exchange and one raw ping-pong of the
+// same size in every iteration and reports exchange-ns/op, raw-ns/op and
+// their ratio x-raw: the ratio of runs interleaved within microseconds,
+// immune to load that drifts between separate benchmark rows.
+func BenchmarkIPCPaired(b *testing.B) {
+	for _, sz := range ipcSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			ch, _ := startSession(b)
+			raw := newRawPingPong(b, sz.bytes, false)
+			eff := effectOfSize(sz.bytes)
+			ctx := context.Background()
+			var exchange, pingPong time.Duration
+			for b.Loop() {
+				start := time.Now()
+				rep, err := ch.Call(ctx, ipc.MethodEffect, eff)
+				if err != nil || rep.State != ipc.StateAllowed {
+					b.Fatal(rep, err)
+				}
+				mid := time.Now()
+				raw.once(b)
+				exchange += mid.Sub(start)
+				pingPong += time.Since(mid)
+			}
+			b.ReportMetric(float64(exchange.Nanoseconds())/float64(b.N), "exchange-ns/op")
+			b.ReportMetric(float64(pingPong.Nanoseconds())/float64(b.N), "raw-ns/op")
+			b.ReportMetric(float64(exchange)/float64(pingPong), "x-raw")
 		})
 	}
 }
