@@ -236,6 +236,12 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 	}
 	c.seq++
 	c.methods = append(c.methods, method)
+	// Hashed before sending: after the write it would overlap with the
+	// Runtime's work, but then the Runtime's goroutine wakes on the other
+	// core, which on an idle machine costs more than the hash of a small
+	// request (measured: 1 KiB exchanges 15–25% slower, 64 KiB ones 5%
+	// faster).
+	reqDigest := canon.Sum(body)
 	// time.Now carries a monotonic reading, so the conn deadline measures
 	// the whole exchange on the monotonic clock, each read getting only
 	// the time left.
@@ -247,8 +253,6 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 	if err := ipc.WriteFramed(c.conn, frame, c.cfg.MaxMessageBytes); err != nil {
 		return nil, c.ioErr(ctx, err)
 	}
-	// Hashed while the Runtime decides, not before sending.
-	reqDigest := canon.Sum(body)
 	rbody, err := ipc.ReadFrame(c.in, c.cfg.MaxMessageBytes)
 	if err != nil {
 		if errors.Is(err, ipc.ErrFrameTooLarge) || errors.Is(err, ipc.ErrEmptyFrame) {
