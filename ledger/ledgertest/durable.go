@@ -21,15 +21,18 @@ func RunDurable(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 // testReopenMany: an operation with many effects, some settled, survives
 // reopen whole, and its effects are found (redelivery, outcomes) and new
 // ones added after it.
+// closeLedger closes l within a minute, as a restart would.
+func closeLedger(t *testing.T, l ledger.Ledger) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
 func testReopenMany(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {
 	dir := t.TempDir()
-	closeIt := func(l ledger.Ledger) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	}
 	ids := manyEffectIDs()
 	half := len(ids) / 2
 	l := open(t, dir)
@@ -43,10 +46,10 @@ func testReopenMany(t *testing.T, open func(t *testing.T, dir string) ledger.Led
 		}
 	}
 	before := normView(mustView(t, l, scopeA, "op1"))
-	closeIt(l)
+	closeLedger(t, l)
 
 	l = open(t, dir)
-	defer closeIt(l)
+	defer closeLedger(t, l)
 	diff(t, "view after reopen", normView(mustView(t, l, scopeA, "op1")), before)
 	for i, e := range before.Effects {
 		diff(t, "redelivery after reopen", mustBegin(t, l, f, e.LogicalEffectID, e.RequestDigest), ledger.EffectGrant{Effect: e, Redelivery: true})
@@ -69,13 +72,6 @@ func testReopenMany(t *testing.T, open func(t *testing.T, dir string) ledger.Led
 
 func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {
 	dir := t.TempDir()
-	closeIt := func(l ledger.Ledger) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := l.Close(ctx); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	}
 	l := open(t, dir)
 	sp := spec(scopeA, "op1", 5)
 	mustCreate(t, l, sp)
@@ -125,10 +121,10 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeIt(l)
+	closeLedger(t, l)
 
 	l = open(t, dir)
-	defer closeIt(l)
+	defer closeLedger(t, l)
 	for i, k := range keys {
 		diff(t, "view of "+k.op+" after reopen", normView(mustView(t, l, k.s, k.op)), views[i])
 	}
