@@ -22,16 +22,20 @@ import (
 type cursor struct {
 	b   []byte
 	pos int
-	// s, when set, holds the same bytes as b: the strings the cursor
-	// returns are then substrings of s instead of one allocation each.
-	// Decoders that return many strings (payloads, replies) pay one copy
-	// of their input for all of them; what they return then keeps that
-	// copy alive, which is never more than the frame it came from.
-	s string
+	// share makes the strings inside values decoded by anyOf (object
+	// keys and string values, the bulk of arguments and data) substrings
+	// of s, one copy of b made at the first of them, instead of one
+	// allocation each. They then keep that copy alive, which is never more
+	// than the frame they came from. Strings read with str, the
+	// identifiers a caller may keep on their own (logical_effect_id,
+	// host_nonce, …), are always copied alone.
+	share bool
+	s     string
 }
 
-// newCursor returns a cursor over b whose strings share one copy of b.
-func newCursor(b []byte) cursor { return cursor{b: b, s: string(b)} }
+// newCursor returns a cursor over b whose decoded values share one copy of
+// b for their strings.
+func newCursor(b []byte) cursor { return cursor{b: b, share: true} }
 
 // lit consumes s if the input continues with it.
 func (c *cursor) lit(s string) bool {
@@ -80,14 +84,21 @@ func (c *cursor) rawString() (raw []byte, escaped, ok bool) {
 	return raw, bytes.IndexByte(raw, '\\') >= 0, true
 }
 
-// str consumes a string and returns it unescaped.
-func (c *cursor) str() (string, bool) {
+// str consumes a string and returns it unescaped, in its own allocation.
+func (c *cursor) str() (string, bool) { return c.text(false) }
+
+// text is str, returning a substring of the shared copy when shared is set
+// and the cursor shares.
+func (c *cursor) text(shared bool) (string, bool) {
 	raw, esc, ok := c.rawString()
 	if !ok {
 		return "", false
 	}
 	if !esc {
-		if len(c.s) == len(c.b) {
+		if shared && c.share {
+			if c.s == "" {
+				c.s = string(c.b)
+			}
 			return c.s[c.pos-len(raw)-1 : c.pos-1], true
 		}
 		return string(raw), true
@@ -223,7 +234,7 @@ func (c *cursor) anyOf() (any, bool) {
 			return m, true
 		}
 		for {
-			k, ok := c.str()
+			k, ok := c.text(true)
 			if !ok || !c.lit(":") {
 				return nil, false
 			}
@@ -259,7 +270,7 @@ func (c *cursor) anyOf() (any, bool) {
 			}
 		}
 	case ch == '"':
-		return c.str()
+		return c.text(true)
 	case ch == 't':
 		return true, c.lit("true")
 	case ch == 'f':
