@@ -39,7 +39,7 @@ func appendNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 	return formatNumber(dst, tok, isInt, off)
 }
 
-// formatNumber is appendNumber without the float fast path.
+// formatNumber is appendNumber without the plainDecimal shortcut.
 func formatNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 	if isInt {
 		if !safeIntegerToken(tok) {

@@ -400,14 +400,16 @@ func shortestDigits(d uint64, k, q int) bool {
 		// Rounded up to a power of two: renormalize, the unit doubling.
 		m, e, rho = 1<<52, e+1, rho/2
 	}
-	// x's lower neighbour is as far as its upper one, except at a power of
-	// two, where it is half as far.
-	lower := 1.0
-	if m == 1<<52 {
-		lower = 0.5
-	}
-	if be := e + 1075; be < 1 || be > 2046 {
+	be := e + 1075 // the biased exponent of x
+	if be < 1 || be > 2046 {
 		return false // subnormal, or beyond the largest float64
+	}
+	// x's lower neighbour is as far as its upper one, except at a power of
+	// two, where it is half as far; but below the smallest normal (be 1)
+	// lies the largest subnormal, as far as the upper neighbour.
+	lower := 1.0
+	if m == 1<<52 && be > 1 {
+		lower = 0.5
 	}
 	// In units of 10^q, x's rounding interval is [x − lower·h, x + h]
 	// with h = 2^(e−1)/10^q = d/(2(m+rho)) ≈ d/(2m), and x = d + eps with

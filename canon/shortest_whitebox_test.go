@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -210,4 +211,58 @@ func TestShortestDigitsPowersOfTwo(t *testing.T) {
 	if declined*20 > long {
 		t.Errorf("%d of %d powers of two with 16 or 17 digits declined, want under 5%%", declined, long)
 	}
+}
+
+// TestShortestDigitsNearPowersOfTwo feeds the fast check the decimals next
+// to the shortest form of every power of two and its neighbours — the last
+// digit one up or down, the last digit dropped or rounded up, an extra
+// digit — where an interval taken too narrow or too wide would give a
+// wrong answer. Whenever the check accepts such digits they must be the
+// shortest form of the float they round to.
+func TestShortestDigitsNearPowersOfTwo(t *testing.T) {
+	// shortest is the reference: strconv's shortest round-trip digits of
+	// f (the closest of the shortest, as ES6 has them) as d × 10^q, k
+	// digits.
+	shortest := func(f float64) (d uint64, k, q int) {
+		mant, exp, _ := strings.Cut(strconv.FormatFloat(f, 'e', -1, 64), "e")
+		digits := strings.Replace(mant, ".", "", 1)
+		x10, _ := strconv.Atoi(exp)
+		d, _ = strconv.ParseUint(digits, 10, 64)
+		return d, len(digits), x10 - len(digits) + 1
+	}
+	checked := 0
+	for e := -1022; e <= 1023; e++ {
+		p := math.Ldexp(1, e)
+		for _, x := range []float64{math.Nextafter(p, 0), p, math.Nextafter(p, math.Inf(1))} {
+			n, k, q := shortest(x)
+			type cand struct {
+				d    uint64
+				k, q int
+			}
+			cands := []cand{{n + 1, k, q}, {n / 10, k - 1, q + 1}, {n/10 + 1, k - 1, q + 1}, {n * 10, k + 1, q - 1}}
+			if n%10 != 0 {
+				cands = append(cands, cand{n - 1, k, q})
+			}
+			for _, c := range cands {
+				if c.k < 16 || c.k > 17 || c.d < pow10u64[c.k-1] || c.d >= pow10u64[c.k-1]*10 {
+					continue // only 16 and 17 digits take the arithmetic
+				}
+				checked++
+				if !shortestDigits(c.d, c.k, c.q) {
+					continue
+				}
+				f, err := strconv.ParseFloat(strconv.FormatUint(c.d, 10)+"e"+strconv.Itoa(c.q), 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, k, q := shortest(f); d != c.d || k != c.k || q != c.q {
+					t.Errorf("near 2^%d: %de%d accepted as shortest, but %v is %de%d", e, c.d, c.q, f, d, q)
+				}
+			}
+		}
+	}
+	if checked < 5000 {
+		t.Fatalf("only %d candidates checked", checked)
+	}
+	t.Logf("%d candidates checked", checked)
 }
