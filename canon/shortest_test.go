@@ -378,7 +378,11 @@ func TestFastFloatBenchmarkData(t *testing.T) {
 		}
 		size += len(tok) + 1
 		if i%4 == 0 {
-			_, verdict := canon.FastNumber(tok)
+			// A safe integer is its own canonical form.
+			out, verdict := canon.FastNumber(tok)
+			if verdict != canon.FastVerbatim || string(out) != string(tok) || canon.CheckCanonical(tok) != nil {
+				t.Fatalf("safe integer %s: fast path gives %s, CheckCanonical %v", tok, out, canon.CheckCanonical(tok))
+			}
 			counts[0][verdict]++
 			continue
 		}

@@ -18,8 +18,9 @@ import (
 //
 // After releasing a batch the committer yields (runtime.Gosched) before it
 // collects the next one, and yields again for as long as the queue grew
-// during the last yield (bounded: the queue holds at most maxBatch). close(done) makes the released writers
-// runnable on the committer's own P; without the yield the committer took
+// during the last yield (bounded: the queue holds at most maxBatch).
+// close(done) makes the released writers runnable on the committer's own
+// P; without the yield the committer took
 // the next batch before they could write again, so writers that write in a
 // loop split into two cohorts that alternated batches and each batch held
 // half of them (measured with the benchmark: mean batch 4.0 with 8 writers,
@@ -135,7 +136,7 @@ func (l *Ledger) apply(live []*request) (failed int, err error) {
 	start := time.Now()
 	tx, err := l.db.Begin(true)
 	if err != nil {
-		return -1, err
+		return -1, &storageError{err} // nothing was applied
 	}
 	defer func() {
 		if failed >= 0 || err != nil {

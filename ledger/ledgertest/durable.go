@@ -18,9 +18,6 @@ func RunDurable(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	t.Run("ReopenKeepsManyEffects", func(t *testing.T) { testReopenMany(t, open) })
 }
 
-// testReopenMany: an operation with many effects, some settled, survives
-// reopen whole, and its effects are found (redelivery, outcomes) and new
-// ones added after it.
 // closeLedger closes l within a minute, as a restart would.
 func closeLedger(t *testing.T, l ledger.Ledger) {
 	t.Helper()
@@ -31,6 +28,9 @@ func closeLedger(t *testing.T, l ledger.Ledger) {
 	}
 }
 
+// testReopenMany: an operation with many effects, some settled, survives
+// reopen whole, and its effects are found (redelivery, outcomes) and new
+// ones added after it.
 func testReopenMany(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger) {
 	dir := t.TempDir()
 	ids := manyEffectIDs()
