@@ -336,17 +336,11 @@ func (c *canonicalizer) fastNumber(out []byte) ([]byte, bool) {
 		if k < 16 {
 			_, d, k, q, _ = readNumber(c.in, start, true)
 		}
-		for d%10 == 0 {
-			d /= 10
-			k--
-			q++
+		o, ok := appendShortest(append(out, c.in[c.mark:start]...), flags&numNeg != 0, d, k, q)
+		if !ok {
+			return out, false // out's length is unchanged
 		}
-		if !shortestDigits(d, k, q) {
-			return out, false
-		}
-		out = append(out, c.in[c.mark:start]...)
-		out = appendES6(out, flags&numNeg != 0, d, k, k+q)
-		c.mark = end
+		out, c.mark = o, end
 	}
 	c.pos = end
 	return out, true

@@ -328,6 +328,14 @@ func appendShortFloat(dst, tok []byte) ([]byte, bool) {
 	if flags&numOK == 0 || flags&numInt != 0 || end != len(tok) {
 		return dst, false
 	}
+	return appendShortest(dst, flags&numNeg != 0, d, k, q)
+}
+
+// appendShortest appends the ES6 form of ∓d × 10^q (d has k digits, maybe
+// with trailing zeros) if its digits, trailing zeros dropped, are the
+// shortest form of their float64; otherwise it reports false and appends
+// nothing.
+func appendShortest(dst []byte, neg bool, d uint64, k, q int) ([]byte, bool) {
 	for d%10 == 0 {
 		d /= 10
 		k--
@@ -336,7 +344,7 @@ func appendShortFloat(dst, tok []byte) ([]byte, bool) {
 	if !shortestDigits(d, k, q) {
 		return dst, false
 	}
-	return appendES6(dst, flags&numNeg != 0, d, k, k+q), true
+	return appendES6(dst, neg, d, k, k+q), true
 }
 
 // canonicalDigits is shortestDigits with its test for short decimals
