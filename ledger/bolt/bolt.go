@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
@@ -168,9 +169,9 @@ func openDB(path string, mode fs.FileMode, lockTimeout time.Duration) (db *bbolt
 	switch {
 	case err == nil:
 		return db, nil
-	case errors.Is(err, bbolt.ErrTimeout):
+	case errors.Is(err, bberrors.ErrTimeout):
 		return nil, fmt.Errorf("ledger/bolt: open %s: another owner holds the file lock (waited %v); stop that owner or use another file: %w", path, lockTimeout, ledger.ErrLocked)
-	case errors.Is(err, bbolt.ErrInvalid), errors.Is(err, bbolt.ErrVersionMismatch), errors.Is(err, bbolt.ErrChecksum):
+	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrVersionMismatch), errors.Is(err, bberrors.ErrChecksum):
 		return nil, fmt.Errorf("ledger/bolt: open %s: not a ledger file: %w: %v", path, ledger.ErrCorrupt, err)
 	default:
 		return nil, fmt.Errorf("ledger/bolt: open %s: %w", path, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	bbolt "go.etcd.io/bbolt"
+	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
@@ -334,7 +335,7 @@ func (t *boltTx) op(k core.OpKey) (*opRecord, bool, error) {
 // putOp makes r operation k's record; flush writes it to the bucket.
 func (t *boltTx) putOp(k core.OpKey, r *opRecord) error {
 	if t.tx.DB() == nil || !t.tx.Writable() {
-		return &storageError{fmt.Errorf("put %s: %w", bucketOps, bbolt.ErrTxNotWritable)}
+		return &storageError{fmt.Errorf("put %s: %w", bucketOps, bberrors.ErrTxNotWritable)}
 	}
 	if old, ok := t.ops[k]; !ok || !old.dirty {
 		t.dirty = append(t.dirty, k)
