@@ -224,6 +224,11 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 		return out, errAt(ErrSyntax, c.pos, "unexpected end of input: want a value")
 	}
 	switch ch := c.in[c.pos]; ch {
+	case ' ', '\t', '\n', '\r':
+		// Whitespace before a value: rare in canonical input, so it is
+		// dropped here rather than tested for at every separator.
+		out = c.dropSpace(out)
+		return c.value(out, depth)
 	case '{':
 		return c.object(out, depth+1)
 	case '[':
@@ -281,11 +286,11 @@ func (c *canonicalizer) value(out []byte, depth int) ([]byte, error) {
 // is carried from one number to the next.
 func canonicalRun(in []byte, i int) int {
 	for len(in)-i >= numWindow {
-		end, d, k, q, flags := readWindow((*[numWindow]byte)(in[i:i+numWindow]), false)
-		if flags&numSpelled == 0 || flags&numInt == 0 && !canonicalDigits(d, k, q) || in[i+end] != ',' {
+		n := canonicalLen((*[numWindow]byte)(in[i : i+numWindow]))
+		if n == 0 || in[i+n] != ',' {
 			return i
 		}
-		i += end + 1
+		i += n + 1
 	}
 	return i
 }
@@ -298,6 +303,10 @@ func canonicalRun(in []byte, i int) int {
 // formats or refuses.
 func (c *canonicalizer) fastNumber(out []byte) ([]byte, bool) {
 	start := c.pos
+	if end := canonicalNumberEnd(c.in, start); end >= 0 {
+		c.pos = end
+		return out, true
+	}
 	var end, k, q int
 	var d uint64
 	var flags uint
@@ -371,22 +380,21 @@ func (s *scanner) next(closing byte) (more bool, err error) {
 	return false, errAt(ErrSyntax, s.pos, "want ',' or '%c', found %s", closing, s.describe(s.pos))
 }
 
-// next is [scanner.next] that keeps whitespace out of the output.
+// next is [scanner.next] that keeps whitespace out of the output. It
+// leaves whitespace after a ',' to the element that follows, which tests
+// for it only when it does not find the byte it expects.
 func (c *canonicalizer) next(out []byte, closing byte) ([]byte, bool, error) {
-	if c.spaceAhead() {
-		out = c.dropSpace(out)
-	}
 	if c.pos < len(c.in) {
 		switch c.in[c.pos] {
 		case ',':
 			c.pos++
-			if c.spaceAhead() {
-				out = c.dropSpace(out)
-			}
 			return out, true, nil
 		case closing:
 			c.pos++
 			return out, false, nil
+		case ' ', '\t', '\n', '\r':
+			out = c.dropSpace(out)
+			return c.next(out, closing)
 		}
 	}
 	return out, false, errAt(ErrSyntax, c.pos, "want ',' or '%c', found %s", closing, c.describe(c.pos))
@@ -412,17 +420,12 @@ func (c *canonicalizer) array(out []byte, depth int) ([]byte, error) {
 		if c.pos < len(c.in) && numberStart(c.in[c.pos]) {
 			// After the run, the cursor is past a comma, at an element,
 			// unless the run is empty: that element stays at the cursor.
-			if c.pos = canonicalRun(c.in, c.pos); c.spaceAhead() {
-				out = c.dropSpace(out)
-			}
+			c.pos = canonicalRun(c.in, c.pos)
 		}
 		if c.pos < len(c.in) && numberStart(c.in[c.pos]) {
 			var ok bool
 			if out, ok = c.fastNumber(out); ok && c.pos < len(c.in) && c.in[c.pos] == ',' {
 				c.pos++
-				if c.spaceAhead() {
-					out = c.dropSpace(out)
-				}
 				continue
 			}
 			if ok {
@@ -459,18 +462,26 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 	}
 	open := c.at(out, c.pos)
 	c.pos++
-	if c.spaceAhead() {
-		out = c.dropSpace(out)
-	}
-	if c.pos < len(c.in) && c.in[c.pos] == '}' {
-		c.pos++
-		return out, nil
+	// Separators and whitespace are tested for in the order canonical
+	// input makes likely: the byte expected first, whitespace only when
+	// it is not there.
+	if c.pos < len(c.in) && c.in[c.pos] != '"' {
+		if c.spaceAhead() {
+			out = c.dropSpace(out)
+		}
+		if c.pos < len(c.in) && c.in[c.pos] == '}' {
+			c.pos++
+			return out, nil
+		}
 	}
 	base, keysBase := len(c.members), len(c.keys)
 	sorted := true
 	var prev keyRef
 	var seen keySet // keys, once an unsorted object is large
 	for n := 0; ; n++ {
+		if c.pos < len(c.in) && c.in[c.pos] != '"' && c.spaceAhead() {
+			out = c.dropSpace(out)
+		}
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return out, errAt(ErrSyntax, c.pos, "want a string key, found %s", c.describe(c.pos))
 		}
@@ -513,16 +524,13 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 				}
 			}
 		}
-		if c.spaceAhead() {
+		if c.pos < len(c.in) && c.in[c.pos] != ':' && c.spaceAhead() {
 			out = c.dropSpace(out)
 		}
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
 			return out, errAt(ErrSyntax, c.pos, "want ':' after object key, found %s", c.describe(c.pos))
 		}
 		c.pos++
-		if c.spaceAhead() {
-			out = c.dropSpace(out)
-		}
 		if out, err = c.value(out, depth); err != nil {
 			return out, err
 		}

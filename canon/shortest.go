@@ -53,11 +53,13 @@ const (
 // fit in a uint64.
 const maxSigDigits = 19
 
-// numWindow is how many bytes from a token's start readNumber looks at:
-// more than the longest token it reads (51 bytes) plus the eight-byte
-// loads that find where that token ends. Every canonical number is much
-// shorter (at most 25 bytes).
-const numWindow = 64
+// numWindow is how many bytes from a token's start readNumber and
+// canonicalLen look at: every word they load starts below offset 64 (see
+// [readWindow]), so they load words at offsets masked to 0..63
+// ([wordAt]), and the compiler drops the bounds checks. The longest token
+// readNumber reads is 51 bytes; every canonical number is much shorter
+// (at most 25 bytes).
+const numWindow = 64 + 8
 
 // maxLeadingZeros bounds the zeros readNumber skips after "0." (a
 // canonical float has at most five).
@@ -110,12 +112,10 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	i := int(neg)
 	intStart := i
 	// The first word after the sign is selected, not loaded from an
-	// offset that waits for the sign test.
-	x0, x1 := binary.LittleEndian.Uint64(w[0:]), binary.LittleEndian.Uint64(w[1:])
-	x := x0
-	if neg != 0 {
-		x = x1
-	}
+	// offset that waits for the sign test. The selection is arithmetic:
+	// written as an if, the compiler sinks the second load into a branch,
+	// which a random sign mispredicts half the time.
+	x := selectWord(wordAt(w, 0), wordAt(w, 1), neg)
 	switch c := byte(x); {
 	case c == '0':
 		i++
@@ -127,8 +127,8 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		// exact up to 23, and 24 for any longer run.
 		k = nonDigit(x)
 		if k == 8 {
-			n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
-			n3 := nonDigit(binary.LittleEndian.Uint64(w[i+16:]))
+			n2 := nonDigit(wordAt(w, i+8))
+			n3 := nonDigit(wordAt(w, i+16))
 			k += n2 + n3&-(n2>>3)
 		}
 		if k > maxSigDigits {
@@ -139,7 +139,7 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		return
 	}
 	intDigits := k
-	if c := w[i]; c != '.' && c != 'e' && c != 'E' {
+	if c := w[(i)&63]; c != '.' && c != 'e' && c != 'E' {
 		flags |= numOK | numInt
 		// -0 and integers beyond ±(2^53−1) are not written as they are.
 		if k == 0 && neg == 0 || k > 0 && k < 16 || k == 16 && !aboveMaxSafe(w, intStart) {
@@ -148,11 +148,11 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		return i, 0, k, 0, flags
 	}
 	frac, fracStart := 0, i
-	if w[i] == '.' {
+	if w[(i)&63] == '.' {
 		i++
 		j := i
 		if k == 0 {
-			for w[i] == '0' {
+			for w[(i)&63] == '0' {
 				if i++; i-j > maxLeadingZeros {
 					return
 				}
@@ -160,10 +160,10 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		}
 		fracStart = i
 		// The run of digits, as above.
-		m := nonDigit(binary.LittleEndian.Uint64(w[i:]))
+		m := nonDigit(wordAt(w, i))
 		if m == 8 {
-			n2 := nonDigit(binary.LittleEndian.Uint64(w[i+8:]))
-			n3 := nonDigit(binary.LittleEndian.Uint64(w[i+16:]))
+			n2 := nonDigit(wordAt(w, i+8))
+			n3 := nonDigit(wordAt(w, i+16))
 			m += n2 + n3&-(n2>>3)
 		}
 		if k+m > maxSigDigits {
@@ -179,21 +179,18 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		return // zero
 	}
 	// The last digit is not a zero.
-	spelled := w[i-1] != '0'
+	spelled := w[(i-1)&63] != '0'
 	exp := 0
-	hasExp := w[i] == 'e' || w[i] == 'E'
+	hasExp := w[(i)&63] == 'e' || w[(i)&63] == 'E'
 	if hasExp {
-		spelled = spelled && w[i] == 'e' && intDigits == 1
+		spelled = spelled && w[(i)&63] == 'e' && intDigits == 1
 		i++
 		// ES6 writes an explicit sign and no leading zero. The word of
 		// digits is selected, as at the start.
-		x0, x1 := binary.LittleEndian.Uint64(w[i:]), binary.LittleEndian.Uint64(w[i+1:])
+		x0, x1 := wordAt(w, i), wordAt(w, i+1)
 		minus, plus := b2u(byte(x0) == '-'), b2u(byte(x0) == '+')
 		spelled = spelled && minus|plus != 0
-		x := x0
-		if minus|plus != 0 {
-			x = x1
-		}
+		x := selectWord(x0, x1, minus|plus)
 		i += int(minus | plus)
 		m := nonDigit(x)
 		if m == 0 || m == 8 {
@@ -217,16 +214,28 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		// Most often the integer part has at most 8 digits and the
 		// fraction at most 16: read them here, without a call.
 		if m := k - intDigits; intDigits <= 8 && m <= 16 {
-			dInt := digitLanes(binary.LittleEndian.Uint64(w[intStart:]), intDigits)
+			dInt := digitLanes(wordAt(w, intStart), intDigits)
 			lo := min(m, 8)
-			dFrac := digitLanes(binary.LittleEndian.Uint64(w[fracStart:]), lo)
-			dFrac = dFrac*pow10u64[m-lo] + digitLanes(binary.LittleEndian.Uint64(w[fracStart+8:]), m-lo)
+			dFrac := digitLanes(wordAt(w, fracStart), lo)
+			dFrac = dFrac*pow10u64[m-lo] + digitLanes(wordAt(w, fracStart+8), m-lo)
 			d = dInt*pow10u64[m] + dFrac
 		} else {
 			d = runValue(w, intStart, intDigits)*pow10u64[m] + runValue(w, fracStart, m)
 		}
 	}
 	return i, d, k, q, flags
+}
+
+// selectWord returns x0 when c is 0 and x1 when c is 1, without a branch.
+func selectWord(x0, x1 uint64, c uint) uint64 {
+	return x0 ^ (x0^x1)&-uint64(c)
+}
+
+// wordAt returns the eight bytes of w from offset i, which is below 64, as
+// a little-endian word. The mask lets the compiler drop the bounds checks.
+func wordAt(w *[numWindow]byte, i int) uint64 {
+	i &= 63
+	return binary.LittleEndian.Uint64(w[i : i+8])
 }
 
 // b2u is 1 for true and 0 for false, without a branch.
@@ -296,19 +305,20 @@ func digitLanes(x uint64, m int) uint64 {
 // token is well formed and already in canonical form, so that it is copied
 // as it is; else -1, and the full path formats or refuses it.
 func canonicalNumberEnd(in []byte, i int) int {
-	var end, k, q int
-	var d uint64
-	var flags uint
+	var n int
 	if len(in)-i >= numWindow {
-		end, d, k, q, flags = readWindow((*[numWindow]byte)(in[i:i+numWindow]), false)
-		end += i
+		n = canonicalLen((*[numWindow]byte)(in[i : i+numWindow]))
 	} else {
-		end, d, k, q, flags = readNumber(in, i, false)
+		// Near the end of the input: a copy padded with NUL bytes, which end
+		// a token just as the end of the input does.
+		var w [numWindow]byte
+		copy(w[:], in[i:])
+		n = canonicalLen(&w)
 	}
-	if flags&numSpelled == 0 || flags&numInt == 0 && !canonicalDigits(d, k, q) {
+	if n == 0 {
 		return -1
 	}
-	return end
+	return i + n
 }
 
 // numberStart reports whether c may start a number: '-' or a digit.
