@@ -165,6 +165,34 @@ func BenchmarkCanon(b *testing.B) {
 	}
 }
 
+// BenchmarkCanonPaired runs canon's Canonicalize + Sum and SHA-256 alone
+// of the same document in turn in every iteration and reports canon-ns/op,
+// sha256-ns/op and their ratio x-sha256: the ratio of runs interleaved
+// within milliseconds, immune to load that drifts between separate rows.
+func BenchmarkCanonPaired(b *testing.B) {
+	for _, in := range canonInputs(b) {
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.doc)))
+			var ours, floor time.Duration
+			for b.Loop() {
+				start := time.Now()
+				out, err := canon.Canonicalize(in.doc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = canon.Sum(out)
+				mid := time.Now()
+				_ = sha256.Sum256(in.doc)
+				ours += mid.Sub(start)
+				floor += time.Since(mid)
+			}
+			b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "canon-ns/op")
+			b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N), "sha256-ns/op")
+			b.ReportMetric(float64(ours)/float64(floor), "x-sha256")
+		})
+	}
+}
+
 // reportCPU adds the process CPU time per operation since start as the
 // metric cpu-ns/op, next to the wall time of ns/op.
 func reportCPU(b *testing.B, start time.Duration) {

@@ -479,6 +479,22 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 	var prev keyRef
 	var seen keySet // keys, once an unsorted object is large
 	for n := 0; ; n++ {
+		if sorted {
+			// Members that need nothing written are read in one loop on
+			// locals, as canonicalRun reads numbers; the steps below take
+			// the member it stops at.
+			var after []byte
+			if n > 0 {
+				after = c.key(out, prev)
+			}
+			if next, ks, ke, count, closed := plainMembers(c.in, c.pos, after, n == 0); count > 0 {
+				c.pos, n = next, n+count
+				prev = keyRef{off: ks, n: ke - ks, where: keyInInput}
+				if closed {
+					break
+				}
+			}
+		}
 		if c.pos < len(c.in) && c.in[c.pos] != '"' && c.spaceAhead() {
 			out = c.dropSpace(out)
 		}
@@ -558,6 +574,73 @@ func (c *canonicalizer) object(out []byte, depth int) ([]byte, error) {
 	}
 	c.members, c.keys = c.members[:base], c.keys[:keysBase]
 	return out, nil
+}
+
+// plainMembers reads, from in[i], the members of a sorted object that
+// need nothing written: a key of plain string content (see
+// [plainStringEnd]) that comes after the key after (any key when first),
+// a colon, and a value that is a plain string, a canonical number or a
+// literal, with no whitespace, each followed by ',' or, for the last, by
+// '}'. It returns how many it read, the offset after the separator of the
+// last one, the bounds of that member's key content, and whether the
+// separator was '}'; with count 0 it read nothing. The member it stops at
+// may be anything, valid or not: the general steps read it.
+//
+// Keys are compared as bytes: with plain (ASCII) content on one side,
+// byte order is UTF-16 order whatever the other key holds.
+func plainMembers(in []byte, i int, after []byte, first bool) (next, ks, ke, count int, closed bool) {
+	for i < len(in) && in[i] == '"' {
+		s := i + 1
+		e := plainStringEnd(in, s)
+		if e < 0 || !first && bytes.Compare(after, in[s:e]) >= 0 {
+			break
+		}
+		j := e + 1
+		if j+1 >= len(in) || in[j] != ':' {
+			break
+		}
+		j++
+		switch v := in[j]; v {
+		case '"':
+			if j = plainStringEnd(in, j+1); j < 0 {
+				return
+			}
+			j++
+		case 't':
+			if len(in)-j < 4 || string(in[j:j+4]) != "true" {
+				return
+			}
+			j += 4
+		case 'f':
+			if len(in)-j < 5 || string(in[j:j+5]) != "false" {
+				return
+			}
+			j += 5
+		case 'n':
+			if len(in)-j < 4 || string(in[j:j+4]) != "null" {
+				return
+			}
+			j += 4
+		default:
+			if !numberStart(v) {
+				return
+			}
+			if j = canonicalNumberEnd(in, j); j < 0 {
+				return
+			}
+		}
+		if j >= len(in) || in[j] != ',' && in[j] != '}' {
+			break
+		}
+		count++
+		next, ks, ke = j+1, s, e
+		if in[j] == '}' {
+			closed = true
+			break
+		}
+		i, after, first = j+1, in[s:e], false
+	}
+	return
 }
 
 func (c *canonicalizer) duplicate(out []byte, keyOff int, k keyRef) error {

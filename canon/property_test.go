@@ -143,3 +143,79 @@ func TestCanonicalizeProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestCanonicalizeNearCanonicalProperty feeds the one-pass paths for
+// canonical input (runs of canonical numbers, members that need nothing
+// written) what they see most, canonical documents, and what they must
+// hand over or refuse: the same documents with one byte replaced, inserted
+// or removed, or with two members swapped. Canonicalize must agree with
+// the Parse path on every one, bytes or refusal.
+func TestCanonicalizeNearCanonicalProperty(t *testing.T) {
+	bytesOf := []byte(` ,:{}[]"\\0123456789-+.eEtfnulax` + "\x00\x1f\x7f\xc3\xa9")
+	rapid.Check(t, func(t *rapid.T) {
+		doc, err := canon.Canonicalize([]byte(jsonText(t, 4)))
+		if err != nil {
+			return
+		}
+		again, err := canon.Canonicalize(doc)
+		if errors.Is(err, canon.ErrUnsafeInteger) {
+			// An integral float of 2^53 or more: its canonical digits
+			// have integer shape, which the strict rules refuse.
+			return
+		}
+		if err != nil || !bytes.Equal(again, doc) {
+			t.Fatalf("%s: canonical output canonicalizes to %s (%v)", doc, again, err)
+		}
+		in := bytes.Clone(doc)
+		if len(in) > 0 {
+			i := rapid.IntRange(0, len(in)-1).Draw(t, "at")
+			b := rapid.SampledFrom(bytesOf).Draw(t, "byte")
+			switch rapid.IntRange(0, 3).Draw(t, "mutation") {
+			case 0:
+				in[i] = b
+			case 1:
+				in = append(in[:i], append([]byte{b}, in[i:]...)...)
+			case 2:
+				in = append(in[:i], in[i+1:]...)
+			case 3:
+				// Swap the members around the first ',' at or after i
+				// whose neighbours are both "key":scalar members.
+				if j := bytes.IndexByte(in[i:], ','); j >= 0 {
+					in = swapAround(in, i+j)
+				}
+			}
+		}
+		out, err := canon.Canonicalize(in)
+		v, perr := canon.Parse(in)
+		if (err == nil) != (perr == nil) || err != nil && !sameError(err, perr) {
+			t.Fatalf("%q: Canonicalize %v, Parse %v", in, err, perr)
+		}
+		if err != nil {
+			return
+		}
+		if viaValue, err := v.Canonical(); err != nil || !bytes.Equal(viaValue, out) {
+			t.Fatalf("%q:\n Canonicalize %s\n Parse path   %s (%v)", in, out, viaValue, err)
+		}
+	})
+}
+
+// swapAround swaps the text between the separators before and after the
+// comma at in[c] when neither side holds a bracket or a brace, which for
+// object members puts two keys out of order.
+func swapAround(in []byte, c int) []byte {
+	l := bytes.LastIndexAny(in[:c], ",{[")
+	r := bytes.IndexAny(in[c+1:], ",}]")
+	if l < 0 || r < 0 {
+		return in
+	}
+	r += c + 1
+	left, right := in[l+1:c], in[c+1:r]
+	if bytes.ContainsAny(left, "{}[]") || bytes.ContainsAny(right, "{}[]") {
+		return in
+	}
+	out := append([]byte{}, in[:l+1]...)
+	out = append(out, right...)
+	out = append(out, ',')
+	out = append(out, left...)
+	return append(out, in[r:]...)
+}

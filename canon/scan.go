@@ -2,6 +2,7 @@ package canon
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -123,8 +124,13 @@ func (s *scanner) str() (start, end int, escaped bool, err error) {
 	open := s.pos
 	i := open + 1
 	for {
-		// Eight bytes at a time while none needs a closer look.
-		for i+8 <= len(in) && plainASCII8(binary.LittleEndian.Uint64(in[i:])) {
+		// Eight bytes at a time, up to the first that needs a closer look;
+		// byte by byte only in the last seven bytes of the input.
+		for i+8 <= len(in) {
+			if f := specialLanes(binary.LittleEndian.Uint64(in[i:])); f != 0 {
+				i += bits.TrailingZeros64(f) >> 3
+				break
+			}
 			i += 8
 		}
 		for i < len(in) {
@@ -168,13 +174,36 @@ func (s *scanner) str() (start, end int, escaped bool, err error) {
 // backslash, and the lane's own high bit marks a non-ASCII byte. A lane
 // that wraps may borrow from the next one and flag it too, which only
 // matters when some lane is flagged already.
-func plainASCII8(w uint64) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	t := (w - 0x20*ones) | ((w ^ '"'*ones) - ones) | ((w ^ '\\'*ones) - ones) | w
-	return t&highs == 0
+func plainASCII8(w uint64) bool { return specialLanes(w) == 0 }
+
+// specialLanes returns the high bits of the byte lanes plainASCII8 flags.
+// The lowest one set is exact: the lanes below it borrowed nothing, so it
+// marks the first byte of w that is not plain, and a scan can step to it.
+func specialLanes(w uint64) uint64 {
+	return ((w - 0x20*ones) | ((w ^ '"'*ones) - ones) | ((w ^ '\\'*ones) - ones) | w) & highs
+}
+
+// plainStringEnd returns the offset of the closing quote of the string
+// content that starts at in[i] when that content is plain: printable
+// ASCII without '"' or '\\', so already both decoded and canonical. It
+// returns -1 for any other content, which [scanner.str] then reads.
+func plainStringEnd(in []byte, i int) int {
+	for ; i+8 <= len(in); i += 8 {
+		if f := specialLanes(binary.LittleEndian.Uint64(in[i:])); f != 0 {
+			if i += bits.TrailingZeros64(f) >> 3; in[i] == '"' {
+				return i
+			}
+			return -1
+		}
+	}
+	for ; i < len(in); i++ {
+		if c := in[i]; c == '"' {
+			return i
+		} else if c < 0x20 || c == '\\' || c >= 0x80 {
+			return -1
+		}
+	}
+	return -1
 }
 
 // escape validates the escape sequence at off and returns its length,
