@@ -26,9 +26,12 @@ import "math/bits"
 func canonicalLen(w *[numWindow]byte) int {
 	neg := b2u(w[0] == '-')
 	s := int(neg)
-	// Bit j of nd is set when w[j] is not an ASCII digit; the sign is not
-	// one to look at.
-	nd := nonDigitMask32(w) &^ uint32(neg)
+	// Bit j of nd is set when w[j], j < 32, is not an ASCII digit; the
+	// sign is not one to look at.
+	nd := uint32(laneMask(nonDigitFlags(wordAt(w, 0)))|
+		laneMask(nonDigitFlags(wordAt(w, 8)))<<8|
+		laneMask(nonDigitFlags(wordAt(w, 16)))<<16|
+		laneMask(nonDigitFlags(wordAt(w, 24)))<<24) &^ uint32(neg)
 	p1 := bits.TrailingZeros32(nd)
 	intDigits := p1 - s
 	lead := w[s]
@@ -68,7 +71,14 @@ func canonicalLen(w *[numWindow]byte) int {
 			if k > 17 {
 				return 0
 			}
-			if k >= 16 {
+			switch {
+			case k < 16:
+			case intDigits <= 8:
+				// The common case, written out: then the fraction has
+				// at least eight digits.
+				d = (digitLanes(wordAt(w, s), intDigits)*1e8+digitLanes(wordAt(w, p1+1), 8))*pow10u64[frac-8] +
+					digitLanes(wordAt(w, p1+9), frac-8)
+			default:
 				d = runValue(w, s, intDigits)*pow10u64[frac] + runValue(w, p1+1, frac)
 			}
 		} else {
@@ -115,7 +125,8 @@ func canonicalLen(w *[numWindow]byte) int {
 		}
 		return pEnd
 	}
-	d = uint64(lead-'0')*pow10u64[frac] + runValue(w, p1+1, frac)
+	// 15 or 16 fraction digits.
+	d = (uint64(lead-'0')*1e8+digitLanes(wordAt(w, p1+1), 8))*pow10u64[frac-8] + digitLanes(wordAt(w, p1+9), frac-8)
 	if !shortestDigits(d, k, q) {
 		return 0
 	}
@@ -126,16 +137,11 @@ func canonicalLen(w *[numWindow]byte) int {
 // continued a number: the grammar then ends the token there, but whether
 // that byte is trailing data or a malformed number is for the full path.
 func numberByte(c byte) bool {
-	return c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
-}
-
-// nonDigitMask32 returns the mask of the bytes of w[0:32] that are not
-// ASCII digits: bit j for w[j].
-func nonDigitMask32(w *[numWindow]byte) uint32 {
-	return uint32(laneMask(nonDigitFlags(wordAt(w, 0))) |
-		laneMask(nonDigitFlags(wordAt(w, 8)))<<8 |
-		laneMask(nonDigitFlags(wordAt(w, 16)))<<16 |
-		laneMask(nonDigitFlags(wordAt(w, 24)))<<24)
+	// Bits 0 ('+'), 2 ('-'), 3 ('.'), 26 ('E') and 58 ('e') of the
+	// offsets from '+'.
+	const set = 1<<0 | 1<<2 | 1<<3 | 1<<26 | 1<<58
+	o := c - '+'
+	return o < 64 && set>>o&1 != 0
 }
 
 // nonDigitFlags sets the high bit of each byte of x that is not an ASCII
