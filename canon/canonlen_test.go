@@ -45,7 +45,7 @@ func checkCanonicalLen(t interface{ Fatalf(string, ...any) }, in []byte) {
 	if _, _, isInt, err := s.number(); err != nil || s.pos != len(tok) {
 		t.Fatalf("%q: canonicalLen copies %q, which the scanner does not read as one number", in, tok)
 	} else if !isInt {
-		if ref, err := formatFloat(nil, tok, 0); err != nil || string(ref) != string(tok) {
+		if ref, err := strconvFloat(nil, tok, 0); err != nil || string(ref) != string(tok) {
 			t.Fatalf("%q: canonicalLen copies %q, strconv writes %q (%v)", in, tok, ref, err)
 		}
 	}

@@ -48,4 +48,4 @@ func FastNumber(tok []byte) ([]byte, int) {
 // ReferenceFloat formats a validated float token only through
 // strconv.ParseFloat and AppendFloat, with Canonicalize's refusals: the
 // reference the fast paths must agree with.
-func ReferenceFloat(tok []byte) ([]byte, error) { return formatFloat(nil, tok, 0) }
+func ReferenceFloat(tok []byte) ([]byte, error) { return strconvFloat(nil, tok, 0) }

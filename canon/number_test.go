@@ -113,7 +113,8 @@ func TestIntegerTokenProperty(t *testing.T) {
 // FuzzNumber compares the canonical form of every float token the fuzzer
 // finds with the slow path.
 func FuzzNumber(f *testing.F) {
-	for _, s := range []string{"1.0", "1.50", "-0.0", "1e21", "123456789012345.6", "0.0000010", "5e-324", "1E+2"} {
+	for _, s := range []string{"1.0", "1.50", "-0.0", "1e21", "123456789012345.6", "0.0000010", "5e-324", "1E+2",
+		"1.419785722914456e-308", "2.4703282292062328e-324", "2.2250738585072011e-308", "1.00000000000000000000001e-310"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tok string) {

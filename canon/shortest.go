@@ -383,30 +383,10 @@ func shortestDigits(d uint64, k, q int) bool {
 	if k > 17 || q < pow10Min || q > pow10Max {
 		return false // never shortest, or out of the float64 range
 	}
-	// Let D = d·2^lz in [2^63, 2^64) and 10^q = (T+τ)·2^β, 0 ≤ τ < 1. Then
-	// d × 10^q = V·2^(β−lz) with V = D·(T+τ) in [P, P+2^64), P = D·T.
-	t := &pow10Table[q-pow10Min]
-	lz := bits.LeadingZeros64(d)
-	dn := d << lz
-	hiLo, _ := bits.Mul64(dn, t[1])
-	hiHi, loHi := bits.Mul64(dn, t[0])
-	p1, carry := bits.Add64(loHi, hiLo, 0)
-	p2 := hiHi + carry
-	// W = P>>64 = p2:p1 is V>>64 to within 2 units. Its top bit is 127
-	// or 126; the 53 bits from there are x's mantissa before rounding, and
-	// frac, the next 64 bits, is the fraction of a mantissa unit
-	// (2^e, the spacing of the floats around x) that follows.
-	// The top bit decides by a shift, not a branch: it is as likely set as
-	// not, and a mispredicted branch that waits for the multiplication
-	// costs more than the rest of the test.
-	top := uint(p2 >> 63)
-	m := p2 >> (10 + top)
-	frac := p2<<(54-top) | p1>>(10+top)
-	e := 138 + int(top) + (q*217706)>>16 - 127 - lz
+	m, frac, e := binarySignificand(d, q)
 	// Round to nearest; decline when the value is too close to halfway
 	// between two floats to tell which is nearer.
-	const margin = 1 << 32
-	if frac-(1<<63-margin) <= 2*margin {
+	if nearHalf(frac) {
 		return false
 	}
 	// rho is where d × 10^q lies relative to x = m·2^e, in units of 2^e:
@@ -446,6 +426,67 @@ func shortestDigits(d uint64, k, q int) bool {
 	return 2*math.Abs(rho)*fd < (1-2*mu)*fm &&
 		(r-mu)*2*fm > (lower+2*rho)*fd &&
 		(10-r-mu)*2*fm > (1-2*rho)*fd
+}
+
+// binarySignificand returns the binary form of the nonzero decimal
+// d × 10^q, q in [pow10Min, pow10Max]: d × 10^q = (m + f + ε)·2^e with m
+// in [2^52, 2^53) its 53 leading bits, frac = f·2^64 the 64 bits after
+// them, and |ε| < 2^−63. So m is the mantissa of the float64 nearest to
+// d × 10^q before rounding, when that float is normal, and frac says how
+// to round it.
+func binarySignificand(d uint64, q int) (m, frac uint64, e int) {
+	// Let D = d·2^lz in [2^63, 2^64) and 10^q = (T+τ)·2^β, 0 ≤ τ < 1. Then
+	// d × 10^q = V·2^(β−lz) with V = D·(T+τ) in [P, P+2^64), P = D·T.
+	t := &pow10Table[q-pow10Min]
+	lz := bits.LeadingZeros64(d)
+	dn := d << lz
+	hiLo, _ := bits.Mul64(dn, t[1])
+	hiHi, loHi := bits.Mul64(dn, t[0])
+	p1, carry := bits.Add64(loHi, hiLo, 0)
+	p2 := hiHi + carry
+	// W = P>>64 = p2:p1 is V>>64 to within 2 units. Its top bit is 127
+	// or 126; the 53 bits from there are m, and the next 64 are frac.
+	// The top bit decides by a shift, not a branch: it is as likely set as
+	// not, and a mispredicted branch that waits for the multiplication
+	// costs more than the rest of shortestDigits.
+	top := uint(p2 >> 63)
+	return p2 >> (10 + top), p2<<(54-top) | p1>>(10+top), 138 + int(top) + (q*217706)>>16 - 127 - lz
+}
+
+// nearHalf reports whether the fraction frac/2^64 of a unit is within
+// 2^−32 of one half, too close for the product of [binarySignificand]
+// to tell which way it rounds.
+func nearHalf(frac uint64) bool {
+	const margin = 1 << 32
+	return frac-(1<<63-margin) <= 2*margin
+}
+
+// parseSubnormal returns the float64 nearest to the nonzero decimal
+// d × 10^q when that float is subnormal (below 2^−1022, or 2^−1022 itself
+// reached by rounding) and the product of [binarySignificand] decides the
+// rounding; else it reports false, and strconv.ParseFloat decides.
+//
+// strconv's fast path declines every subnormal result and its exact
+// fallback takes about 12 µs a number here, a hundred times the cost of a
+// normal one: a document of subnormals would take half a second a MiB.
+func parseSubnormal(d uint64, q int) (float64, bool) {
+	if d == 0 || q < pow10Min || q > pow10Max {
+		return 0, false
+	}
+	m, frac, e := binarySignificand(d, q)
+	// The spacing of the subnormals is 2^−1074: s more bits of m go to the
+	// fraction. With s above 53 the value is below 2^−1075 and rounds to
+	// zero, which strconv decides.
+	s := -1074 - e
+	if s < 1 || s > 53 {
+		return 0, false
+	}
+	m, frac = m>>s, m<<(64-s)|frac>>s
+	if nearHalf(frac) {
+		return 0, false
+	}
+	// A mantissa rounded up to 2^52 is 2^−1022, whose bits are the same.
+	return math.Float64frombits(m + frac>>63), true
 }
 
 // appendES6 appends the ES6 Number::toString form of the nonzero decimal

@@ -1,0 +1,113 @@
+package canon
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// subnormalTokens returns float tokens at and around the subnormal range
+// for the float64 with bits b: strconv's spellings with 0 to 24 digits
+// after the point (past 19 significant digits, so that the token's tail is
+// dropped), the shortest form with noise in its last digits, and, from the
+// exact decimal of the point halfway between b and b+1 (a tie, rounded to
+// the even one), that point itself and decimals just below and above it.
+func subnormalTokens(r *rand.Rand, b uint64) []string {
+	x := math.Float64frombits(b)
+	toks := []string{strconv.FormatFloat(x, 'g', -1, 64), strconv.FormatFloat(-x, 'e', -1, 64)}
+	for _, prec := range []int{0, 3, 15, 16, 17, 18, 19, 20, 24} {
+		toks = append(toks, strconv.FormatFloat(x, 'e', prec, 64))
+	}
+	e := strconv.FormatFloat(x, 'e', 24, 64)
+	mant, exp, _ := strings.Cut(e, "e")
+	noisy := []byte(mant)
+	for i := len(noisy) - 1 - r.IntN(8); i < len(noisy); i++ {
+		noisy[i] = byte('0' + r.IntN(10))
+	}
+	toks = append(toks, string(noisy)+"e"+exp)
+	// (2m+1)·2^−1075 is halfway between the subnormals m and m+1; it has a
+	// finite decimal expansion of at most 1,075 digits.
+	half := new(big.Float).SetPrec(2000).SetMantExp(new(big.Float).SetInt64(int64(2*(b&(1<<52-1))+1)), -1075)
+	exact := half.Text('e', 1100)
+	hm, he, _ := strings.Cut(exact, "e")
+	hm = strings.TrimRight(hm, "0")
+	toks = append(toks, hm+"e"+he, hm+"1e"+he, hm[:len(hm)-1]+"e"+he)
+	if len(hm) > 30 {
+		toks = append(toks, hm[:30]+"e"+he)
+	}
+	return toks
+}
+
+// TestSubnormalTokens checks formatFloat, which decides short subnormals
+// itself, against strconv on tokens at and around the subnormal range
+// and at the boundary with the normal floats, and that it decides nearly
+// all of the ordinary ones itself.
+func TestSubnormalTokens(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var patterns []uint64
+	for _, b := range []uint64{0, 1, 2, 3, 1<<52 - 2, 1<<52 - 1, 1 << 52, 1<<52 + 1, 1 << 51, 12345} {
+		patterns = append(patterns, b)
+	}
+	for range 2000 {
+		patterns = append(patterns, r.Uint64()&(1<<52-1))
+	}
+	decided, ordinary := 0, 0
+	for _, b := range patterns {
+		for i, tok := range subnormalTokens(r, b) {
+			want, werr := strconvFloat(nil, []byte(tok), 0)
+			got, err := formatFloat(nil, []byte(tok), 0)
+			if (err != nil) != (werr != nil) || string(got) != string(want) {
+				t.Fatalf("%s: formatFloat %s (%v), strconv %s (%v)", tok, got, err, want, werr)
+			}
+			if i < 11 && b != 0 && b < 1<<52 {
+				ordinary++
+				if _, ok := subnormalToken([]byte(tok)); ok {
+					decided++
+				}
+			}
+		}
+	}
+	t.Logf("subnormalToken decided %d of %d ordinary subnormal tokens", decided, ordinary)
+	if decided < ordinary*99/100 {
+		t.Errorf("subnormalToken decided %d of %d ordinary subnormal tokens; want 99%%", decided, ordinary)
+	}
+}
+
+// TestParseSubnormalNormalRange checks that parseSubnormal leaves every
+// value at or above 2^−1022 before rounding to strconv, and that it
+// rounds the values just below up to 2^−1022 itself.
+func TestParseSubnormalNormalRange(t *testing.T) {
+	for _, c := range []struct {
+		d    uint64
+		q    int
+		want uint64 // float64 bits; 0 means declined
+	}{
+		{22250738585072014, -324, 0},         // 2^−1022: normal
+		{22250738585072011, -324, 1<<52 - 1}, // just below: the largest subnormal
+		{22250738585072012, -324, 1 << 52},   // rounds up to 2^−1022
+		{49406564584124654, -340, 1},         // 2^−1074
+		{24703282292062328, -340, 0},         // within 2^−32 of half of 2^−1074: declined
+		{3, -324, 1},                         // 0.6 of 2^−1074
+		{2, -324, 0},                         // 0.4 of 2^−1074 rounds to zero: left to strconv
+		{1, -400, 0},                         // rounds to zero: left to strconv
+		{17976931348623157, 292, 0},          // the largest float64
+	} {
+		x, ok := parseSubnormal(c.d, c.q)
+		got := uint64(0)
+		if ok {
+			got = math.Float64bits(x)
+		}
+		if got != c.want {
+			t.Errorf("parseSubnormal(%d, %d) = %#x (ok %v), want %#x", c.d, c.q, got, ok, c.want)
+		}
+		if ok {
+			s := strconv.FormatUint(c.d, 10) + "e" + strconv.Itoa(c.q)
+			if f, _ := strconv.ParseFloat(s, 64); f != x {
+				t.Errorf("%s: parseSubnormal %g, strconv %g", s, x, f)
+			}
+		}
+	}
+}
