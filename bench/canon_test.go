@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +191,71 @@ func BenchmarkCanonPaired(b *testing.B) {
 			b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "canon-ns/op")
 			b.ReportMetric(float64(floor.Nanoseconds())/float64(b.N), "sha256-ns/op")
 			b.ReportMetric(float64(ours)/float64(floor), "x-sha256")
+		})
+	}
+}
+
+// hostileInputs builds 1 MiB documents of the floats that are costly to
+// read exactly: subnormals (whose exact conversion strconv does the slow
+// way) in their shortest form and with 21 significant digits, and the
+// exact decimals, hundreds of digits long, of points halfway between two
+// floats near 2^−1000 and 2^900, where the first 19 digits cannot decide.
+func hostileInputs() []struct {
+	name string
+	doc  []byte
+} {
+	r := rand.New(rand.NewPCG(7, 8))
+	fill := func(token func() []byte) []byte {
+		buf := []byte{'['}
+		for len(buf) < 1<<20-3000 {
+			if len(buf) > 1 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, token()...)
+		}
+		return append(buf, ']')
+	}
+	subnormal := func(format byte, prec int) func() []byte {
+		return func() []byte {
+			return strconv.AppendFloat(nil, math.Float64frombits(r.Uint64()&(1<<52-1)), format, prec, 64)
+		}
+	}
+	halfway := func(exp int) func() []byte {
+		return func() []byte {
+			m := int64(1<<52 | r.Int64N(1<<52))
+			half := new(big.Float).SetPrec(3000).SetMantExp(new(big.Float).SetInt64(2*m+1), exp-1)
+			mant, e, _ := strings.Cut(half.Text('e', 1200), "e")
+			return []byte(strings.TrimRight(mant, "0") + "e" + e)
+		}
+	}
+	return []struct {
+		name string
+		doc  []byte
+	}{
+		{"subnormalShortest", fill(subnormal('g', -1))},
+		{"subnormal21Digits", fill(subnormal('e', 20))},
+		{"halfwayNear2^-1000", fill(halfway(-1000))},
+		{"halfwayNear2^900", fill(halfway(900))},
+	}
+}
+
+// BenchmarkCanonHostile measures Canonicalize + Sum on hostileInputs, so
+// that the cost of the slowest floats a peer can send stays in view.
+func BenchmarkCanonHostile(b *testing.B) {
+	for _, in := range hostileInputs() {
+		if _, err := canon.Canonicalize(in.doc); err != nil {
+			b.Fatalf("%s: %v", in.name, err)
+		}
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := canon.Canonicalize(in.doc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = canon.Sum(out)
+			}
 		})
 	}
 }
