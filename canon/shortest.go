@@ -99,7 +99,8 @@ func readNumber(in []byte, i int, value bool) (end int, d uint64, k, q int, flag
 }
 
 // readWindow is readNumber on the window w that starts at the token.
-// Offsets stay below numWindow: the sign takes one byte, the integer part
+// Every word it loads starts below offset 64 and every byte it reads lies
+// below offset 64, as [wordAt] requires: the sign takes one byte, the integer part
 // at most maxSigDigits (reading it looks at 24 bytes from offset 1), the
 // zeros after "0." at most maxLeadingZeros, the fraction at most
 // maxSigDigits less the integer digits (reading it looks at 24 bytes from
@@ -139,7 +140,7 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		return
 	}
 	intDigits := k
-	if c := w[(i)&63]; c != '.' && c != 'e' && c != 'E' {
+	if c := w[i&63]; c != '.' && c != 'e' && c != 'E' {
 		flags |= numOK | numInt
 		// -0 and integers beyond ±(2^53−1) are not written as they are.
 		if k == 0 && neg == 0 || k > 0 && k < 16 || k == 16 && !aboveMaxSafe(w, intStart) {
@@ -148,11 +149,11 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 		return i, 0, k, 0, flags
 	}
 	frac, fracStart := 0, i
-	if w[(i)&63] == '.' {
+	if w[i&63] == '.' {
 		i++
 		j := i
 		if k == 0 {
-			for w[(i)&63] == '0' {
+			for w[i&63] == '0' {
 				if i++; i-j > maxLeadingZeros {
 					return
 				}
@@ -181,9 +182,9 @@ func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, fl
 	// The last digit is not a zero.
 	spelled := w[(i-1)&63] != '0'
 	exp := 0
-	hasExp := w[(i)&63] == 'e' || w[(i)&63] == 'E'
+	hasExp := w[i&63] == 'e' || w[i&63] == 'E'
 	if hasExp {
-		spelled = spelled && w[(i)&63] == 'e' && intDigits == 1
+		spelled = spelled && w[i&63] == 'e' && intDigits == 1
 		i++
 		// ES6 writes an explicit sign and no leading zero. The word of
 		// digits is selected, as at the start.
