@@ -99,14 +99,13 @@ func readNumber(in []byte, i int, value bool) (end int, d uint64, k, q int, flag
 }
 
 // readWindow is readNumber on the window w that starts at the token.
-// Every word it loads starts below offset 64 and every byte it reads lies
-// below offset 64, as [wordAt] requires: the sign takes one byte, the integer part
-// at most maxSigDigits (reading it looks at 24 bytes from offset 1), the
-// zeros after "0." at most maxLeadingZeros, the fraction at most
-// maxSigDigits less the integer digits (reading it looks at 24 bytes from
-// offset 23 at most), the exponent marker and sign two bytes, and the
-// exponent at most seven digits (reading it looks at 8 bytes from offset
-// 44 at most).
+// Every word it loads and every byte it reads starts below offset 64, as
+// [wordAt] requires: the sign takes one byte, the integer part at most
+// maxSigDigits (reading it looks at 24 bytes from offset 1), the zeros
+// after "0." at most maxLeadingZeros, the fraction at most maxSigDigits
+// less the integer digits (reading it looks at 24 bytes from offset 23 at
+// most), the exponent marker and sign two bytes, and the exponent at most
+// seven digits (reading it looks at 8 bytes from offset 44 at most).
 func readWindow(w *[numWindow]byte, value bool) (end int, d uint64, k, q int, flags uint) {
 	neg := b2u(w[0] == '-')
 	flags = neg * numNeg
