@@ -1,7 +1,6 @@
 package canon
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -182,18 +181,7 @@ func (c *checker) str() ([]byte, bool) {
 	i := open + 1
 	escaped := false
 	for {
-		for i+8 <= len(in) && plainASCII8(binary.LittleEndian.Uint64(in[i:])) {
-			i += 8
-		}
-		for i < len(in) {
-			ch := in[i]
-			if ch < 0x80 && ch >= 0x20 && ch != '"' && ch != '\\' {
-				i++
-				continue
-			}
-			break
-		}
-		if i >= len(in) {
+		if i = plainPrefix(in, i); i >= len(in) {
 			return nil, false
 		}
 		switch ch := in[i]; {

@@ -124,24 +124,7 @@ func (s *scanner) str() (start, end int, escaped bool, err error) {
 	open := s.pos
 	i := open + 1
 	for {
-		// Eight bytes at a time, up to the first that needs a closer look;
-		// byte by byte only in the last seven bytes of the input.
-		for i+8 <= len(in) {
-			if f := specialLanes(binary.LittleEndian.Uint64(in[i:])); f != 0 {
-				i += bits.TrailingZeros64(f) >> 3
-				break
-			}
-			i += 8
-		}
-		for i < len(in) {
-			c := in[i]
-			if c < 0x80 && c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			break
-		}
-		if i >= len(in) {
+		if i = plainPrefix(in, i); i >= len(in) {
 			return 0, 0, false, errAt(ErrSyntax, open, "unterminated string")
 		}
 		switch c := in[i]; {
@@ -183,25 +166,32 @@ func specialLanes(w uint64) uint64 {
 	return ((w - 0x20*ones) | ((w ^ '"'*ones) - ones) | ((w ^ '\\'*ones) - ones) | w) & highs
 }
 
-// plainStringEnd returns the offset of the closing quote of the string
-// content that starts at in[i] when that content is plain: printable
-// ASCII without '"' or '\\', so already both decoded and canonical. It
-// returns -1 for any other content, which [scanner.str] then reads.
-func plainStringEnd(in []byte, i int) int {
+// plainPrefix returns the offset of the first byte at or after in[i] that
+// is not plain (printable ASCII other than '"' and '\\'), or len(in): the
+// end of what a string scan can step over. It goes eight bytes at a time,
+// to the first that needs a closer look, and byte by byte only in the last
+// seven bytes of the input.
+func plainPrefix(in []byte, i int) int {
 	for ; i+8 <= len(in); i += 8 {
 		if f := specialLanes(binary.LittleEndian.Uint64(in[i:])); f != 0 {
-			if i += bits.TrailingZeros64(f) >> 3; in[i] == '"' {
-				return i
-			}
-			return -1
+			return i + bits.TrailingZeros64(f)>>3
 		}
 	}
 	for ; i < len(in); i++ {
-		if c := in[i]; c == '"' {
+		if c := in[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
 			return i
-		} else if c < 0x20 || c == '\\' || c >= 0x80 {
-			return -1
 		}
+	}
+	return i
+}
+
+// plainStringEnd returns the offset of the closing quote of the string
+// content that starts at in[i] when that content is plain, so already both
+// decoded and canonical. It returns -1 for any other content, which
+// [scanner.str] then reads.
+func plainStringEnd(in []byte, i int) int {
+	if i = plainPrefix(in, i); i < len(in) && in[i] == '"' {
+		return i
 	}
 	return -1
 }
