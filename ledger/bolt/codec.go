@@ -100,12 +100,7 @@ func (d *decoder) uint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("truncated or overlong uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	return d.varint(v, n, "uvarint")
 }
 
 func (d *decoder) int() int64 {
@@ -113,8 +108,14 @@ func (d *decoder) int() int64 {
 		return 0
 	}
 	v, n := binary.Varint(d.b)
+	return int64(d.varint(uint64(v), n, "varint"))
+}
+
+// varint consumes the n bytes of a decoded varint of value v, or fails
+// when binary.Uvarint or Varint reported it truncated or overlong.
+func (d *decoder) varint(v uint64, n int, kind string) uint64 {
 	if n <= 0 {
-		d.fail("truncated or overlong varint")
+		d.fail("truncated or overlong %s", kind)
 		return 0
 	}
 	d.b = d.b[n:]
