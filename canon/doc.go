@@ -1,6 +1,7 @@
 // Package canon accepts JSON under the strict rules of the ZEO runtime host
 // protocol and produces its RFC 8785 (JSON Canonicalization Scheme) bytes
-// and "sha256:" digests, byte for byte as the Python host does.
+// and "sha256:" digests, byte for byte as the Python host does (see
+// doc/protocol.md, “Strict JSON”, “Canonical JSON” and “Digests”).
 //
 // # Acceptance
 //

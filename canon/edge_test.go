@@ -9,8 +9,8 @@ import (
 )
 
 // edgeCases are accepted inputs with their exact canonical bytes
-// (zeo-wire §3.1, and the edge-case table of anchors §3 where the protocol
-// accepts).
+// (doc/protocol.md, “Canonical JSON”), and the accepted rows of the
+// edge-case table below.
 var edgeCases = []struct {
 	name, in, want string
 }{
@@ -147,9 +147,9 @@ func itoa(i int) string {
 	return itoa(i/10) + string(rune('0'+i%10))
 }
 
-// TestAnchorEdgeCaseTable replays every row of the edge-case table in
-// spec/anchors.md §3 (probed against cyberphone, gowebpki v1.0.1/v1.0.2 and
-// jsontext) with the protocol's answer: refused where upstream's strict
+// TestAnchorEdgeCaseTable replays every row of the edge-case table on which
+// JSON canonicalizers were probed to disagree (cyberphone, gowebpki
+// v1.0.1/v1.0.2 and jsontext) with the protocol's answer: refused where upstream's strict
 // parser refuses, including the unsafe integers every library accepts.
 func TestAnchorEdgeCaseTable(t *testing.T) {
 	rows := []struct {

@@ -17,7 +17,7 @@ var refusals = []struct {
 	err  error
 	off  int64
 }{
-	// Whole-input rules (zeo-wire §2.1 items 1–3).
+	// Whole-input rules (doc/protocol.md, “Strict JSON”, rules 1–3).
 	{"empty", "", canon.ErrSyntax, 0},
 	{"only whitespace", " \t\r\n", canon.ErrSyntax, 4},
 	{"BOM", "\xef\xbb\xbf{}", canon.ErrSyntax, 0},
@@ -68,7 +68,7 @@ var refusals = []struct {
 	{"byte 0xff outside string", "\xff", canon.ErrSyntax, 0},
 	{"invalid object in array", "[{\"\\ud800\"},\"x\"]", canon.ErrLoneSurrogate, 3},
 
-	// Non-finite numbers (§2.1 item 5, §2.1 item 6).
+	// Non-finite numbers (“Strict JSON”, rules 5 and 6).
 	{"NaN", "NaN", canon.ErrNonFinite, 0},
 	{"Infinity", "[Infinity]", canon.ErrNonFinite, 1},
 	{"-Infinity", "-Infinity", canon.ErrNonFinite, 0},
@@ -76,7 +76,7 @@ var refusals = []struct {
 	{"negative overflow", "{\"x\":-1e400}", canon.ErrNonFinite, 5},
 	{"just past max float", "1.7976931348623159e308", canon.ErrNonFinite, 0},
 
-	// Unsafe integer literals (§2.1 item 6), accepted by every library.
+	// Unsafe integer literals (rule 6), accepted by every library.
 	{"2^53", "9007199254740992", canon.ErrUnsafeInteger, 0},
 	{"2^53+1", "[9007199254740993]", canon.ErrUnsafeInteger, 1},
 	{"-2^53", "[-9007199254740992]", canon.ErrUnsafeInteger, 1},
@@ -84,7 +84,7 @@ var refusals = []struct {
 	{"nested unsafe integer", "{\"a\":[1,99999999999999999999]}", canon.ErrUnsafeInteger, 8},
 	{"huge integer", strings.Repeat("9", 400), canon.ErrUnsafeInteger, 0},
 
-	// Lone surrogates (§2.1 item 6).
+	// Lone surrogates (rule 6).
 	{"lone high", "\"\\ud800\"", canon.ErrLoneSurrogate, 1},
 	{"lone high at end", "[\"a\\uDBFF\"]", canon.ErrLoneSurrogate, 3},
 	{"lone low then char", "[\"\\udc00\\u0041\"]", canon.ErrLoneSurrogate, 2},
@@ -95,7 +95,7 @@ var refusals = []struct {
 	{"reversed pair", "\"\\ude00\\ud83d\"", canon.ErrLoneSurrogate, 1},
 	{"lone low in key", "{\"\\udc00\":1}", canon.ErrLoneSurrogate, 2},
 
-	// Invalid UTF-8 (§2.1 item 2).
+	// Invalid UTF-8 (rule 2).
 	{"byte 0xff in string", "[\"\xff\"]", canon.ErrInvalidUTF8, 2},
 	{"truncated sequence", "[\"\xc3\"]", canon.ErrInvalidUTF8, 2},
 	{"overlong slash", "\"\xc0\xaf\"", canon.ErrInvalidUTF8, 1},
@@ -104,7 +104,7 @@ var refusals = []struct {
 	{"invalid UTF-8 in key", "{\"ok\":1,\"\xfe\":2}", canon.ErrInvalidUTF8, 9},
 	{"invalid after 8 ASCII bytes", "\"abcdefgh\x80\"", canon.ErrInvalidUTF8, 9},
 
-	// Duplicate keys at every depth (§2.1 item 4).
+	// Duplicate keys at every depth (rule 4).
 	{"duplicate", "{\"x\":1,\"x\":2}", canon.ErrDuplicateKey, 7},
 	{"duplicate after unescaping", "{\"a\":1,\"\\u0061\":2}", canon.ErrDuplicateKey, 7},
 	{"duplicate escaped first", "{\"\\u0061\":1,\"a\":2}", canon.ErrDuplicateKey, 12},

@@ -1,9 +1,10 @@
 // Package manifest implements the capability side of the ZEO runtime host
-// protocol (spec/zeo-wire.md §3.3–3.4, §4.1–4.3, §4.12): capability
-// manifests and the provider binding with upstream's exact JSON names, the
-// host's inventory validation, the manifest projection and its digest,
-// `capabilities list` pagination, JSON Schema (draft 2020-12) validation and
-// request preparation (defaults and request digest).
+// protocol (see doc/protocol.md, “Capability manifest”, “Provider binding”,
+// “Manifest projection” and “Static discovery”): capability manifests and
+// the provider binding with upstream's exact JSON names, the host's
+// inventory validation, the manifest projection and its digest,
+// `capabilities list` pagination, JSON Schema (draft 2020-12) validation
+// and request preparation (defaults and request digest).
 //
 // # Decoding
 //
@@ -35,14 +36,15 @@
 //
 // # Regular expressions
 //
-// Upstream runs its patterns in two dialects (spec §10 item 23). The
-// CapabilityId validators use Python re.match: '$' also matches before a
-// final "\n" (so the name "echo\n" is valid, as upstream accepts it) and
-// '\d' is any Unicode decimal digit. Digest and factory run in Rust regex:
-// '$' is the end of text and '\w' is Unicode-aware (letters, marks, decimal
-// digits, connector punctuation, join controls), unlike Go's ASCII '\w'.
-// This package emulates each dialect exactly; the Unicode tables are Go's,
-// which may be a different Unicode version from the host's.
+// Upstream runs its patterns in two dialects (doc/protocol.md,
+// “Pattern dialects”). The CapabilityId validators use Python re.match: '$'
+// also matches before a final "\n" (so the name "echo\n" is valid, as
+// upstream accepts it) and '\d' is any Unicode decimal digit. Digest and
+// factory run in Rust regex: '$' is the end of text and '\w' is Unicode-aware
+// (letters, marks, decimal digits, connector punctuation, join controls),
+// unlike Go's ASCII '\w'. This package emulates each dialect exactly; the
+// Unicode tables are Go's, which may be a different Unicode version from the
+// host's.
 //
 // # JSON Schema
 //
@@ -65,10 +67,10 @@
 //
 // # Request preparation
 //
-// [Validator.PrepareRequest] (or a [Preparer], which skips the schema
-// lookup) validates arguments, materializes the schema's declared defaults
-// and returns the request digest the host recomputes after its own
-// normalization (DESIGN decision 4). Pydantic behaviour that a JSON Schema
+// [Validator.PrepareRequest] (or a [Preparer], which skips the schema lookup)
+// validates arguments, materializes the schema's declared defaults and
+// returns the request digest the host recomputes after its own normalization
+// (doc/design.md, “Request digest”). Pydantic behaviour that a JSON Schema
 // does not describe (default factories, validators that rewrite values,
 // aliases, models that drop unknown keys) is not reproduced; callers of such
 // capabilities pass already-normalized arguments.

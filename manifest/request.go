@@ -35,7 +35,8 @@ func PrepareRequest(m CapabilityManifest, args map[string]any) (Prepared, error)
 
 // PrepareRequest validates args against m's request_schema, materializes
 // the schema's declared defaults and returns the normalized arguments and
-// the request digest (spec §3.3, DESIGN decision 4).
+// the request digest (doc/protocol.md, “What is hashed”; doc/design.md,
+// “Request digest”).
 //
 // Defaults: for every object in the arguments whose schema has
 // "properties", a missing property whose schema declares "default" gets a
