@@ -13,6 +13,10 @@
 //
 // Layers: Channel (one exchange per call), EffectPort (the runtime.effects
 // service), Invocation.Run (the whole §5 sequence over a connection,
-// returning the Result the host writes on stdout). The executable that
-// reads FD 3, stdin and FD 4 is built on top of Invocation elsewhere.
+// returning the Result the host writes on stdout). The process that reads
+// FD 3, stdin and FD 4 is package hostproc, built on top of Invocation: its
+// Main is the zeo-hostsim command, and zeoctl's hidden host mode. Its
+// settings, the ZEO_HOSTSIM_* environment variables (the simulated
+// interpreter and distribution, and the misbehaviour scenarios tests
+// select), are documented there.
 package hostsim

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package hostproc
 
 import (
 	"net"
@@ -12,51 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
-
-// scenario is a misbehaviour selected by ZEO_HOSTSIM_SCENARIO. The empty
-// scenario is a well-behaved host.
-type scenario string
-
-// The scenarios. Each exists to exercise one duty of the launcher.
-const (
-	// scReport writes, instead of a HostResult, a JSON report of what the
-	// process inherited: descriptors at startup (number → readlink
-	// target), environment, pid, process group, session, and the sizes of
-	// the context and stdin. No IPC.
-	scReport scenario = "report"
-	// scHang blocks before any IPC; SIGTERM ends it.
-	scHang scenario = "hang"
-	// scHangIgnoreTerm blocks before any IPC and ignores SIGTERM.
-	scHangIgnoreTerm scenario = "hang-ignore-term"
-	// scGrandchild starts a grandchild in its process group that holds
-	// stdout and ignores SIGTERM, writes its pid to hostsim-grandchild.pid
-	// in the working directory, then blocks ignoring SIGTERM.
-	scGrandchild scenario = "grandchild"
-	// scGrandchildEscape runs normally, then starts a grandchild in a new
-	// session (outside the group) that holds stdout, writes its pid file,
-	// and exits.
-	scGrandchildEscape scenario = "grandchild-escape"
-	// scGarbage writes "not JSON" and exits 0, before any IPC.
-	scGarbage scenario = "garbage"
-	// scTwoLines writes its result line twice.
-	scTwoLines scenario = "two-lines"
-	// scBigStdout writes its result line and then 1 MiB of 'x'.
-	scBigStdout scenario = "big-stdout"
-	// scWrongExit writes its result and exits with a code that disagrees.
-	scWrongExit scenario = "wrong-exit"
-	// scClaimSuccess runs normally and then, whatever happened, writes a
-	// well-formed "succeeded" result for the attempt and exits 0: a host
-	// that lies about an outcome the Runtime never allowed.
-	scClaimSuccess scenario = "claim-success"
-	// scCrashMidFrame sends half a bootstrap frame and SIGKILLs itself.
-	scCrashMidFrame scenario = "crash-mid-frame"
-	// scExit1 exits 1 without output, as a crashing interpreter would.
-	scExit1 scenario = "exit-1"
-	// scLie answers discovery with a well-formed but wrong document.
-	scLie scenario = "lie"
-	// scSleeper is the grandchild role: it ignores SIGTERM and sleeps.
-	scSleeper scenario = "sleeper"
 )
 
 // listFDs returns this process's open descriptors and their targets,
@@ -125,7 +80,7 @@ func (h *host) beforeIPC(conn net.Conn) (code int, done bool) {
 		hang()
 	case scGrandchild:
 		signal.Ignore(syscall.SIGTERM)
-		if err := spawnSleeper(h.machine, false); err != nil {
+		if err := spawnSleeper(h.machine, h.marker, false); err != nil {
 			return 1, true
 		}
 		hang()
@@ -144,10 +99,11 @@ func (h *host) beforeIPC(conn net.Conn) (code int, done bool) {
 	return 0, false
 }
 
-// spawnSleeper starts this executable as a grandchild holding stdout (the
-// machine descriptor), in a new session when escape is set, and records its
-// pid in hostsim-grandchild.pid.
-func spawnSleeper(machine int, escape bool) error {
+// spawnSleeper starts this executable (with the marker arguments that made
+// it the host) as a grandchild holding stdout (the machine descriptor), in
+// a new session when escape is set, and records its pid in
+// hostsim-grandchild.pid.
+func spawnSleeper(machine int, marker []string, escape bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -158,8 +114,8 @@ func spawnSleeper(machine int, escape bool) error {
 	}
 	out := os.NewFile(uintptr(d), "machine")
 	defer out.Close()
-	cmd := exec.Command(self)
-	cmd.Env = []string{"ZEO_HOSTSIM_SCENARIO=" + string(scSleeper)}
+	cmd := exec.Command(self, marker...)
+	cmd.Env = []string{EnvScenario + "=" + string(scSleeper)}
 	cmd.Stdout = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: escape}
 	if err := cmd.Start(); err != nil {

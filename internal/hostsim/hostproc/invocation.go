@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package hostproc
 
 import (
 	"context"
@@ -16,16 +16,17 @@ import (
 
 // The simulated installation: the interpreter version and the installed
 // distribution the provider binding must name (spec §5 step 9). A test may
-// change them through the environment it gives the launcher.
+// change them through the environment it gives the launcher (see the
+// package documentation, “Environment”).
 func installed() (python, dist, version string) {
-	python, dist, version = "3.14.0", "zeocore", "0.11.0"
-	if v := os.Getenv("ZEO_HOSTSIM_PYTHON_VERSION"); v != "" {
+	python, dist, version = DefaultPythonVersion, DefaultDistribution, DefaultVersion
+	if v := os.Getenv(EnvPythonVersion); v != "" {
 		python = v
 	}
-	if v := os.Getenv("ZEO_HOSTSIM_DISTRIBUTION"); v != "" {
+	if v := os.Getenv(EnvDistribution); v != "" {
 		dist = v
 	}
-	if v := os.Getenv("ZEO_HOSTSIM_VERSION"); v != "" {
+	if v := os.Getenv(EnvVersion); v != "" {
 		version = v
 	}
 	return python, dist, version

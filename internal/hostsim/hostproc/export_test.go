@@ -1,0 +1,9 @@
+//go:build linux
+
+package hostproc
+
+// Test hooks.
+var (
+	MarkerArgs    = markerArgs
+	ScenarioNames = scenarioNames
+)

@@ -1,0 +1,119 @@
+package hostproc
+
+import "strings"
+
+// The environment variables the simulated host reads (see the package
+// documentation, “Environment”).
+const (
+	EnvPythonVersion = "ZEO_HOSTSIM_PYTHON_VERSION"
+	EnvDistribution  = "ZEO_HOSTSIM_DISTRIBUTION"
+	EnvVersion       = "ZEO_HOSTSIM_VERSION"
+	EnvScenario      = "ZEO_HOSTSIM_SCENARIO"
+)
+
+// The simulated installation when the environment names none: a binding
+// the host accepts has python_version DefaultPythonVersion and names
+// distribution DefaultDistribution at DefaultVersion.
+const (
+	DefaultPythonVersion = "3.14.0"
+	DefaultDistribution  = "zeocore"
+	DefaultVersion       = "0.11.0"
+)
+
+// scenario is a misbehaviour selected by ZEO_HOSTSIM_SCENARIO. The empty
+// scenario is a well-behaved host. Each is described in scenarioTable.
+type scenario string
+
+// The scenarios.
+const (
+	scReport           scenario = "report"
+	scHang             scenario = "hang"
+	scHangIgnoreTerm   scenario = "hang-ignore-term"
+	scGrandchild       scenario = "grandchild"
+	scGrandchildEscape scenario = "grandchild-escape"
+	scGarbage          scenario = "garbage"
+	scTwoLines         scenario = "two-lines"
+	scBigStdout        scenario = "big-stdout"
+	scWrongExit        scenario = "wrong-exit"
+	scClaimSuccess     scenario = "claim-success"
+	scCrashMidFrame    scenario = "crash-mid-frame"
+	scExit1            scenario = "exit-1"
+	scLie              scenario = "lie"
+	scSleeper          scenario = "sleeper"
+)
+
+// scenarioTable is every scenario with its one-line help, in the order of
+// the package documentation.
+func scenarioTable() []struct {
+	sc   scenario
+	help string
+} {
+	return []struct {
+		sc   scenario
+		help string
+	}{
+		{scReport, "write a JSON report of what the process inherited instead of a result; no IPC"},
+		{scHang, "block before any IPC; SIGTERM ends it"},
+		{scHangIgnoreTerm, "block before any IPC, ignoring SIGTERM"},
+		{scGrandchild, "start a grandchild in the group that holds stdout and ignores SIGTERM (pid in hostsim-grandchild.pid), then block ignoring SIGTERM"},
+		{scGrandchildEscape, "run normally, then start a grandchild in a new session that holds stdout (pid in hostsim-grandchild.pid)"},
+		{scGarbage, `write "not JSON" and exit 0 before any IPC`},
+		{scTwoLines, "write the result line twice"},
+		{scBigStdout, "write the result line, then 1 MiB of 'x'"},
+		{scWrongExit, "write the result and exit with a code that disagrees with it"},
+		{scClaimSuccess, "run normally, then claim succeeded whatever happened and exit 0"},
+		{scCrashMidFrame, "send half a bootstrap frame and SIGKILL itself"},
+		{scExit1, "exit 1 without output, as a crashing interpreter would"},
+		{scLie, "answer discovery with a well-formed but wrong document"},
+		{scSleeper, "the grandchild role: ignore SIGTERM and sleep until killed"},
+	}
+}
+
+// known reports whether sc is the empty scenario or one of scenarioTable.
+func (sc scenario) known() bool {
+	if sc == "" {
+		return true
+	}
+	for _, e := range scenarioTable() {
+		if e.sc == sc {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioNames lists the scenarios' names.
+func scenarioNames() []string {
+	var out []string
+	for _, e := range scenarioTable() {
+		out = append(out, string(e.sc))
+	}
+	return out
+}
+
+// Usage returns the simulated host's settings as help text: its command
+// line, the environment variables it reads with their defaults, and every
+// scenario.
+func Usage() string {
+	var b strings.Builder
+	b.WriteString(`The simulated ZEO runtime host (a test double, never a real provider).
+
+Command line, as upstream's zeo-capability:
+	invoke --context-fd 3 --runtime-fd 4      (LaunchContext on FD 3, request on stdin, IPC on FD 4)
+	describe | doctor | capabilities list [--limit N] [--offset N] | capabilities describe ID
+	                                          (provider binding on --binding-fd, default 3)
+
+Capabilities, chosen by the manifest's capability name: echo (also any other
+name), two_effects, fail, cancel, nothing, noisy.
+
+Environment (the launcher passes the host's whole environment; set these there):
+	` + EnvPythonVersion + `   interpreter version the binding must name (default ` + DefaultPythonVersion + `)
+	` + EnvDistribution + `     installed distribution the binding must name (default ` + DefaultDistribution + `)
+	` + EnvVersion + `          installed version the binding must name (default ` + DefaultVersion + `)
+	` + EnvScenario + `         a misbehaviour for tests (default: none); one of:
+`)
+	for _, e := range scenarioTable() {
+		b.WriteString("\t\t" + string(e.sc) + strings.Repeat(" ", max(1, 19-len(e.sc))) + e.help + "\n")
+	}
+	return b.String()
+}
