@@ -1,7 +1,8 @@
 // Package ipc is the Runtime end of the ZEO runtime host protocol, version 1:
 // the frame codec, the wire envelopes and the Session that answers the
 // host's requests over the socket the child holds as FD 4
-// (spec/zeo-wire.md §1.2, §1.3, §4.4, §4.7–4.9, §5).
+// (see doc/protocol.md, “Frames”, “Session order”, “Request envelope”,
+// “Reply envelope”, “Methods” and “Runtime duties”).
 //
 // # Frames
 //
@@ -32,10 +33,10 @@
 //	  │ close (EOF), then HostResult on stdout, exit code          │
 //
 // Every reply carries protocol_version 1, the request's sequence and
-// host_nonce, the attempt's binding, request_digest = the digest of the
-// exact request body (spec §3.3), a state (allowed, refused, cancelled,
-// waiting_approval, needs_reconciliation) and data. The Session writes
-// replies as canonical JSON.
+// host_nonce, the attempt's binding, request_digest = the digest of the exact
+// request body (doc/protocol.md, “What is hashed”), a state (allowed,
+// refused, cancelled, waiting_approval, needs_reconciliation) and data. The
+// Session writes replies as canonical JSON.
 //
 // # What a Session checks
 //
@@ -43,25 +44,25 @@
 // protocol_version 1, a sequence that starts at 1 and rises by exactly one,
 // bootstrap first and only once, the nonce fixed at bootstrap, and a binding
 // equal to the expected AttemptBinding field by field. Bootstrap must name
-// the child's pid, the launched bootstrap_id and the Runtime's launch
-// digest; invoke.admit's arguments must digest to the binding's
-// request_digest; effect.request must carry a valid EffectRequest;
-// result.publish's data must digest to its data_digest. No request may
-// follow a reply that was not allowed. On a *net.UnixConn on Linux, the
-// Session turns SO_PASSCRED on and every byte it reads must come with the
-// child's pid in SCM_CREDENTIALS (DESIGN decision 7): a frame written by a
-// grandchild that inherited the socket, or by anyone else, is refused.
+// the child's pid, the launched bootstrap_id and the Runtime's launch digest;
+// invoke.admit's arguments must digest to the binding's request_digest;
+// effect.request must carry a valid EffectRequest; result.publish's data must
+// digest to its data_digest. No request may follow a reply that was not
+// allowed. On a *net.UnixConn on Linux, the Session turns SO_PASSCRED on and
+// every byte it reads must come with the child's pid in SCM_CREDENTIALS
+// (doc/design.md, “Peer identity”): a frame written by a grandchild that
+// inherited the socket, or by anyone else, is refused.
 //
 // # What poisons a session
 //
-// Any broken rule, any I/O error, a frame over the limit, EOF inside a
-// frame, an exchange that outlives min(RPCTimeout, attempt deadline), or a
-// Handler that cannot decide ends the session: Serve reads nothing further,
-// closes the connection and returns a *ViolationError whose Rule names the
-// rule (ErrSequence, ErrNonce, ErrBinding, ErrNotCanonical, ErrDigest,
+// Any broken rule, any I/O error, a frame over the limit, EOF inside a frame,
+// an exchange that outlives min(RPCTimeout, attempt deadline), or a Handler
+// that cannot decide ends the session: Serve reads nothing further, closes
+// the connection and returns a *ViolationError whose Rule names the rule
+// (ErrSequence, ErrNonce, ErrBinding, ErrNotCanonical, ErrDigest,
 // ErrPeerCredentials, ErrTimeout, ErrFrameTooLarge, ErrBootstrapOrder, ...).
-// There is never a retry on the wire (DESIGN decision 12): recovery is a new
-// attempt with a new fence.
+// There is never a retry on the wire (doc/design.md,
+// “No retries on the wire”): recovery is a new attempt with a new fence.
 //
 // The Session never tells the host that a request was not consumed
 // (refused, cancelled, waiting_approval) unless the Handler said so: when

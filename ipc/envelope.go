@@ -15,10 +15,10 @@ import (
 const ProtocolVersion = 1
 
 // MaxIdentifierRunes is the longest Identifier, counted in Unicode code
-// points (spec §2.2, §10 item 22). The shortest is one code point.
+// points (doc/protocol.md, “Identifiers”). The shortest is one code point.
 const MaxIdentifierRunes = 256
 
-// Method names a request the host sends (spec §4.9).
+// Method names a request the host sends (doc/protocol.md, “Methods”).
 type Method string
 
 // The four protocol methods, in the order a full invocation sends them.
@@ -38,7 +38,8 @@ func (m Method) Valid() bool {
 	return false
 }
 
-// ReplyState is the state a RuntimeReply carries (spec §4.8).
+// ReplyState is the state a RuntimeReply carries (doc/protocol.md,
+// “Reply envelope”).
 type ReplyState string
 
 // The reply states. Only StateAllowed lets the host go on; the three
@@ -63,7 +64,8 @@ func (s ReplyState) Valid() bool {
 }
 
 // NotConsumed reports whether s tells the host that the request was not
-// consumed: refused, cancelled or waiting_approval (spec §4.9).
+// consumed: refused, cancelled or waiting_approval (doc/protocol.md,
+// “Reply envelope”).
 func (s ReplyState) NotConsumed() bool {
 	return s == StateRefused || s == StateCancelled || s == StateWaitingApproval
 }
@@ -72,10 +74,11 @@ func (s ReplyState) NotConsumed() bool {
 // effect reply may carry.
 const EffectDispositionConfirmed = "confirmed"
 
-// Request is the envelope the host sends (spec §4.7). The host writes it as
-// canonical JSON, so its keys appear in the order of the fields below.
-// Payload is the still-undecoded payload object; use the Decode* methods of
-// Request to read it as its method's type.
+// Request is the envelope the host sends (doc/protocol.md,
+// “Request envelope”). The host writes it as canonical JSON, so its keys
+// appear in the order of the fields below. Payload is the still-undecoded
+// payload object; use the Decode* methods of Request to read it as its
+// method's type.
 type Request struct {
 	Binding         AttemptBinding `json:"binding"`
 	HostNonce       string         `json:"host_nonce"`
@@ -105,9 +108,9 @@ type Request struct {
 // it saves.
 const parallelHashBytes = 16 << 10
 
-// Reply is the RuntimeReply envelope (spec §4.8). Data is any value that
-// marshals to a JSON object; nil is written as {}. On input (DecodeReply)
-// Data is a map[string]any, never nil.
+// Reply is the RuntimeReply envelope (doc/protocol.md, “Reply envelope”).
+// Data is any value that marshals to a JSON object; nil is written as {}. On
+// input (DecodeReply) Data is a map[string]any, never nil.
 type Reply struct {
 	ProtocolVersion int64          `json:"protocol_version"`
 	Sequence        int64          `json:"sequence"`
@@ -118,9 +121,9 @@ type Reply struct {
 	Data            any            `json:"data" canon:"optional"`
 }
 
-// BootstrapPayload is the payload of bootstrap (spec §4.9): the child's
-// pid as the host sees it (os.getpid()), the bootstrap id from the
-// LaunchContext and the host's digest of the LaunchContext.
+// BootstrapPayload is the payload of bootstrap (doc/protocol.md, “Methods”):
+// the child's pid as the host sees it (os.getpid()), the bootstrap id from
+// the LaunchContext and the host's digest of the LaunchContext.
 type BootstrapPayload struct {
 	BootstrapID  string       `json:"bootstrap_id"`
 	LaunchDigest canon.Digest `json:"launch_digest"`
@@ -134,9 +137,10 @@ type AdmitPayload struct {
 	Arguments map[string]any `json:"arguments"`
 }
 
-// EffectRequest is the payload of effect.request (spec §4.9), strict and
-// without protocol_version. Its digest (EffectRequest.Digest) is the
-// effect's fingerprint, echoed as effect_request_digest in an allowed reply.
+// EffectRequest is the payload of effect.request (doc/protocol.md,
+// “Methods”), strict and without protocol_version. Its digest
+// (EffectRequest.Digest) is the effect's fingerprint, echoed as
+// effect_request_digest in an allowed reply.
 type EffectRequest struct {
 	LogicalEffectID   string         `json:"logical_effect_id"`
 	ConnectionRef     string         `json:"connection_ref"`
@@ -152,10 +156,10 @@ type PublishPayload struct {
 	DataDigest canon.Digest   `json:"data_digest"`
 }
 
-// EffectReceipt is the data of an allowed effect.request reply: the five
-// keys the host requires (spec §4.9) and, when the dispatcher returned one,
-// the effect's result object under "result" (DESIGN decision 6). The host
-// hands the whole object to the provider.
+// EffectReceipt is the data of an allowed effect.request reply: the five keys
+// the host requires (doc/protocol.md, “Methods”) and, when the dispatcher
+// returned one, the effect's result object under "result" (doc/design.md,
+// “Effect results”). The host hands the whole object to the provider.
 type EffectReceipt struct {
 	LogicalEffectID     string         `json:"logical_effect_id"`
 	EffectRequestDigest canon.Digest   `json:"effect_request_digest"`
@@ -173,7 +177,7 @@ type PublishReceipt struct {
 }
 
 // ValidIdentifier reports whether s is an Identifier: valid UTF-8 of 1..256
-// code points (spec §2.2; code points, not bytes or UTF-16 units).
+// code points, not bytes or UTF-16 units (doc/protocol.md, “Identifiers”).
 func ValidIdentifier(s string) bool {
 	if s == "" || !utf8.ValidString(s) {
 		return false
@@ -193,7 +197,7 @@ func checkIdentifier(field, s string) error {
 }
 
 // ValidNonce reports whether s has the form of a host nonce: 64 lowercase
-// hex digits (32 random bytes, spec §1.1).
+// hex digits (32 random bytes; doc/protocol.md, “Descriptors”).
 func ValidNonce(s string) bool {
 	if len(s) != 64 {
 		return false
@@ -207,10 +211,10 @@ func ValidNonce(s string) bool {
 	return true
 }
 
-// Validate checks every field of b against spec §4.4: seven Identifiers
-// and capability_id of 1..256 code points, fencing_generation ≥ 1, and two
-// well-formed digests. The error wraps ErrPayload and names the first field
-// that is wrong.
+// Validate checks every field of b against doc/protocol.md,
+// “Attempt binding”: seven Identifiers and capability_id of 1..256 code
+// points, fencing_generation ≥ 1, and two well-formed digests. The error
+// wraps ErrPayload and names the first field that is wrong.
 func (b AttemptBinding) Validate() error {
 	for _, f := range [...]struct{ name, v string }{
 		{"organization_id", b.OrganizationID}, {"project_id", b.ProjectID}, {"seat_id", b.SeatID},
@@ -257,9 +261,9 @@ func (b AttemptBinding) Diff(got AttemptBinding) string {
 	return strings.Join(d, "; ")
 }
 
-// Validate checks the EffectRequest rules of spec §4.9: three Identifiers,
-// a well-formed connector_revision digest and a non-nil arguments object.
-// The error wraps ErrPayload.
+// Validate checks the EffectRequest rules of doc/protocol.md, “Methods”:
+// three Identifiers, a well-formed connector_revision digest and a non-nil
+// arguments object. The error wraps ErrPayload.
 func (e EffectRequest) Validate() error {
 	for _, f := range [...]struct{ name, v string }{
 		{"logical_effect_id", e.LogicalEffectID}, {"connection_ref", e.ConnectionRef}, {"operation", e.Operation},
@@ -287,8 +291,9 @@ func (e EffectRequest) Digest() (canon.Digest, error) {
 	return canon.Sum(b), nil
 }
 
-// RequestDigest returns the request digest of spec §3.3: the digest of
-// {"capability_id": capabilityID, "arguments": arguments}.
+// RequestDigest returns the request digest (doc/protocol.md,
+// “What is hashed”): the digest of {"capability_id": capabilityID,
+// "arguments": arguments}.
 func RequestDigest(capabilityID string, arguments map[string]any) (canon.Digest, error) {
 	if arguments == nil {
 		arguments = map[string]any{}
@@ -594,13 +599,14 @@ func (r *Request) DecodePublish() (PublishPayload, canon.Digest, error) {
 	return p, canon.Sum(c), nil
 }
 
-// DecodeReply decodes a RuntimeReply body as the host does (spec §1.2,
-// §4.8): strict JSON of at most max bytes (max ≤ 0 means MaxMessageBytes),
-// not necessarily canonical; the strict reply shape with no unknown member
-// (ErrMalformed); protocol_version 1 (ErrProtocolVersion); sequence ≥ 1;
-// host_nonce an Identifier; a valid binding; request_digest a digest; state
-// one of the five states; data an object, {} when absent. It does not
-// correlate the reply with a request: that is the caller's job.
+// DecodeReply decodes a RuntimeReply body as the host does (doc/protocol.md,
+// “Frames” and “Reply envelope”): strict JSON of at most max bytes (max ≤ 0
+// means MaxMessageBytes), not necessarily canonical; the strict reply shape
+// with no unknown member (ErrMalformed); protocol_version 1
+// (ErrProtocolVersion); sequence ≥ 1; host_nonce an Identifier; a valid
+// binding; request_digest a digest; state one of the five states; data an
+// object, {} when absent. It does not correlate the reply with a request:
+// that is the caller's job.
 func DecodeReply(body []byte, max int) (*Reply, error) {
 	var rep Reply
 	v, err := canon.Options{MaxBytes: effectiveMax(max)}.Parse(body)

@@ -119,11 +119,11 @@ func (e *FrameSizeError) Unwrap() error { return e.Err }
 
 // ViolationError says which rule a Session saw broken, on which request. A
 // Session that returns one is poisoned: it reads nothing further and the
-// attempt must not continue on this connection (DESIGN decision 12: no retry
-// on the wire; recovery is a new attempt). Rule is one of the package's
-// sentinel errors; Err, when set, is the underlying cause (a *canon.Error, an
-// I/O error wrapping os.ErrDeadlineExceeded, the handler's error, ...).
-// errors.Is matches both Rule and Err.
+// attempt must not continue on this connection (no retry on the wire;
+// recovery is a new attempt: doc/design.md, “No retries on the wire”). Rule
+// is one of the package's sentinel errors; Err, when set, is the underlying
+// cause (a *canon.Error, an I/O error wrapping os.ErrDeadlineExceeded, the
+// handler's error, ...). errors.Is matches both Rule and Err.
 type ViolationError struct {
 	Rule     error  // the sentinel naming the broken rule
 	Sequence int64  // sequence of the request concerned; 0 when unknown

@@ -9,13 +9,13 @@ import (
 )
 
 const (
-	// MaxMessageBytes is the largest frame body the protocol allows in
-	// either direction: 1 MiB (spec §1.2, LaunchContext.max_message_bytes
-	// upper bound and default). ReadFrame and WriteFrame never accept more,
-	// whatever limit they are given.
+	// MaxMessageBytes is the largest frame body the protocol allows in either
+	// direction: 1 MiB (doc/protocol.md, “Frames”;
+	// LaunchContext.max_message_bytes upper bound and default). ReadFrame and
+	// WriteFrame never accept more, whatever limit they are given.
 	MaxMessageBytes = 1 << 20
 	// MinMessageBytes is the smallest max_message_bytes a LaunchContext may
-	// name (spec §4.5).
+	// name (doc/protocol.md, “Launch context”).
 	MinMessageBytes = 1024
 	// HeaderBytes is the size of the frame header: the body length as a
 	// big-endian uint32.

@@ -57,7 +57,8 @@ type SessionConfig struct {
 	// present. Required Identifier.
 	BootstrapID string
 	// LaunchDigest is the Runtime's digest of the LaunchContext it sent
-	// (spec §3.3); bootstrap's launch_digest must equal it. Required.
+	// (doc/protocol.md, “What is hashed”); bootstrap's launch_digest must
+	// equal it. Required.
 	LaunchDigest canon.Digest
 	// RPCTimeout bounds each whole exchange: reading the rest of a request
 	// once its first byte has arrived, deciding and writing the reply. It
@@ -236,10 +237,10 @@ type Summary struct {
 	HostNonce        string
 }
 
-// Session is the Runtime end of one attempt's IPC connection (spec §1.2,
-// §1.3, §5 Runtime-side duties). It serves one attempt: Serve may be called
-// once. Summary may be called from any goroutine at any time; the other
-// methods are not for concurrent use.
+// Session is the Runtime end of one attempt's IPC connection
+// (doc/protocol.md, “Frames”, “Session order” and “Runtime duties”). It
+// serves one attempt: Serve may be called once. Summary may be called from
+// any goroutine at any time; the other methods are not for concurrent use.
 type Session struct {
 	conn   net.Conn
 	cfg    SessionConfig // normalized copy
