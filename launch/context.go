@@ -11,7 +11,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// Bounds of the LaunchContext fields (spec §4.5, §1.2).
+// Bounds of the LaunchContext fields (doc/protocol.md, “Launch context” and
+// “Exchange deadlines”).
 const (
 	// DefaultMaxMessageBytes is the frame limit when the context names none.
 	DefaultMaxMessageBytes = 1 << 20
@@ -26,8 +27,9 @@ const (
 )
 
 // LaunchContext is the document the host reads from its context descriptor
-// (spec §4.5). JSON names are upstream's. Marshal it with canon.Marshal after
-// Materialize so that what is sent is what is hashed (DESIGN decision 5).
+// (doc/protocol.md, “Launch context”). JSON names are upstream's. Marshal it
+// with canon.Marshal after Materialize so that what is sent is what is hashed
+// (doc/design.md, “Launch digest”).
 //
 // A LaunchContext is a plain value; it is not safe to modify while a launch
 // that uses it is running.
@@ -54,7 +56,7 @@ type LaunchContext struct {
 	// NetworkAllowed is needed by capabilities that require the network.
 	NetworkAllowed bool `json:"network_allowed" canon:"optional"`
 	// FilesystemRead and FilesystemWrite are accepted and ignored by the
-	// host (spec §10 item 5).
+	// host (doc/protocol.md, “Launch context”).
 	FilesystemRead  bool `json:"filesystem_read" canon:"optional"`
 	FilesystemWrite bool `json:"filesystem_write" canon:"optional"`
 	// Workspace is handed to the provider as its work directory; the host
@@ -94,14 +96,14 @@ func (c LaunchContext) Materialize() LaunchContext {
 // Deadline returns DeadlineUnixMS as a time.
 func (c LaunchContext) Deadline() time.Time { return time.UnixMilli(c.DeadlineUnixMS) }
 
-// Validate checks the rules of the host's LaunchContext model (spec §4.5)
-// on the materialized context: every field's type and range, identifier
-// lengths, the attempt and provider bindings' shapes, and that the
-// provider's manifest_digest is the digest of its inventory. It does not
-// check what the host checks later against the request (scope, admitted
-// capabilities, deadline not yet passed, attempt manifest digest equal to
-// the provider's): those are the host's refusals to report. Errors wrap
-// ErrInvalidContext.
+// Validate checks the rules of the host's LaunchContext model
+// (doc/protocol.md, “Launch context”) on the materialized context: every
+// field's type and range, identifier lengths, the attempt and provider
+// bindings' shapes, and that the provider's manifest_digest is the digest of
+// its inventory. It does not check what the host checks later against the
+// request (scope, admitted capabilities, deadline not yet passed, attempt
+// manifest digest equal to the provider's): those are the host's refusals to
+// report. Errors wrap ErrInvalidContext.
 func (c LaunchContext) Validate() error {
 	_, err := c.Materialize().validate()
 	return err
@@ -214,7 +216,8 @@ type Encoded struct {
 	// Bytes are the canonical JSON bytes sent on the context descriptor.
 	Bytes []byte
 	// LaunchDigest is digest of the sent context with provider.manifests
-	// replaced by the manifest projection (spec §3.3).
+	// replaced by the manifest projection (doc/protocol.md,
+	// “What is hashed”).
 	LaunchDigest canon.Digest
 }
 
@@ -236,9 +239,10 @@ func (c LaunchContext) Encode() (Encoded, error) {
 	return Encoded{Context: c, Bytes: b, LaunchDigest: d}, nil
 }
 
-// LaunchDigest returns the launch digest of c (spec §3.3): the digest of the
-// materialized context with provider.manifests replaced by the projection
-// of the inventory. Errors wrap ErrInvalidContext.
+// LaunchDigest returns the launch digest of c (doc/protocol.md,
+// “What is hashed”): the digest of the materialized context with
+// provider.manifests replaced by the projection of the inventory. Errors wrap
+// ErrInvalidContext.
 func (c LaunchContext) LaunchDigest() (canon.Digest, error) {
 	e, err := c.Encode()
 	return e.LaunchDigest, err

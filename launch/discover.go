@@ -65,7 +65,8 @@ func (e *DiscoveryError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// Description is the output of `describe` and `doctor` (spec §4.12).
+// Description is the output of `describe` and `doctor` (doc/protocol.md,
+// “Static discovery”).
 type Description struct {
 	Authorized      bool         `json:"authorized"`
 	Distribution    string       `json:"distribution"`

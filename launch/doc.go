@@ -1,6 +1,7 @@
 // Package launch is the Runtime's trusted launcher for the ZEO runtime host
-// (`zeo-capability`, protocol version 1; spec/zeo-wire.md §1.1, §1.4–1.5,
-// §4.5, §4.10, §4.12, §6): it builds the LaunchContext, starts the host with
+// (`zeo-capability`, protocol version 1; see doc/protocol.md, “Descriptors”,
+// “Launch context”, “Host result”, “Result check”, “Static discovery” and
+// “Host command line”): it builds the LaunchContext, starts the host with
 // exactly the descriptors, environment and process group the protocol
 // requires, serves its IPC through an ipc.Session bound to the child,
 // supervises it to its deadline, and judges what it left behind — its one
@@ -8,7 +9,8 @@
 //
 // # What a launch guarantees
 //
-// The five duties of the trusted launcher (seed 000):
+// The five duties of the trusted launcher (doc/protocol.md,
+// “Launcher duties”):
 //
 //   - Exact program and environment: Config.Interpreter is an absolute path,
 //     never looked up; Config.Env is the child's whole environment and
@@ -47,7 +49,7 @@
 // stdout, an incoherent HostResult, a foreign or null binding and an exit
 // status that disagrees with the state are each a distinct *ResultError
 // wrapping ErrProtocol. The Runtime then keeps the evidence and asks its
-// ledger; it never redispatches (DESIGN decision 12).
+// ledger; it never redispatches (doc/design.md, “No retries on the wire”).
 //
 // # Limits of the containment
 //
@@ -61,5 +63,5 @@
 // Linux is first class. macOS builds and runs with a temp file instead of a
 // memfd and without waitid(WNOWAIT), so stragglers of a host that exits on
 // its own are not killed there. Any other platform, Windows included, does
-// not compile this package (DESIGN decision 11).
+// not compile this package (doc/design.md, “Platforms”).
 package launch

@@ -10,8 +10,8 @@ import (
 
 // ErrProtocol is wrapped by every *ResultError: what the host left behind
 // does not prove an outcome. The Runtime must not redispatch; it keeps the
-// evidence and asks its ledger what happened to the operation (spec §4.10,
-// DESIGN decision 12).
+// evidence and asks its ledger what happened to the operation
+// (doc/protocol.md, “Result check”; doc/design.md, “No retries on the wire”).
 var ErrProtocol = errors.New("launch: host result is a protocol failure")
 
 // These errors say which check of ParseResult failed. Each *ResultError wraps
@@ -120,6 +120,7 @@ var (
 	// ErrEnvironmentMismatch: the EnvironmentVerifier found that the
 	// provider environment is not the one the binding names.
 	ErrEnvironmentMismatch = errors.New("launch: provider environment does not match its digest")
-	// ErrUnsupported: this platform cannot launch a host (DESIGN decision 11).
+	// ErrUnsupported: this platform cannot launch a host (doc/design.md,
+	// “Platforms”).
 	ErrUnsupported = errors.New("launch: unsupported platform")
 )

@@ -366,7 +366,7 @@ func TestInvocationSequences(t *testing.T) {
 		if raw, ok := c["error_code"]; ok {
 			json.Unmarshal(raw, &sc.errorCode)
 			if sc.state == "" && strings.HasPrefix(sc.errorCode, "ZEO_HOST_") {
-				sc.state = launch.StateRefused // ZEO_HOST_ORGANIZATION is a refusal (spec §4.10)
+				sc.state = launch.StateRefused // ZEO_HOST_ORGANIZATION: refused (doc/protocol.md, “Host endings”)
 			}
 		}
 		if raw, ok := c["request_arguments"]; ok {

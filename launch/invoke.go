@@ -10,7 +10,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// InvokeArgs are the host arguments of an invocation (spec §6).
+// InvokeArgs are the host arguments of an invocation (doc/protocol.md,
+// “Host command line”).
 var invokeArgs = []string{"invoke", "--request", "-", "--context-fd", "3", "--runtime-fd", "4"}
 
 // Invocation is one attempt to run: what the host receives and who answers
@@ -52,8 +53,9 @@ type Outcome struct {
 	SessionErr error
 }
 
-// EncodeRequest returns the canonical InvocationRequest document (spec §4.6)
-// for capabilityID and arguments (nil means {}).
+// EncodeRequest returns the canonical InvocationRequest document
+// (doc/protocol.md, “Invocation request”) for capabilityID and arguments (nil
+// means {}).
 func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error) {
 	if arguments == nil {
 		arguments = map[string]any{}

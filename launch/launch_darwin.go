@@ -10,7 +10,7 @@ import (
 // canAwaitUnreaped: darwin has no waitid(WNOWAIT) in x/sys, so the leader is
 // reaped by Wait and the group is signalled only at the deadline, while the
 // leader is still unreaped. Best effort: descendants a host leaves behind
-// after exiting on its own are not killed (DESIGN decision 11).
+// after exiting on its own are not killed (doc/design.md, “Platforms”).
 const canAwaitUnreaped = false
 
 func checkSupported() error { return nil }

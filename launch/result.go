@@ -11,20 +11,21 @@ import (
 )
 
 // MaxResultBytes is the largest stdout the host may write: its one HostResult
-// line, trailing newline included (spec §1.4, §4.10). Longer output is
-// ErrResultTooLarge; the launcher reads at most MaxResultBytes+1 bytes of
-// stdout so that it can tell the two apart, and discards the rest.
+// line, trailing newline included (doc/protocol.md, “Output discipline”).
+// Longer output is ErrResultTooLarge; the launcher reads at most
+// MaxResultBytes+1 bytes of stdout so that it can tell the two apart, and
+// discards the rest.
 const MaxResultBytes = 1 << 20
 
 // ProtocolVersion is the only protocol version this package speaks.
 const ProtocolVersion = 1
 
 // State is the outcome of an invocation as the host reports it in
-// HostResult.state (spec §4.10).
+// HostResult.state (doc/protocol.md, “Host result”).
 type State string
 
-// The states of spec §4.10. The host never produces StateQueued or
-// StateRunning, but they are valid wire values.
+// The states of doc/protocol.md, “Host result”. The host never produces
+// StateQueued or StateRunning, but they are valid wire values.
 const (
 	StateSucceeded           State = "succeeded"
 	StateInvalidRequest      State = "invalid_request"
@@ -40,7 +41,8 @@ const (
 	StateProtocolError       State = "protocol_error"
 )
 
-// exitCodes is the host's EXIT_CODES table (spec §4.10). Read-only.
+// exitCodes is the host's EXIT_CODES table (doc/protocol.md, “Exit codes”).
+// Read-only.
 var exitCodes = map[State]int{
 	StateSucceeded:           0,
 	StateInvalidRequest:      2,
@@ -82,10 +84,10 @@ func KnownExitCode(code int) bool {
 }
 
 // EffectDisposition says whether the invocation caused external effects
-// (spec §4.10).
+// (doc/protocol.md, “Host result”).
 type EffectDisposition string
 
-// The effect dispositions of spec §4.10.
+// The effect dispositions of doc/protocol.md, “Host result”.
 const (
 	EffectNone      EffectDisposition = "none"
 	EffectConfirmed EffectDisposition = "confirmed"
@@ -97,9 +99,10 @@ func (d EffectDisposition) Valid() bool {
 	return d == EffectNone || d == EffectConfirmed || d == EffectUnknown
 }
 
-// HostResult is the one line the host writes to stdout (spec §4.10). Its
-// JSON names are the upstream ones, so it decodes with encoding/json too;
-// ParseResult decodes it strictly. The zero value is not a valid result.
+// HostResult is the one line the host writes to stdout (doc/protocol.md,
+// “Host result”). Its JSON names are the upstream ones, so it decodes with
+// encoding/json too; ParseResult decodes it strictly. The zero value is not a
+// valid result.
 type HostResult struct {
 	// ProtocolVersion is always 1.
 	ProtocolVersion int `json:"protocol_version"`
@@ -124,7 +127,7 @@ type HostResult struct {
 // Validate checks the model rules the host's own HostResult model enforces:
 // protocol version 1, known state and disposition, identifier lengths, a
 // well-formed binding when present, and the three coherence rules of
-// spec §4.10. Errors wrap ErrInvalidResult.
+// doc/protocol.md, “Host result”. Errors wrap ErrInvalidResult.
 func (r *HostResult) Validate() error {
 	var errs []error
 	if r.ProtocolVersion != ProtocolVersion {
@@ -182,7 +185,8 @@ func checkIdentifier(name, s string) error {
 	return nil
 }
 
-// validateAttemptBinding checks the field constraints of spec §4.4.
+// validateAttemptBinding checks the field constraints of doc/protocol.md,
+// “Attempt binding”.
 func validateAttemptBinding(b ipc.AttemptBinding) error {
 	var errs []error
 	for _, f := range []struct{ name, v string }{
@@ -208,7 +212,8 @@ func validateAttemptBinding(b ipc.AttemptBinding) error {
 
 // ParseResult checks what a host process left behind — its stdout bytes and
 // exit status — against the attempt the Runtime launched, as the upstream
-// consumer check does (spec §4.10), and returns the HostResult.
+// consumer check does (doc/protocol.md, “Result check”), and returns the
+// HostResult.
 //
 // exitCode is the process exit status; a negative value means the process
 // was terminated by a signal, as [os.ProcessState.ExitCode] reports it.
@@ -226,7 +231,7 @@ func validateAttemptBinding(b ipc.AttemptBinding) error {
 //   - stdout longer than MaxResultBytes: ErrResultTooLarge;
 //   - empty stdout: ErrNoResult;
 //   - more than one line (a newline anywhere but the end): ErrNotOneLine;
-//   - not strict JSON (spec §2.1): ErrMalformedResult;
+//   - not strict JSON (doc/protocol.md, “Strict JSON”): ErrMalformedResult;
 //   - not a valid HostResult, coherence rules included: ErrInvalidResult;
 //   - binding null or different in any field from want: ErrBindingMismatch;
 //   - exit status other than the state's: ErrExitMismatch.
@@ -270,8 +275,9 @@ func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResu
 		}
 		return HostResult{}, e
 	}
-	// Stdout is evidence on every exit status (spec §5): a host killed or
-	// crashing after writing its line still said what it saw.
+	// Stdout is evidence on every exit status (doc/protocol.md,
+	// “Runtime duties”): a host killed or crashing after writing its line
+	// still said what it saw.
 	if exitCode < 0 {
 		return fail(ErrSignaled, decodedResult(stdout), nil)
 	}

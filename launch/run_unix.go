@@ -57,7 +57,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		// Credentials must be on before the child can write: the kernel
 		// attaches SCM_CREDENTIALS only to bytes sent after SO_PASSCRED is
 		// set on the receiving end, and the session checks every frame's
-		// sender (DESIGN decision 7).
+		// sender (doc/design.md, “Peer identity”).
 		if err := prepareRuntimeEnd(fds[0]); err != nil {
 			unix.Close(fds[0])
 			unix.Close(fds[1])

@@ -9,9 +9,9 @@ import (
 
 // The launcher needs descriptor inheritance at fixed numbers, process groups
 // and AF_UNIX socketpairs: Linux (first class) and macOS (best effort) only
-// (DESIGN decision 11). Elsewhere — Windows first of all — the package
-// reports that at compile time, through the undefined name below, rather
-// than failing at run time.
+// (doc/design.md, “Platforms”). Elsewhere — Windows first of all — the
+// package reports that at compile time, through the undefined name below,
+// rather than failing at run time.
 var _ = launch_supports_only_linux_and_darwin
 
 // Stubs so that the name above is the only compile error.
