@@ -53,7 +53,7 @@ type allowAll struct{}
 
 // refuseBootstrap answers the bootstrap refused: the host then ends the
 // invocation right after that one exchange, before activation, with state
-// refused and exit code 3 (spec §4.10).
+// refused and exit code 3 (doc/protocol.md, “Host endings”).
 type refuseBootstrap struct{ allowAll }
 
 func (refuseBootstrap) Bootstrap(context.Context, ipc.BootstrapRequest) (ipc.Decision, error) {

@@ -26,7 +26,7 @@ import (
 
 type host struct{}
 
-// request is the InvocationRequest (spec §4.6).
+// request is the InvocationRequest (doc/protocol.md, “Invocation request”).
 type request struct {
 	ProtocolVersion int            `json:"protocol_version"`
 	CapabilityID    string         `json:"capability_id"`

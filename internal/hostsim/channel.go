@@ -36,11 +36,12 @@ type ChannelConfig struct {
 	Now func() time.Time
 }
 
-// Channel is the host's end of the IPC socket (spec §1.2, §1.3): it sends
-// one canonical request and reads exactly one reply, under a lock, checking
-// every correlation field. Any failure breaks it for good: later calls fail
-// without I/O, and nothing is ever retried. A Channel is safe for use by
-// several goroutines; their calls are serialized.
+// Channel is the host's end of the IPC socket (doc/protocol.md, “Frames”,
+// “Exchange deadlines”, “Broken channel” and “Session order”): it sends one
+// canonical request and reads exactly one reply, under a lock, checking every
+// correlation field. Any failure breaks it for good: later calls fail without
+// I/O, and nothing is ever retried. A Channel is safe for use by several
+// goroutines; their calls are serialized.
 type Channel struct {
 	conn net.Conn
 	// in buffers conn's reads, so that a reply's header and body usually

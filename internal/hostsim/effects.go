@@ -38,10 +38,10 @@ func (e *NotAllowedError) Error() string {
 func (e *NotAllowedError) Unwrap() error { return ErrNotAllowed }
 
 // EffectPort is the "runtime.effects" service the host injects into a
-// provider (spec §4.9): it fingerprints each EffectRequest, refuses changed
-// input and budget overruns locally, re-sends a repeated request as a new
-// frame, and latches shut once an effect is pending or unknown. It is safe
-// for concurrent use; requests are serialized.
+// provider (doc/protocol.md, “Effect port”): it fingerprints each
+// EffectRequest, refuses changed input and budget overruns locally, re-sends
+// a repeated request as a new frame, and latches shut once an effect is
+// pending or unknown. It is safe for concurrent use; requests are serialized.
 type EffectPort struct {
 	ch     *Channel
 	budget int

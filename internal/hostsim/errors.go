@@ -38,7 +38,8 @@ var (
 	ErrCorrelation = errors.New("hostsim: Runtime reply does not match the request")
 )
 
-// Local refusals of the effect port (spec §4.9). Nothing is sent.
+// Local refusals of the effect port (doc/protocol.md, “Effect port”).
+// Nothing is sent.
 var (
 	// ErrChangedInput: a logical effect id reused with a different
 	// fingerprint ("logical effect ID reused with changed input").

@@ -41,9 +41,10 @@ type Outcome struct {
 // execution reports an unexpected exception.
 type Provider func(ctx context.Context, args map[string]any, effects *EffectPort) Outcome
 
-// Invocation is one host invocation (spec §5) as plain inputs: what the
-// executable reads from the LaunchContext and the InvocationRequest, and
-// hooks standing in for provider activation. Zero hooks pass.
+// Invocation is one host invocation (doc/protocol.md, “Invocation sequence”)
+// as plain inputs: what the executable reads from the LaunchContext and the
+// InvocationRequest, and hooks standing in for provider activation. Zero
+// hooks pass.
 type Invocation struct {
 	// From the LaunchContext.
 	Binding                ipc.AttemptBinding // attempt
@@ -74,8 +75,8 @@ type Invocation struct {
 	// the normalized arguments, an error gives invalid_request. Nil means
 	// the arguments are already normalized.
 	Normalize func(args map[string]any) (map[string]any, error)
-	// Requirements stands for the requirements check (spec §4.11): an error
-	// gives unavailable.
+	// Requirements stands for the requirements check (doc/protocol.md,
+	// “Requirements check”): an error gives unavailable.
 	Requirements func() error
 	// ValidateResponse stands for the response_schema check: an error
 	// gives protocol_error without publishing.
@@ -151,7 +152,8 @@ func (r *run) fail(err error) Result {
 	return r.result(StateProtocolError, code(CodeProtocol))
 }
 
-// fromReply maps a reply that was not allowed (spec §4.10).
+// fromReply maps a reply that was not allowed (doc/protocol.md,
+// “Host endings”).
 func (r *run) fromReply(rep *ipc.Reply) Result {
 	res := r.result("", nil)
 	b := rep.Binding

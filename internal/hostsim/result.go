@@ -7,7 +7,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// HostResult states (spec §4.10). The host never produces queued or running.
+// HostResult states (doc/protocol.md, “Host result”). The host never
+// produces queued or running.
 const (
 	StateSucceeded           = "succeeded"
 	StateInvalidRequest      = "invalid_request"
@@ -43,8 +44,8 @@ const (
 	CodeCapabilityFailed = "ZEO_HOST_CAPABILITY_FAILED"
 )
 
-// ExitCode returns EXIT_CODES[state] (spec §4.10), or -1 for a string that
-// is not a HostResult state.
+// ExitCode returns EXIT_CODES[state] (doc/protocol.md, “Exit codes”), or -1
+// for a string that is not a HostResult state.
 func ExitCode(state string) int {
 	switch state {
 	case StateSucceeded:

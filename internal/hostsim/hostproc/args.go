@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// args is the parsed command line (spec §6).
+// args is the parsed command line (doc/protocol.md, “Host command line”).
 type args struct {
 	command, detail, identity string
 	positionals               int

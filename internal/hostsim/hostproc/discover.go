@@ -10,9 +10,10 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// discover runs describe, doctor and capabilities (spec §4.12): the binding
-// is read from --binding-fd, validated without importing anything, and
-// every failure is protocol_error with a null binding.
+// discover runs describe, doctor and capabilities (doc/protocol.md,
+// “Static discovery”): the binding is read from --binding-fd, validated
+// without importing anything, and every failure is protocol_error with a null
+// binding.
 func (h *host) discover(a args) int {
 	switch h.sc {
 	case scGarbage:

@@ -182,7 +182,8 @@ func checkSocket(fd int) error {
 	return nil
 }
 
-// silence points FDs 1 and 2 at /dev/null (spec §1.5).
+// silence points FDs 1 and 2 at /dev/null (doc/protocol.md,
+// “Output discipline”).
 func silence() error {
 	null, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -293,7 +294,7 @@ func parseRequest(b []byte) (request, error) {
 	return r, nil
 }
 
-// request is the InvocationRequest (spec §4.6).
+// request is the InvocationRequest (doc/protocol.md, “Invocation request”).
 type request struct {
 	ProtocolVersion int            `json:"protocol_version"`
 	CapabilityID    string         `json:"capability_id"`

@@ -11,8 +11,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// launchContext is the host's LaunchContext model (spec §4.5), parsed
-// strictly with its defaults materialized.
+// launchContext is the host's LaunchContext model (doc/protocol.md,
+// “Launch context”), parsed strictly with its defaults materialized.
 type launchContext struct {
 	ProtocolVersion      int                      `json:"protocol_version"`
 	Provider             manifest.ProviderBinding `json:"provider"`
@@ -78,9 +78,10 @@ func parseContext(raw []byte) (*launchContext, error) {
 		return nil, err
 	}
 	// The launch digest: the parsed context, every default present, with
-	// provider.manifests replaced by their projection (spec §3.3). The
-	// manifests (most of the bytes: their schemas) are left out of the
-	// encoding that gets parsed back, since they are replaced anyway.
+	// provider.manifests replaced by their projection (doc/protocol.md,
+	// “What is hashed”). The manifests (most of the bytes: their schemas) are
+	// left out of the encoding that gets parsed back, since they are replaced
+	// anyway.
 	small := c
 	small.Provider.Manifests = nil
 	full, err := canon.Marshal(small)

@@ -15,9 +15,10 @@ import (
 )
 
 // The simulated installation: the interpreter version and the installed
-// distribution the provider binding must name (spec §5 step 9). A test may
-// change them through the environment it gives the launcher (see the
-// package documentation, “Environment”).
+// distribution the provider binding must name (doc/protocol.md,
+// “Invocation sequence”, step 9). A test may change them through the
+// environment it gives the launcher (see the package documentation,
+// “Environment”).
 func installed() (python, dist, version string) {
 	python, dist, version = DefaultPythonVersion, DefaultDistribution, DefaultVersion
 	if v := os.Getenv(EnvPythonVersion); v != "" {
@@ -114,7 +115,8 @@ func newInvocation(lc *launchContext, req request) *hostsim.Invocation {
 	return inv
 }
 
-// requirementsMet is the host's requirements check (spec §4.11).
+// requirementsMet is the host's requirements check (doc/protocol.md,
+// “Requirements check”).
 func requirementsMet(m manifest.CapabilityManifest, lc *launchContext) error {
 	r := m.Requirements
 	subset := func(need, have []string) bool {
