@@ -22,19 +22,21 @@
 //     issues the next fencing generation of the operation, strictly
 //     increasing. Every write made for an attempt presents its [Fence], and
 //     the fence is compared with the operation's current one inside the
-//     transaction that writes. A stale fence gets a [*FenceError] wrapping
-//     [ErrStaleFence]; it is final, never retry it.
+//     transaction that writes (doc/design.md, “Fences in the store”). A
+//     stale fence gets a [*FenceError] wrapping [ErrStaleFence]; it is
+//     final, never retry it.
 //   - Bootstrap ids are unique in the ledger, bound to one attempt and
 //     launch digest, and redeemed exactly once, by one child process and
 //     session, with the launch digest they were issued with.
 //   - Protocol order per attempt: bootstrap redeemed, then admitted, then
 //     effects and the result ([ErrOutOfOrder] otherwise).
-//   - Logical effects follow Stripe / IETF Idempotency-Key semantics keyed
-//     by (operation, logical_effect_id) with the EffectRequest digest as the
-//     fingerprint, checked on every path, the redelivery path included. A
-//     new effect debits the operation's total budget in the same
-//     transaction that records it; a redelivery debits nothing and returns
-//     the recorded authorization and receipt, across attempts and restarts.
+//   - Logical effects follow Stripe / IETF Idempotency-Key semantics keyed by
+//     (operation, logical_effect_id) with the EffectRequest digest as the
+//     fingerprint, checked on every path, the redelivery path included
+//     (doc/design.md, “Idempotent effects”). A new effect debits the
+//     operation's total budget in the same transaction that records it; a
+//     redelivery debits nothing and returns the recorded authorization and
+//     receipt, across attempts and restarts.
 //   - An effect whose dispatch is uncertain is unknown until Resolve; it and
 //     every authorized effect whose outcome was never recorded are listed by
 //     ListUnknown, so a crash never hides an in-flight effect.

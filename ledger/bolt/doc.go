@@ -5,7 +5,8 @@
 //
 // The file's exclusive flock is the ledger's single-owner lock: the
 // operating system, not a lease or a pid file, decides who owns the ledger,
-// and it releases the lock when the owning process dies, however it dies.
+// and it releases the lock when the owning process dies, however it dies
+// (doc/design.md, “Embedded ledger”).
 // [Open] waits at most Options.LockTimeout for the lock and then fails with
 // an error that names the file and wraps [ledger.ErrLocked]; it never hangs.
 //
