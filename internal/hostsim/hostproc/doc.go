@@ -41,11 +41,11 @@
 // host's whole environment explicitly, so each must be set there:
 //
 //   - ZEO_HOSTSIM_PYTHON_VERSION: the interpreter version the binding's
-//     python_version must equal. Empty means [DefaultPythonVersion].
+//     python_version must equal. Empty means [hostsim.DefaultPythonVersion].
 //   - ZEO_HOSTSIM_DISTRIBUTION: the installed distribution the binding's
-//     distribution must equal. Empty means [DefaultDistribution].
+//     distribution must equal. Empty means [hostsim.DefaultDistribution].
 //   - ZEO_HOSTSIM_VERSION: the installed version the binding's version
-//     must equal. Empty means [DefaultVersion].
+//     must equal. Empty means [hostsim.DefaultVersion].
 //   - ZEO_HOSTSIM_SCENARIO: a misbehaviour, for tests of the Runtime's
 //     duties (see Scenarios). Empty means a well-behaved host; a name not
 //     listed there makes the host write protocol_error, with a line naming

@@ -20,7 +20,7 @@ import (
 // environment it gives the launcher (see the package documentation,
 // “Environment”).
 func installed() (python, dist, version string) {
-	python, dist, version = DefaultPythonVersion, DefaultDistribution, DefaultVersion
+	python, dist, version = hostsim.DefaultPythonVersion, hostsim.DefaultDistribution, hostsim.DefaultVersion
 	if v := os.Getenv(EnvPythonVersion); v != "" {
 		python = v
 	}

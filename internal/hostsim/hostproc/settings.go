@@ -1,6 +1,10 @@
 package hostproc
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+)
 
 // The environment variables the simulated host reads (see the package
 // documentation, “Environment”).
@@ -9,15 +13,6 @@ const (
 	EnvDistribution  = "ZEO_HOSTSIM_DISTRIBUTION"
 	EnvVersion       = "ZEO_HOSTSIM_VERSION"
 	EnvScenario      = "ZEO_HOSTSIM_SCENARIO"
-)
-
-// The simulated installation when the environment names none: a binding
-// the host accepts has python_version DefaultPythonVersion and names
-// distribution DefaultDistribution at DefaultVersion.
-const (
-	DefaultPythonVersion = "3.14.0"
-	DefaultDistribution  = "zeocore"
-	DefaultVersion       = "0.11.0"
 )
 
 // scenario is a misbehaviour selected by ZEO_HOSTSIM_SCENARIO. The empty
@@ -107,9 +102,9 @@ Capabilities, chosen by the manifest's capability name: echo (also any other
 name), two_effects, fail, cancel, nothing, noisy.
 
 Environment (the launcher passes the host's whole environment; set these there):
-	` + EnvPythonVersion + `   interpreter version the binding must name (default ` + DefaultPythonVersion + `)
-	` + EnvDistribution + `     installed distribution the binding must name (default ` + DefaultDistribution + `)
-	` + EnvVersion + `          installed version the binding must name (default ` + DefaultVersion + `)
+	` + EnvPythonVersion + `   interpreter version the binding must name (default ` + hostsim.DefaultPythonVersion + `)
+	` + EnvDistribution + `     installed distribution the binding must name (default ` + hostsim.DefaultDistribution + `)
+	` + EnvVersion + `          installed version the binding must name (default ` + hostsim.DefaultVersion + `)
 	` + EnvScenario + `         a misbehaviour for tests (default: none); one of:
 `)
 	for _, e := range scenarioTable() {
