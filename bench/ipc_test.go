@@ -98,7 +98,7 @@ func startSession(b *testing.B) (*hostsim.Channel, *net.UnixConn) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := ch.Call(ctx, ipc.MethodBootstrap, ipc.BootstrapPayload{BootstrapID: "bootstrap-a", LaunchDigest: ipcLaunchDigest, PID: int64(os.Getpid())}); err != nil {
+	if _, err := ch.Call(ctx, ipc.MethodBootstrap, ipc.BootstrapPayload{BootstrapID: "bootstrap-a", LaunchDigest: ipcLaunchDigest, PID: os.Getpid()}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := ch.Call(ctx, ipc.MethodAdmit, ipc.AdmitPayload{Arguments: map[string]any{"organization_id": "org-a", "text": "hello"}}); err != nil {

@@ -127,7 +127,7 @@ type Reply struct {
 type BootstrapPayload struct {
 	BootstrapID  string       `json:"bootstrap_id"`
 	LaunchDigest canon.Digest `json:"launch_digest"`
-	PID          int64        `json:"pid"`
+	PID          int          `json:"pid"`
 }
 
 // AdmitPayload is the payload of invoke.admit: the normalized arguments.
@@ -470,6 +470,7 @@ func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
 		}
 	}
 	var p BootstrapPayload
+	var pid int64
 	f := fieldSet{ptr: "/payload"}
 	if err := f.walk(&r.Payload, bootstrapNames, func(i int, m *canon.Value) {
 		switch i {
@@ -478,10 +479,14 @@ func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
 		case 1:
 			f.str(m, bootstrapNames[i], (*string)(&p.LaunchDigest))
 		case 2:
-			f.integer(m, bootstrapNames[i], &p.PID)
+			f.integer(m, bootstrapNames[i], &pid)
 		}
 	}); err != nil {
 		return p, r.payloadErr(err)
+	}
+	// A pid the platform's int cannot hold names no process of ours.
+	if p.PID = int(pid); int64(p.PID) != pid {
+		return p, r.payloadErr(fmt.Errorf("pid %d does not fit an int", pid))
 	}
 	if err := checkIdentifier("bootstrap_id", p.BootstrapID); err != nil {
 		return p, r.payloadErr(err)

@@ -315,9 +315,11 @@ func bootstrapFast(raw []byte) (p BootstrapPayload, ok bool) {
 		return p, false
 	}
 	p.LaunchDigest = canon.Digest(s)
-	if p.PID, ok = c.integer(); !ok || !c.lit(`}`) || c.pos != len(raw) {
+	pid, ok := c.integer()
+	if !ok || !c.lit(`}`) || c.pos != len(raw) || int64(int(pid)) != pid {
 		return p, false
 	}
+	p.PID = int(pid)
 	return p, true
 }
 

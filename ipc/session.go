@@ -3,6 +3,8 @@ package ipc
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -242,6 +244,7 @@ type Summary struct {
 // serves one attempt: Serve may be called once. Summary may be called from
 // any goroutine at any time; the other methods are not for concurrent use.
 type Session struct {
+	id     string // random, fixed at NewSession; see ID
 	conn   net.Conn
 	cfg    SessionConfig // normalized copy
 	cfgErr error
@@ -263,7 +266,7 @@ type Session struct {
 // conn is read (as exec.Command records a LookPath failure). Use
 // SessionConfig.Validate to check first.
 func NewSession(conn net.Conn, cfg SessionConfig) *Session {
-	s := &Session{conn: conn, cfg: cfg}
+	s := &Session{id: newSessionID(), conn: conn, cfg: cfg}
 	if conn == nil {
 		s.cfgErr = fmt.Errorf("%w: nil connection", ErrConfig)
 	} else if s.cfgErr = cfg.Validate(); s.cfgErr == nil {
@@ -287,6 +290,20 @@ func NewSession(conn net.Conn, cfg SessionConfig) *Session {
 	s.summary.Methods = map[Method]int{}
 	s.summary.States = map[ReplyState]int{}
 	return s
+}
+
+// ID returns the Session's identity: 32 lowercase hex digits (128 random
+// bits) chosen by NewSession, distinct for every Session. It names the IPC
+// session a bootstrap was redeemed on (ledger.Redemption.SessionID), so
+// that a retried redemption can be told from a second claimant. It is
+// safe to call from any goroutine.
+func (s *Session) ID() string { return s.id }
+
+// newSessionID returns 128 bits from crypto/rand in hex.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24; it crashes the program instead
+	return hex.EncodeToString(b[:])
 }
 
 // Summary returns a copy of what the Session has seen so far.
@@ -619,7 +636,7 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 			return "", nil, nil, err
 		}
 		switch {
-		case p.PID != int64(s.cfg.ChildPID):
+		case p.PID != s.cfg.ChildPID:
 			return "", nil, nil, verr(ErrBootstrap, "pid is %d, the child is %d", p.PID, s.cfg.ChildPID)
 		case p.BootstrapID != s.cfg.BootstrapID:
 			return "", nil, nil, verr(ErrBootstrap, "bootstrap_id differs from the one launched")

@@ -460,6 +460,28 @@ func TestSessionConfig(t *testing.T) {
 	})
 }
 
+// TestSessionID: every Session gets its own 128-bit id, fixed at
+// NewSession, in the form the ledger accepts as a session id.
+func TestSessionID(t *testing.T) {
+	f := newFixture(t)
+	seen := map[string]bool{}
+	for range 64 {
+		rt, _ := socketpair(t)
+		s := ipc.NewSession(rt, f.config())
+		id := s.ID()
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("ID() = %q, want 32 lowercase hex digits", id)
+		}
+		if s.ID() != id {
+			t.Fatalf("ID changed: %q then %q", id, s.ID())
+		}
+		if seen[id] {
+			t.Fatalf("ID %q given to two Sessions", id)
+		}
+		seen[id] = true
+	}
+}
+
 // TestSessionDribble: a request dribbled one byte every 20 ms against a
 // 60 ms exchange bound fails with ErrTimeout (upstream ipc_dribble_timeout,
 // from the Runtime's side).

@@ -69,7 +69,7 @@ type LaunchContext struct {
 	RPCTimeoutMS int `json:"rpc_timeout_ms" canon:"optional"`
 	// TotalDispatchBudget is the number of distinct logical effects the host
 	// forwards; zero (the default) disables effects.
-	TotalDispatchBudget int `json:"total_dispatch_budget" canon:"optional"`
+	TotalDispatchBudget int64 `json:"total_dispatch_budget" canon:"optional"`
 }
 
 // Materialize returns c with every default filled in, as the host's model
@@ -157,6 +157,9 @@ func (c LaunchContext) validate() ([]byte, error) {
 	}
 	if c.TotalDispatchBudget < 0 {
 		add("total_dispatch_budget is %d, want ≥ 0", c.TotalDispatchBudget)
+	}
+	if c.TotalDispatchBudget > canon.MaxSafeInteger {
+		add("total_dispatch_budget %d is not a safe integer", c.TotalDispatchBudget)
 	}
 	if len(errs) == 0 {
 		return inv, nil

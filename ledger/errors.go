@@ -85,6 +85,23 @@ var (
 	ErrInvalidTransition = errors.New("ledger: effect state transition not allowed")
 )
 
+// Errors a durable backend returns when a write's outcome is not the
+// answer to the call: the call's context ended, or the store failed,
+// before the write was known to be durable. Both wrap the cause (ctx's
+// error, the storage error) as well; test with [errors.Is]. Every write is
+// idempotent, so after either one the caller may repeat the identical
+// call: it then gets the recorded outcome, or applies the write now.
+var (
+	// ErrNotApplied: the write certainly did not commit (it was never run,
+	// or its transaction was rolled back). Nothing changed.
+	ErrNotApplied = errors.New("ledger: write not applied")
+
+	// ErrOutcomeUnknown: the write may or may not have committed (the
+	// context ended while it was being made durable, or the commit itself
+	// failed). Repeat the call, or read the operation, to learn which.
+	ErrOutcomeUnknown = errors.New("ledger: write outcome unknown")
+)
+
 // Errors about ownership of a durable store.
 var (
 	// ErrLocked is returned when a durable ledger cannot be opened because
@@ -112,7 +129,7 @@ type FenceError struct {
 	// CurrentAttemptID and CurrentGeneration are the operation's current
 	// attempt and fencing generation; zero when no attempt was ever started.
 	CurrentAttemptID  string
-	CurrentGeneration uint64
+	CurrentGeneration int64
 }
 
 // Error describes the two fences.

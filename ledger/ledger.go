@@ -17,8 +17,10 @@ import (
 // return fresh values that the caller owns.
 //
 // Context: ctx bounds the wait for the call. If ctx ends before a durable
-// backend knows the outcome of a write, the method returns ctx's error and
-// the write may or may not have been applied. Every write is idempotent (see
+// backend knows the outcome of a write, the method returns an error that
+// wraps ctx's error and either [ErrNotApplied] (the write certainly did
+// not commit) or [ErrOutcomeUnknown] (it may have). A storage failure
+// during a commit is reported the same way. Every write is idempotent (see
 // each method), so the caller repeats the same call to learn the outcome.
 //
 // Protocol order: for one attempt, a bootstrap id must be redeemed before
@@ -231,7 +233,7 @@ type Operation struct {
 	// CurrentAttemptID and CurrentGeneration name the current attempt; zero
 	// values before the first StartAttempt.
 	CurrentAttemptID  string `json:"current_attempt_id,omitempty"`
-	CurrentGeneration uint64 `json:"current_generation,omitempty"`
+	CurrentGeneration int64  `json:"current_generation,omitempty"`
 }
 
 // Fence names the attempt a write acts for: the operation, the attempt and
@@ -242,13 +244,13 @@ type Fence struct {
 	OperationID string `json:"operation_id"`
 	AttemptID   string `json:"attempt_id"`
 	// Generation is the fencing generation, >= 1.
-	Generation uint64 `json:"fencing_generation"`
+	Generation int64 `json:"fencing_generation"`
 }
 
 // Attempt is one recorded attempt of an operation.
 type Attempt struct {
 	AttemptID  string `json:"attempt_id"`
-	Generation uint64 `json:"fencing_generation"`
+	Generation int64  `json:"fencing_generation"`
 	// Admitted reports whether Admit succeeded for this attempt.
 	Admitted bool `json:"admitted"`
 }
@@ -257,7 +259,7 @@ type Attempt struct {
 type Bootstrap struct {
 	BootstrapID  string       `json:"bootstrap_id"`
 	AttemptID    string       `json:"attempt_id"`
-	Generation   uint64       `json:"fencing_generation"`
+	Generation   int64        `json:"fencing_generation"`
 	LaunchDigest canon.Digest `json:"launch_digest"`
 	// Redeemed reports whether the id was redeemed; the Redeemed* fields
 	// are zero until then.
@@ -317,7 +319,7 @@ type Effect struct {
 	Reason NotConsumedReason `json:"reason,omitempty"`
 	// AttemptID and Generation name the attempt that authorized the effect.
 	AttemptID  string `json:"attempt_id"`
-	Generation uint64 `json:"fencing_generation"`
+	Generation int64  `json:"fencing_generation"`
 	// Ordinal is the effect's 1-based position in the operation's budget.
 	Ordinal int64 `json:"ordinal"`
 }
@@ -348,7 +350,7 @@ type Result struct {
 	ArtifactRefs []string `json:"artifact_refs"`
 	// AttemptID and Generation name the attempt whose result was accepted.
 	AttemptID  string `json:"attempt_id"`
-	Generation uint64 `json:"fencing_generation"`
+	Generation int64  `json:"fencing_generation"`
 }
 
 // Artifact is an immutable stored artifact.

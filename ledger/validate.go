@@ -75,8 +75,8 @@ func (f Fence) Validate() error {
 	if err := ValidateID("attempt_id", f.AttemptID); err != nil {
 		return err
 	}
-	if f.Generation == 0 {
-		return fmt.Errorf("%w: fencing generation is 0, want >= 1 (use the fence StartAttempt returned)", ErrInvalid)
+	if f.Generation < 1 {
+		return fmt.Errorf("%w: fencing generation is %d, want >= 1 (use the fence StartAttempt returned)", ErrInvalid, f.Generation)
 	}
 	return nil
 }

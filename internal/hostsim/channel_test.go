@@ -93,7 +93,7 @@ func newChannel(t *testing.T, conn net.Conn, mut func(*hostsim.ChannelConfig)) *
 }
 
 func bootPayload() ipc.BootstrapPayload {
-	return ipc.BootstrapPayload{BootstrapID: "bootstrap-a", LaunchDigest: canon.Digest("sha256:" + strings.Repeat("3", 64)), PID: int64(os.Getpid())}
+	return ipc.BootstrapPayload{BootstrapID: "bootstrap-a", LaunchDigest: canon.Digest("sha256:" + strings.Repeat("3", 64)), PID: os.Getpid()}
 }
 
 type overridesFile struct {

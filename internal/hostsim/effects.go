@@ -44,7 +44,7 @@ func (e *NotAllowedError) Unwrap() error { return ErrNotAllowed }
 // pending or unknown. It is safe for concurrent use; requests are serialized.
 type EffectPort struct {
 	ch     *Channel
-	budget int
+	budget int64
 
 	mu        sync.Mutex
 	seen      map[string]canon.Digest // fingerprint by logical effect id, failed ids included
@@ -55,7 +55,7 @@ type EffectPort struct {
 
 // NewEffectPort returns a port sending over ch that forwards at most budget
 // distinct logical effects (total_dispatch_budget; 0 forwards none).
-func NewEffectPort(ch *Channel, budget int) *EffectPort {
+func NewEffectPort(ch *Channel, budget int64) *EffectPort {
 	return &EffectPort{ch: ch, budget: budget, seen: map[string]canon.Digest{},
 		unknown: map[string]bool{}, confirmed: map[string]bool{}}
 }
@@ -85,7 +85,7 @@ func (p *EffectPort) Request(ctx context.Context, req ipc.EffectRequest) (map[st
 			return nil, fmt.Errorf("%w: %q", ErrChangedInput, id)
 		}
 	} else {
-		if len(p.seen) >= p.budget {
+		if int64(len(p.seen)) >= p.budget {
 			return nil, fmt.Errorf("%w: %d distinct effects allowed", ErrBudget, p.budget)
 		}
 		p.seen[id] = fp

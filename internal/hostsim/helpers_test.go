@@ -95,7 +95,7 @@ type launchContext struct {
 	DeadlineUnixMS       int64              `json:"deadline_unix_ms"`
 	MaxMessageBytes      int                `json:"max_message_bytes"`
 	RPCTimeoutMS         int                `json:"rpc_timeout_ms"`
-	Budget               int                `json:"total_dispatch_budget"`
+	Budget               int64              `json:"total_dispatch_budget"`
 	Provider             struct {
 		ManifestDigest canon.Digest `json:"manifest_digest"`
 	} `json:"provider"`

@@ -55,7 +55,7 @@ type Invocation struct {
 	Deadline               time.Time          // deadline_unix_ms
 	RPCTimeout             time.Duration      // rpc_timeout_ms; zero means 5 s
 	MaxMessageBytes        int                // max_message_bytes; zero means 1 MiB
-	Budget                 int                // total_dispatch_budget
+	Budget                 int64              // total_dispatch_budget
 
 	// From the InvocationRequest.
 	CapabilityID string
@@ -196,7 +196,7 @@ func (r *run) do(ctx context.Context, conn net.Conn) Result {
 	if pid == 0 {
 		pid = os.Getpid()
 	}
-	rep, err := ch.Call(ctx, ipc.MethodBootstrap, ipc.BootstrapPayload{BootstrapID: inv.BootstrapID, LaunchDigest: inv.LaunchDigest, PID: int64(pid)})
+	rep, err := ch.Call(ctx, ipc.MethodBootstrap, ipc.BootstrapPayload{BootstrapID: inv.BootstrapID, LaunchDigest: inv.LaunchDigest, PID: pid})
 	if err != nil {
 		return r.fail(err)
 	}

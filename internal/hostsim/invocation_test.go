@@ -232,7 +232,7 @@ func effectReq(id string, args map[string]any) ipc.EffectRequest {
 // TestEffectPort covers upstream effect_port behaviours through a real
 // Session and through a Runtime that loses replies.
 func TestEffectPort(t *testing.T) {
-	admitted := func(t *testing.T, h ipc.Handler, budget int) (*hostsim.EffectPort, *hostsim.Channel, func() error) {
+	admitted := func(t *testing.T, h ipc.Handler, budget int64) (*hostsim.EffectPort, *hostsim.Channel, func() error) {
 		inv := echoInvocation()
 		rt, host := socketpair(t)
 		s := ipc.NewSession(rt, sessionConfig(inv))
@@ -242,7 +242,7 @@ func TestEffectPort(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ch.Call(context.Background(), ipc.MethodBootstrap, ipc.BootstrapPayload{BootstrapID: "bootstrap-a", LaunchDigest: testLaunchDigest, PID: int64(os.Getpid())}); err != nil {
+		if _, err := ch.Call(context.Background(), ipc.MethodBootstrap, ipc.BootstrapPayload{BootstrapID: "bootstrap-a", LaunchDigest: testLaunchDigest, PID: os.Getpid()}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := ch.Call(context.Background(), ipc.MethodAdmit, ipc.AdmitPayload{Arguments: map[string]any{"organization_id": "org-a", "text": "hello"}}); err != nil {

@@ -42,8 +42,17 @@ type Options struct {
 }
 
 // Ledger is a [ledger.Ledger] stored in one bbolt file. It is safe for
-// concurrent use. Create it with [Open] and release it with Close.
+// concurrent use. Create it with [Open] and release it with Close. It has
+// every method of [ledger.Ledger], with the semantics documented there
+// (they come from an embedded adapter shared by all backends, so go doc
+// lists only the methods specific to this backend).
+//
+// AcceptResult copies the artifact bytes into the file before it returns,
+// and Artifact returns a copy: the caller owns every slice it gives or
+// gets.
 type Ledger struct {
+	*ledgerCore // the methods of ledger.Ledger, over runner
+
 	db       *bbolt.DB
 	path     string
 	maxBatch int
@@ -100,6 +109,24 @@ func (l *Ledger) Stats() Stats {
 
 var _ ledger.Ledger = (*Ledger)(nil)
 
+// ledgerCore is the adapter that implements ledger.Ledger over a runner;
+// the alias keeps the embedded field unexported.
+type ledgerCore = core.Ledger
+
+// runner runs the ledger's calls in bbolt transactions: reads directly,
+// writes through the committer (core.Runner).
+type runner struct{ l *Ledger }
+
+func (r runner) Read(ctx context.Context, op string, fn func(core.Tx) error) error {
+	return r.l.read(ctx, op, fn)
+}
+
+func (r runner) Write(ctx context.Context, op string, fn func(core.Tx) error) error {
+	return r.l.write(ctx, op, fn)
+}
+
+func (r runner) Close(ctx context.Context) error { return r.l.Close(ctx) }
+
 // Open opens (creating if needed) the ledger file at path and takes its
 // exclusive lock, which is the single-owner lock of the ledger: while this
 // Ledger is open, no other Open of the file — in this process or another —
@@ -143,6 +170,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	l.ledgerCore = core.New(runner{l})
 	go l.commitLoop()
 	return l, nil
 }
@@ -227,25 +255,18 @@ func (l *Ledger) enter(op string) error {
 
 // read runs fn in a read-only transaction. Reads do not wait for the
 // committer; they see every acknowledged write.
-func read[T any](l *Ledger, ctx context.Context, op string, fn func(core.Tx) (T, error)) (T, error) {
-	var zero T
+func (l *Ledger) read(ctx context.Context, op string, fn func(core.Tx) error) error {
 	if err := ctx.Err(); err != nil {
-		return zero, fmt.Errorf("ledger/bolt: %s: %w", op, err)
+		return fmt.Errorf("ledger/bolt: %s: %w", op, err)
 	}
 	if err := l.enter(op); err != nil {
-		return zero, err
+		return err
 	}
 	defer l.inflight.Done()
-	var out T
-	err := l.db.View(func(tx *bbolt.Tx) (err error) {
+	return l.db.View(func(tx *bbolt.Tx) (err error) {
 		defer recoverInto(&err)
-		out, err = fn(newTx(tx))
-		return err
+		return fn(newTx(tx))
 	})
-	if err != nil {
-		return zero, err
-	}
-	return out, nil
 }
 
 func recoverInto(err *error) {
@@ -255,41 +276,31 @@ func recoverInto(err *error) {
 }
 
 // write queues fn for the committer and waits until its transaction is
-// fsynced. fn may run more than once (see commit); only the run that
-// committed sets the result returned.
-func write[T any](l *Ledger, ctx context.Context, op string, fn func(core.Tx) (T, error)) (T, error) {
-	var zero T
+// fsynced. fn may run more than once (see commit); the run that committed
+// is the last one.
+func (l *Ledger) write(ctx context.Context, op string, fn func(core.Tx) error) error {
 	if err := ctx.Err(); err != nil {
-		return zero, fmt.Errorf("ledger/bolt: %s: %w", op, err)
+		return fmt.Errorf("ledger/bolt: %s: %w", op, err)
 	}
 	if err := l.enter(op); err != nil {
-		return zero, err
-	}
-	var out T
-	r := &request{done: make(chan struct{})}
-	r.fn = func(tx core.Tx) error {
-		var err error
-		out, err = fn(tx)
 		return err
 	}
+	r := &request{fn: fn, done: make(chan struct{})}
 	select {
 	case l.reqs <- r:
 	case <-ctx.Done():
 		l.inflight.Done()
-		return zero, fmt.Errorf("ledger/bolt: %s: not applied: %w", op, ctx.Err())
+		return fmt.Errorf("ledger/bolt: %s: %w: %w", op, ledger.ErrNotApplied, ctx.Err())
 	}
 	select {
 	case <-r.done:
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(stateQueued, stateAbandoned) {
-			return zero, fmt.Errorf("ledger/bolt: %s: not applied: %w", op, ctx.Err())
+			return fmt.Errorf("ledger/bolt: %s: %w: %w", op, ledger.ErrNotApplied, ctx.Err())
 		}
-		return zero, fmt.Errorf("ledger/bolt: %s: outcome unknown (the write may have committed; repeat the call to learn it): %w", op, ctx.Err())
+		return fmt.Errorf("ledger/bolt: %s: %w (the write may have committed; repeat the call to learn it): %w", op, ledger.ErrOutcomeUnknown, ctx.Err())
 	}
-	if r.err != nil {
-		return zero, r.err
-	}
-	return out, nil
+	return r.err
 }
 
 // Close stops accepting calls, waits for every call in flight (queued

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -37,6 +38,12 @@ func (e *encoder) str(s string) {
 
 func (e *encoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *encoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+
+// gen writes a fencing generation. Generations are int64 in the ledger's
+// API but never negative, and the file has always stored them as
+// uvarints: for every value >= 0 the bytes are those of the uint64 of
+// the same value, so files written before the type changed read the same.
+func (e *encoder) gen(g int64) { e.b = binary.AppendUvarint(e.b, uint64(g)) }
 
 // digest checks and converts in one pass (the check is canon.Digest's
 // Validate: the prefix, then exactly 64 lowercase hex digits).
@@ -109,6 +116,17 @@ func (d *decoder) int() int64 {
 	}
 	v, n := binary.Varint(d.b)
 	return int64(d.varint(uint64(v), n, "varint"))
+}
+
+// gen reads a fencing generation written by encoder.gen; one above
+// MaxInt64 cannot have been written by the ledger and is corrupt.
+func (d *decoder) gen() int64 {
+	v := d.uint()
+	if v > math.MaxInt64 {
+		d.fail("fencing generation %d out of range", v)
+		return 0
+	}
+	return int64(v)
 }
 
 // varint consumes the n bytes of a decoded varint of value v, or fails
@@ -234,11 +252,11 @@ func encodeOp(b []byte, r *opRecord) []byte {
 	e.str(o.CancelReason)
 	e.int(o.EffectsUsed)
 	e.str(o.CurrentAttemptID)
-	e.uint(o.CurrentGeneration)
+	e.gen(o.CurrentGeneration)
 	e.uint(uint64(len(r.Attempts)))
 	for _, a := range r.Attempts {
 		e.str(a.AttemptID)
-		e.uint(a.Generation)
+		e.gen(a.Generation)
 		e.bool(a.Admitted)
 	}
 	e.bool(r.Result != nil)
@@ -249,7 +267,7 @@ func encodeOp(b []byte, r *opRecord) []byte {
 			e.str(ref)
 		}
 		e.str(res.AttemptID)
-		e.uint(res.Generation)
+		e.gen(res.Generation)
 	}
 	e.uint(uint64(len(r.staged)))
 	for _, s := range r.staged {
@@ -280,13 +298,13 @@ func decodeOp(k core.OpKey, raw []byte) (opRecord, error) {
 	o.CancelReason = d.str()
 	o.EffectsUsed = d.int()
 	o.CurrentAttemptID = d.str()
-	o.CurrentGeneration = d.uint()
+	o.CurrentGeneration = d.gen()
 	if n := d.count(3); n > 0 {
 		r.Attempts = make([]ledger.Attempt, n)
 		for i := range r.Attempts {
 			a := &r.Attempts[i]
 			a.AttemptID = d.str()
-			a.Generation = d.uint()
+			a.Generation = d.gen()
 			a.Admitted = d.bool()
 		}
 	}
@@ -300,7 +318,7 @@ func decodeOp(k core.OpKey, raw []byte) (opRecord, error) {
 			}
 		}
 		res.AttemptID = d.str()
-		res.Generation = d.uint()
+		res.Generation = d.gen()
 		r.Result = res
 	}
 	if n := d.count(2); n > 0 {
@@ -328,7 +346,7 @@ func encodeEffect(b []byte, x *ledger.Effect) []byte {
 	e.str(x.ReceiptID)
 	e.str(string(x.Reason))
 	e.str(x.AttemptID)
-	e.uint(x.Generation)
+	e.gen(x.Generation)
 	e.int(x.Ordinal)
 	return e.b
 }
@@ -346,7 +364,7 @@ func decodeEffect(raw []byte) (ledger.Effect, error) {
 	x.ReceiptID = d.str()
 	x.Reason = ledger.NotConsumedReason(d.str())
 	x.AttemptID = d.str()
-	x.Generation = d.uint()
+	x.Generation = d.gen()
 	x.Ordinal = d.int()
 	return x, d.done("effect")
 }

@@ -1,7 +1,10 @@
 package bolt
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -140,5 +143,33 @@ func TestCodecDigestForms(t *testing.T) {
 		if got := dec.digest(); got != d || dec.done("digest") != nil {
 			t.Errorf("digest %q round-trips as %q (%v)", d, got, dec.err)
 		}
+	}
+}
+
+// TestCodecGenerationBytes: fencing generations are int64 in the API and
+// stored as the uvarints format 3 has always written, so files written
+// when they were uint64 read the same; a stored value above MaxInt64
+// cannot come from the ledger and is corrupt.
+func TestCodecGenerationBytes(t *testing.T) {
+	for _, g := range []int64{1, 127, 128, 1 << 40, math.MaxInt64} {
+		e := sampleEffect()
+		e.Generation = g
+		raw := encodeEffect(nil, &e)
+		want := binary.AppendVarint(binary.AppendUvarint(nil, uint64(g)), e.Ordinal)
+		if !bytes.HasSuffix(raw, want) {
+			t.Fatalf("generation %d: record ends % x, want % x", g, raw[len(raw)-len(want):], want)
+		}
+		got, err := decodeEffect(raw)
+		if err != nil || got.Generation != g {
+			t.Fatalf("generation %d: decoded %d, %v", g, got.Generation, err)
+		}
+	}
+	e := sampleEffect()
+	e.Ordinal = 0
+	raw := encodeEffect(nil, &e)
+	// Replace the generation (1, one byte) by MaxInt64+1.
+	raw = append(binary.AppendUvarint(raw[:len(raw)-2], math.MaxInt64+1), 0)
+	if _, err := decodeEffect(raw); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Fatalf("generation 2^63: %v, want ErrCorrupt", err)
 	}
 }

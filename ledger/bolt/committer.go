@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
@@ -113,9 +114,9 @@ func (l *Ledger) commit(batch []*request) {
 		}
 		if err != nil {
 			if isStorage(err) { // the write-back failed: rolled back before Commit
-				err = fmt.Errorf("ledger/bolt: commit %s: not applied: %w", l.path, err)
+				err = fmt.Errorf("ledger/bolt: commit %s: %w: %w", l.path, ledger.ErrNotApplied, err)
 			} else {
-				err = fmt.Errorf("ledger/bolt: commit %s: outcome unknown: %w", l.path, err)
+				err = fmt.Errorf("ledger/bolt: commit %s: %w: %w", l.path, ledger.ErrOutcomeUnknown, err)
 			}
 			for _, r := range live {
 				r.err = err

@@ -45,7 +45,7 @@ type report struct {
 	Op      string   `json:"op"`
 	Effect  string   `json:"e,omitempty"`
 	Auth    string   `json:"auth,omitempty"`
-	Gen     uint64   `json:"gen,omitempty"`
+	Gen     int64    `json:"gen,omitempty"`
 	Receipt string   `json:"rcpt,omitempty"`
 	Refs    []string `json:"refs,omitempty"`
 	Msg     string   `json:"msg,omitempty"`
@@ -147,7 +147,7 @@ type wantEffect struct {
 }
 
 type wantOp struct {
-	gen     uint64
+	gen     int64
 	effects map[string]*wantEffect
 	result  *report
 }

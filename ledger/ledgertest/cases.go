@@ -227,7 +227,7 @@ func testRacingAttempts(t *testing.T, l ledger.Ledger) {
 			}
 		}
 	})
-	gens := map[uint64]bool{}
+	gens := map[int64]bool{}
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("StartAttempt %d: %v", i, err)
@@ -237,7 +237,7 @@ func testRacingAttempts(t *testing.T, l ledger.Ledger) {
 		}
 		gens[fences[i].Generation] = true
 	}
-	for g := uint64(1); g <= n; g++ {
+	for g := int64(1); g <= n; g++ {
 		if !gens[g] {
 			t.Fatalf("generations %v, want exactly 1..%d", gens, n)
 		}

@@ -180,11 +180,11 @@ func checkView(t testing.TB, v ledger.OperationView, pending map[string]bool) {
 		}
 	}
 	for i, a := range v.Attempts {
-		if a.Generation != uint64(i+1) {
+		if a.Generation != int64(i+1) {
 			t.Errorf("operation %q: attempt %d has generation %d", o.OperationID, i, a.Generation)
 		}
 	}
-	if n := len(v.Attempts); n > 0 && (o.CurrentGeneration != uint64(n) || o.CurrentAttemptID != v.Attempts[n-1].AttemptID) {
+	if n := len(v.Attempts); n > 0 && (o.CurrentGeneration != int64(n) || o.CurrentAttemptID != v.Attempts[n-1].AttemptID) {
 		t.Errorf("operation %q: current (%q, %d) is not the last attempt", o.OperationID, o.CurrentAttemptID, o.CurrentGeneration)
 	}
 	// Protocol order: every admitted attempt redeemed one of its own

@@ -56,7 +56,7 @@ type model struct {
 	bootOwner map[string]mKey         // bootstrap ids are unique in the ledger
 }
 
-func (m *model) current(k mKey) (string, uint64) {
+func (m *model) current(k mKey) (string, int64) {
 	o := m.ops[k]
 	if o == nil || len(o.attempts) == 0 {
 		return "", 0
@@ -206,8 +206,8 @@ func (r *mRun) start(rt *rapid.T, k mKey, id string) {
 				return ledger.ErrStaleFence
 			}
 		}
-		o.attempts = append(o.attempts, ledger.Attempt{AttemptID: id, Generation: uint64(len(o.attempts) + 1)})
-		o.op.CurrentAttemptID, o.op.CurrentGeneration = id, uint64(len(o.attempts))
+		o.attempts = append(o.attempts, ledger.Attempt{AttemptID: id, Generation: int64(len(o.attempts) + 1)})
+		o.op.CurrentAttemptID, o.op.CurrentGeneration = id, int64(len(o.attempts))
 		return nil
 	}()
 	r.same(rt, "StartAttempt", err, want)

@@ -14,27 +14,35 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
-	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
 // Ledger is an in-memory ledger. The zero value is not usable; call [New].
-// It is safe for concurrent use: every method runs under one mutex, so each
-// call is one serializable transaction.
+// It has every method of [ledger.Ledger], with the semantics documented
+// there (they come from an embedded adapter shared by all backends, so go
+// doc lists only Close here). It is safe for concurrent use: every call
+// runs under one mutex, so each call is one serializable transaction.
+// Values are copied in and out: the caller never shares memory with the
+// ledger (artifact bytes included).
 type Ledger struct {
-	mu     sync.Mutex // guards everything below
+	*ledgerCore // the methods of ledger.Ledger, over runner
+
+	mu     sync.Mutex // guards closed and st
 	closed bool
 	st     store
 }
 
 var _ ledger.Ledger = (*Ledger)(nil)
 
+// ledgerCore is the adapter that implements ledger.Ledger over a runner;
+// the alias keeps the embedded field unexported.
+type ledgerCore = core.Ledger
+
 // New returns an empty ledger.
 func New() *Ledger {
-	return &Ledger{st: store{
+	l := &Ledger{st: store{
 		ops:        map[core.OpKey]core.OpRecord{},
 		effects:    map[core.OpKey]map[string]ledger.Effect{},
 		bootstraps: map[core.OpKey]map[string]ledger.Bootstrap{},
@@ -42,96 +50,35 @@ func New() *Ledger {
 		artifacts:  map[string]ledger.Artifact{},
 		pending:    map[core.EffectKey]struct{}{},
 	}}
+	l.ledgerCore = core.New(runner{l})
+	return l
 }
 
-// do runs fn as one transaction. core decides every refusal before its
-// first write and store writes cannot fail, so no rollback is needed.
-func do[T any](l *Ledger, ctx context.Context, op string, fn func(core.Tx) (T, error)) (T, error) {
-	var zero T
+// runner runs each call under the mutex (core.Runner). Reads and writes
+// are alike: core decides every refusal before its first write and store
+// writes cannot fail, so no rollback is ever needed.
+type runner struct{ l *Ledger }
+
+func (r runner) Read(ctx context.Context, op string, fn func(core.Tx) error) error {
+	return r.l.do(ctx, op, fn)
+}
+
+func (r runner) Write(ctx context.Context, op string, fn func(core.Tx) error) error {
+	return r.l.do(ctx, op, fn)
+}
+
+func (r runner) Close(ctx context.Context) error { return r.l.Close(ctx) }
+
+func (l *Ledger) do(ctx context.Context, op string, fn func(core.Tx) error) error {
 	if err := ctx.Err(); err != nil {
-		return zero, fmt.Errorf("ledger/memory: %s: %w", op, err)
+		return fmt.Errorf("ledger/memory: %s: %w", op, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return zero, fmt.Errorf("ledger/memory: %s: %w", op, ledger.ErrClosed)
+		return fmt.Errorf("ledger/memory: %s: %w", op, ledger.ErrClosed)
 	}
 	return fn(&l.st)
-}
-
-// CreateOperation implements [ledger.Ledger].
-func (l *Ledger) CreateOperation(ctx context.Context, spec ledger.OperationSpec) (ledger.Operation, error) {
-	return do(l, ctx, "CreateOperation", func(tx core.Tx) (ledger.Operation, error) { return core.CreateOperation(tx, spec) })
-}
-
-// StartAttempt implements [ledger.Ledger].
-func (l *Ledger) StartAttempt(ctx context.Context, s ledger.Scope, opID, attemptID string) (ledger.Fence, error) {
-	return do(l, ctx, "StartAttempt", func(tx core.Tx) (ledger.Fence, error) { return core.StartAttempt(tx, s, opID, attemptID) })
-}
-
-// IssueBootstrap implements [ledger.Ledger].
-func (l *Ledger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
-	return do(l, ctx, "IssueBootstrap", func(tx core.Tx) (ledger.Bootstrap, error) { return core.IssueBootstrap(tx, f, id, launch) })
-}
-
-// RedeemBootstrap implements [ledger.Ledger].
-func (l *Ledger) RedeemBootstrap(ctx context.Context, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {
-	return do(l, ctx, "RedeemBootstrap", func(tx core.Tx) (ledger.Bootstrap, error) { return core.RedeemBootstrap(tx, f, r) })
-}
-
-// Admit implements [ledger.Ledger].
-func (l *Ledger) Admit(ctx context.Context, f ledger.Fence, d canon.Digest) (ledger.Attempt, error) {
-	return do(l, ctx, "Admit", func(tx core.Tx) (ledger.Attempt, error) { return core.Admit(tx, f, d, time.Now()) })
-}
-
-// BeginEffect implements [ledger.Ledger].
-func (l *Ledger) BeginEffect(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.EffectGrant, error) {
-	return do(l, ctx, "BeginEffect", func(tx core.Tx) (ledger.EffectGrant, error) { return core.BeginEffect(tx, f, id, d, time.Now()) })
-}
-
-// ConfirmEffect implements [ledger.Ledger].
-func (l *Ledger) ConfirmEffect(ctx context.Context, f ledger.Fence, id string, d canon.Digest, receipt string) (ledger.Effect, error) {
-	return do(l, ctx, "ConfirmEffect", func(tx core.Tx) (ledger.Effect, error) { return core.ConfirmEffect(tx, f, id, d, receipt) })
-}
-
-// MarkNotConsumed implements [ledger.Ledger].
-func (l *Ledger) MarkNotConsumed(ctx context.Context, f ledger.Fence, id string, d canon.Digest, reason ledger.NotConsumedReason) (ledger.Effect, error) {
-	return do(l, ctx, "MarkNotConsumed", func(tx core.Tx) (ledger.Effect, error) { return core.MarkNotConsumed(tx, f, id, d, reason) })
-}
-
-// MarkUnknown implements [ledger.Ledger].
-func (l *Ledger) MarkUnknown(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.Effect, error) {
-	return do(l, ctx, "MarkUnknown", func(tx core.Tx) (ledger.Effect, error) { return core.MarkUnknown(tx, f, id, d) })
-}
-
-// Resolve implements [ledger.Ledger].
-func (l *Ledger) Resolve(ctx context.Context, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
-	return do(l, ctx, "Resolve", func(tx core.Tx) (ledger.Effect, error) { return core.Resolve(tx, s, opID, id, d, res) })
-}
-
-// AcceptResult implements [ledger.Ledger]. The artifact bytes are copied.
-func (l *Ledger) AcceptResult(ctx context.Context, f ledger.Fence, dd canon.Digest, artifact []byte) (ledger.Result, error) {
-	return do(l, ctx, "AcceptResult", func(tx core.Tx) (ledger.Result, error) { return core.AcceptResult(tx, f, dd, artifact) })
-}
-
-// Cancel implements [ledger.Ledger].
-func (l *Ledger) Cancel(ctx context.Context, s ledger.Scope, opID, reason string) (ledger.Operation, error) {
-	return do(l, ctx, "Cancel", func(tx core.Tx) (ledger.Operation, error) { return core.Cancel(tx, s, opID, reason) })
-}
-
-// Operation implements [ledger.Ledger].
-func (l *Ledger) Operation(ctx context.Context, s ledger.Scope, opID string) (ledger.OperationView, error) {
-	return do(l, ctx, "Operation", func(tx core.Tx) (ledger.OperationView, error) { return core.View(tx, s, opID) })
-}
-
-// ListUnknown implements [ledger.Ledger].
-func (l *Ledger) ListUnknown(ctx context.Context) ([]ledger.Effect, error) {
-	return do(l, ctx, "ListUnknown", core.ListUnknown)
-}
-
-// Artifact implements [ledger.Ledger]. The returned bytes are a copy.
-func (l *Ledger) Artifact(ctx context.Context, s ledger.Scope, ref string) (ledger.Artifact, error) {
-	return do(l, ctx, "Artifact", func(tx core.Tx) (ledger.Artifact, error) { return core.GetArtifact(tx, s, ref) })
 }
 
 // Close marks the ledger closed and drops its contents; it never blocks

@@ -30,7 +30,7 @@ type launchContext struct {
 	Workspace            string                   `json:"workspace"`
 	MaxMessageBytes      *int                     `json:"max_message_bytes" canon:"optional"`
 	RPCTimeoutMS         *int                     `json:"rpc_timeout_ms" canon:"optional"`
-	TotalDispatchBudget  int                      `json:"total_dispatch_budget" canon:"optional"`
+	TotalDispatchBudget  int64                    `json:"total_dispatch_budget" canon:"optional"`
 
 	launchDigest canon.Digest
 }

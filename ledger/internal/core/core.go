@@ -1,13 +1,22 @@
-// Package core holds the ledger's semantics once, over a small
-// transactional record store ([Tx]) that each backend implements. Every
-// function here runs inside one backend transaction, so a fence check and
-// the write it guards are atomic by construction.
+// Package core holds the ledger's semantics once, for every backend.
+//
+// A backend provides two things: a [Runner], which runs one call as one
+// transaction of its store (and owns context, closing, durability and
+// retries), and a [Tx], the small record store a transaction exposes
+// (operation records, effects, bootstraps, artifacts, the reconciliation
+// index). [New] turns a Runner into a [Ledger] that implements every method
+// of ledger.Ledger; the backend embeds it. The functions of this package
+// (CreateOperation, StartAttempt, …) decide each call inside one Tx, so a
+// fence check and the write it guards are atomic by construction.
 //
 // Contract with backends: every refusal (fence, state, fingerprint,
 // budget, validation) is decided before the first write of a call. The only
 // errors a function can return after it has written are errors returned by
 // the Tx itself; when a Tx write fails the backend must discard the whole
-// transaction.
+// transaction. ledger/memory (a mutex over maps) and ledger/bolt (a
+// group-committing bbolt file) are the two backends today; a PostgreSQL
+// backend fits the same seam with a Runner over one SQL transaction per
+// call (retried on serialization failure) and a Tx over its tables.
 package core
 
 import (
