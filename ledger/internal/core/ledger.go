@@ -61,27 +61,27 @@ func New(r Runner) *Ledger { return &Ledger{r: r} }
 // write runs fn through the runner's Write and returns what the committed
 // run of fn returned.
 func write[T any](l *Ledger, ctx context.Context, op string, fn func(Tx) (T, error)) (T, error) {
-	var out T
-	err := l.r.Write(ctx, op, func(tx Tx) error {
-		var err error
-		out, err = fn(tx)
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return out, nil
+	return run(l, true, ctx, op, fn)
 }
 
-// read is write for calls that do not write.
+// read is write for calls that do not write: the runner's Read.
 func read[T any](l *Ledger, ctx context.Context, op string, fn func(Tx) (T, error)) (T, error) {
+	return run(l, false, ctx, op, fn)
+}
+
+func run[T any](l *Ledger, writes bool, ctx context.Context, op string, fn func(Tx) (T, error)) (T, error) {
 	var out T
-	err := l.r.Read(ctx, op, func(tx Tx) error {
+	do := func(tx Tx) error {
 		var err error
 		out, err = fn(tx)
 		return err
-	})
+	}
+	var err error
+	if writes {
+		err = l.r.Write(ctx, op, do)
+	} else {
+		err = l.r.Read(ctx, op, do)
+	}
 	if err != nil {
 		var zero T
 		return zero, err
