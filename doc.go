@@ -16,5 +16,9 @@
 //   - [github.com/zeoruntime/runtimeipc/launch]: the trusted launcher and
 //     HostResult parsing.
 //
+// The protocol as this module relies on it, and the decisions that shape the
+// module, are described in doc/protocol.md and doc/design.md; doc comments
+// cite their sections by heading.
+//
 // This root package holds no code; it exists for its documentation.
 package runtimeipc
