@@ -42,6 +42,28 @@ func TwoEffects() Provider {
 	}
 }
 
+// Redeliver is example.redeliver@1.0.0: it requests effect-1 ("prepare")
+// on connection-a with {"step": 1, "target": target}, then the very same
+// request again, which the host re-sends as a redelivery, and answers
+// {"receipts": [both receipt ids], "target": target}. An effect error ends
+// it with failed ZEO_DEMO_EFFECT_FAILED.
+func Redeliver() Provider {
+	return func(ctx context.Context, args map[string]any, effects *EffectPort) Outcome {
+		var receipts []any
+		for range 2 {
+			data, err := effects.Request(ctx, ipc.EffectRequest{
+				LogicalEffectID: "effect-1", ConnectionRef: "connection-a", ConnectorRevision: DemoConnectorRevision,
+				Operation: "prepare", Arguments: map[string]any{"step": int64(1), "target": args["target"]},
+			})
+			if err != nil {
+				return Outcome{Status: OutcomeFailed, ErrorCode: "ZEO_DEMO_EFFECT_FAILED"}
+			}
+			receipts = append(receipts, data["receipt_id"])
+		}
+		return Outcome{Status: OutcomeSuccess, Response: map[string]any{"receipts": receipts, "target": args["target"]}}
+	}
+}
+
 // Effects requests each effect in order and then succeeds with response;
 // the first effect error ends it with failed and errorCode.
 func Effects(reqs []ipc.EffectRequest, response map[string]any, errorCode string) Provider {

@@ -29,6 +29,9 @@
 //     listed here)
 //   - two_effects: requests effect-1 ("prepare") and effect-2 ("commit")
 //     on connection-a and answers {"receipts": [...], "target": ...}
+//   - redeliver: requests effect-1 ("prepare") on connection-a twice
+//     with the same input, the second time as a redelivery, and answers
+//     as two_effects with both receipts
 //   - fail: ends failed with ZEO_DEMO_DOMAIN_FAILURE
 //   - cancel: ends cancelled with ZEO_CAP_CANCELLED
 //   - nothing: ends unavailable with ZEO_DEMO_UNAVAILABLE
@@ -77,6 +80,10 @@
 //   - lie: answers discovery with a well-formed but wrong document
 //   - sleeper: the grandchild role of the grandchild scenarios: ignores
 //     SIGTERM and sleeps until killed
+//   - hang-before-publish: runs until the capability returns (its effects
+//     done), writes the process's pid to hostsim-paused.pid in the working
+//     directory ([PausedPIDFile]), then blocks before result.publish;
+//     SIGTERM ends it
 //
 // [Usage] returns the settings and scenarios as help text; a test keeps it
 // and this comment in step.

@@ -233,6 +233,9 @@ func (h *host) invoke(a args) int {
 		return code
 	}
 	inv := newInvocation(lc, req)
+	if h.sc == scHangBeforePublish {
+		hangBeforePublish(inv)
+	}
 	rep := inv.Run(context.Background(), conn)
 	return h.finish(rep.Result)
 }

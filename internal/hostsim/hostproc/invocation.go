@@ -41,6 +41,8 @@ func providerFor(name string) hostsim.Provider {
 		return hostsim.Echo()
 	case "two_effects":
 		return hostsim.TwoEffects()
+	case "redeliver":
+		return hostsim.Redeliver()
 	case "fail":
 		return func(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
 			return hostsim.Outcome{Status: hostsim.OutcomeFailed, ErrorCode: "ZEO_DEMO_DOMAIN_FAILURE"}

@@ -3,6 +3,7 @@
 package hostproc
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 )
 
 // listFDs returns this process's open descriptors and their targets,
@@ -149,5 +152,29 @@ func socketConn(fd int) (net.Conn, error) {
 func hang() {
 	for {
 		time.Sleep(time.Hour)
+	}
+}
+
+// hangBeforePublish makes inv's capability, once it has returned, record
+// this process's pid in hostsim-paused.pid in the working directory and
+// block: its effects are done and confirmed, its result never published.
+func hangBeforePublish(inv *hostsim.Invocation) {
+	activate := inv.Activate
+	inv.Activate = func() error {
+		if activate != nil {
+			if err := activate(); err != nil {
+				return err
+			}
+		}
+		p := inv.Provider
+		inv.Provider = func(ctx context.Context, args map[string]any, effects *hostsim.EffectPort) hostsim.Outcome {
+			out := p(ctx, args, effects)
+			if err := os.WriteFile(PausedPIDFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+				return hostsim.Outcome{Status: hostsim.OutcomeFailed, ErrorCode: "ZEO_HOSTSIM_PAUSE"}
+			}
+			hang()
+			return out
+		}
+		return nil
 	}
 }

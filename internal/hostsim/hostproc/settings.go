@@ -21,21 +21,27 @@ type scenario string
 
 // The scenarios.
 const (
-	scReport           scenario = "report"
-	scHang             scenario = "hang"
-	scHangIgnoreTerm   scenario = "hang-ignore-term"
-	scGrandchild       scenario = "grandchild"
-	scGrandchildEscape scenario = "grandchild-escape"
-	scGarbage          scenario = "garbage"
-	scTwoLines         scenario = "two-lines"
-	scBigStdout        scenario = "big-stdout"
-	scWrongExit        scenario = "wrong-exit"
-	scClaimSuccess     scenario = "claim-success"
-	scCrashMidFrame    scenario = "crash-mid-frame"
-	scExit1            scenario = "exit-1"
-	scLie              scenario = "lie"
-	scSleeper          scenario = "sleeper"
+	scReport            scenario = "report"
+	scHang              scenario = "hang"
+	scHangIgnoreTerm    scenario = "hang-ignore-term"
+	scGrandchild        scenario = "grandchild"
+	scGrandchildEscape  scenario = "grandchild-escape"
+	scGarbage           scenario = "garbage"
+	scTwoLines          scenario = "two-lines"
+	scBigStdout         scenario = "big-stdout"
+	scWrongExit         scenario = "wrong-exit"
+	scClaimSuccess      scenario = "claim-success"
+	scCrashMidFrame     scenario = "crash-mid-frame"
+	scExit1             scenario = "exit-1"
+	scLie               scenario = "lie"
+	scSleeper           scenario = "sleeper"
+	scHangBeforePublish scenario = "hang-before-publish"
 )
+
+// PausedPIDFile is the file, in the host's working directory, where the
+// hang-before-publish scenario writes its pid once the capability has
+// returned.
+const PausedPIDFile = "hostsim-paused.pid"
 
 // scenarioTable is every scenario with its one-line help, in the order of
 // the package documentation.
@@ -61,6 +67,7 @@ func scenarioTable() []struct {
 		{scExit1, "exit 1 without output, as a crashing interpreter would"},
 		{scLie, "answer discovery with a well-formed but wrong document"},
 		{scSleeper, "the grandchild role: ignore SIGTERM and sleep until killed"},
+		{scHangBeforePublish, "run until the capability returns, write the pid to " + PausedPIDFile + ", then block before result.publish"},
 	}
 }
 
@@ -99,7 +106,7 @@ Command line, as upstream's zeo-capability:
 	                                          (provider binding on --binding-fd, default 3)
 
 Capabilities, chosen by the manifest's capability name: echo (also any other
-name), two_effects, fail, cancel, nothing, noisy.
+name), two_effects, redeliver, fail, cancel, nothing, noisy.
 
 Environment (the launcher passes the host's whole environment; set these there):
 	` + EnvPythonVersion + `   interpreter version the binding must name (default ` + hostsim.DefaultPythonVersion + `)
