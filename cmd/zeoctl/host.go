@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/manifest"
+)
+
+// pythonHostArgs run upstream's host module with a provider environment's
+// interpreter.
+var pythonHostArgs = []string{"-m", "zeo_core.adapters.runtime_host"}
+
+// hostFlags choose the host process and the provider binding, for every
+// command that starts a host.
+type hostFlags struct {
+	python    string
+	hostExe   string
+	simulated bool
+	env       listFlag
+	envRoot   string
+	binding   string
+	grace     time.Duration
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func (h *hostFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&h.python, "python", "", "the provider environment's `interpreter` (absolute path); zeoctl runs it with -m zeo_core.adapters.runtime_host")
+	fs.StringVar(&h.hostExe, "host", "", "the provider environment's zeo-capability `script` (absolute path), instead of -python")
+	fs.BoolVar(&h.simulated, "simulated", false, "run zeoctl's built-in simulated host instead of a provider (no Python; never a real provider)")
+	fs.Var(&h.env, "env", "`KEY=VALUE` for the host's environment, which is otherwise empty (repeatable)")
+	fs.StringVar(&h.envRoot, "env-root", "", "verify the binding's environment_digest against this `directory` tree (the provider's virtual environment) before launching")
+	fs.StringVar(&h.binding, "binding", "", "the provider binding `file` (JSON); with -simulated the default is the simulated provider's (testdata/examples/binding.json)")
+	fs.DurationVar(&h.grace, "grace", 0, "time between SIGTERM and SIGKILL when the host overruns (0: the launcher's default)")
+}
+
+// check refuses an ambiguous or missing host choice.
+func (h *hostFlags) check() error {
+	n := 0
+	for _, set := range []bool{h.python != "", h.hostExe != "", h.simulated} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return usagef("choose the host: -python PATH (the provider environment's interpreter), -host PATH (its zeo-capability script) or -simulated (zeoctl's simulated host)")
+	case n > 1:
+		return usagef("-python, -host and -simulated are alternatives; give one")
+	case !h.simulated && h.binding == "":
+		return usagef("-binding FILE is required with a real provider: the provider binding (see testdata/examples/binding.json for its shape)")
+	}
+	for _, kv := range h.env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return usagef("-env %q: want KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+// describeHost names the host for progress lines.
+func (h *hostFlags) describeHost() string {
+	switch {
+	case h.python != "":
+		return h.python + " " + strings.Join(pythonHostArgs, " ")
+	case h.hostExe != "":
+		return h.hostExe
+	}
+	return "the simulated host"
+}
+
+// loadBinding reads and validates the binding the flags name.
+func (h *hostFlags) loadBinding() (manifest.ProviderBinding, error) {
+	if h.binding == "" {
+		return hostsim.DemoBinding(), nil
+	}
+	return readBinding(h.binding)
+}
+
+// readBinding reads a provider binding file and applies the inventory
+// validation the host applies, so that a bad file is refused here with the
+// reason instead of by the host with a bare protocol_error.
+func readBinding(path string) (manifest.ProviderBinding, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return manifest.ProviderBinding{}, fmt.Errorf("reading the provider binding: %w", err)
+	}
+	b, err := manifest.DecodeBinding(raw)
+	if err != nil {
+		return manifest.ProviderBinding{}, fmt.Errorf("provider binding %s: %w", path, err)
+	}
+	if err := manifest.ValidateBinding(b); err != nil {
+		return manifest.ProviderBinding{}, fmt.Errorf("provider binding %s is not valid, and the host would refuse it: %w", path, err)
+	}
+	return b, nil
+}
+
+// launcher builds the launcher for the chosen host, running in a fresh
+// temporary directory that cleanup removes.
+func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err error) {
+	cfg := launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}}
+	switch {
+	case h.python != "":
+		cfg.Interpreter, cfg.Args = h.python, pythonHostArgs
+	case h.hostExe != "":
+		cfg.Interpreter = h.hostExe
+	default:
+		self, err := os.Executable()
+		if err != nil {
+			return nil, nil, fmt.Errorf("finding zeoctl's own executable to run as the simulated host: %w", err)
+		}
+		cfg.Interpreter, cfg.Args = self, []string{hostModeArg}
+	}
+	// The launcher never looks a program up; a relative path given on the
+	// command line means one relative to here.
+	if abs, err := filepath.Abs(cfg.Interpreter); err == nil {
+		cfg.Interpreter = abs
+	}
+	if h.envRoot != "" {
+		root, err := filepath.Abs(h.envRoot)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Verifier = launch.TreeVerifier{Root: root}
+	} else if !h.simulated {
+		e.progress("note: the binding's environment_digest is not verified (pass -env-root DIR to verify it)")
+	}
+	dir, err := os.MkdirTemp("", "zeoctl-host-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Dir = dir
+	l, err = launch.New(cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return l, func() { os.RemoveAll(dir) }, nil
+}
+
+// discoveryHint adds to a failed discovery the end of the host's stderr
+// and, unless it is doctor's own, a pointer to doctor.
+func discoveryHint(err error, doctor bool) error {
+	var de *launch.DiscoveryError
+	if !errors.As(err, &de) {
+		return err
+	}
+	var hints []string
+	if de.Process != nil && len(de.Process.StderrTail) > 0 {
+		hints = append(hints, "the host's stderr ends with: "+lastLines(string(de.Process.StderrTail), 5))
+	}
+	if !doctor {
+		hints = append(hints, "run 'zeoctl doctor' with the same flags to see which check fails")
+	}
+	if len(hints) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n\t%s", err, strings.Join(hints, "\n\t"))
+}
+
+// lastLines returns the last n lines of s, joined with " | ".
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// withTimeout bounds ctx by d when d is positive.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+)
+
+// hostModeArg, as the first argument, turns zeoctl into the simulated host
+// (see `zeoctl help host`). It is internal: zeoctl passes it to itself.
+const hostModeArg = "__host"
+
+// Exit codes (see the package documentation, “Exit status”).
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitOutcome = 3
+)
+
+func main() {
+	// First, before anything can write to stdout: the host mode owns the
+	// process's descriptors.
+	if len(os.Args) > 1 && os.Args[1] == hostModeArg {
+		os.Exit(hostproc.Main(os.Args[2:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// env is what a command writes to.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+// progress writes one progress line on stderr.
+func (e *env) progress(format string, a ...any) {
+	fmt.Fprintf(e.stderr, "zeoctl: "+format+"\n", a...)
+}
+
+// runFunc runs a command with its parsed flags and its remaining arguments.
+type runFunc func(ctx context.Context, e *env, args []string) error
+
+// command is one subcommand.
+type command struct {
+	// name is the command's words after "zeoctl", e.g. "capabilities list".
+	name string
+	// usageLine shows the syntax, without "zeoctl ".
+	usageLine string
+	// short is a lowercase phrase, no final period.
+	short string
+	// long is the help text; it opens with a sentence naming the command.
+	long string
+	// flags registers the command's flags and returns the function that
+	// runs it; nil means no flags and a run that refuses arguments.
+	flags func(fs *flag.FlagSet) runFunc
+}
+
+// commands is the command table, in the order `zeoctl help` lists them.
+func commands() []*command {
+	return []*command{
+		describeCommand(),
+		doctorCommand(),
+		capabilitiesListCommand(),
+		capabilitiesDescribeCommand(),
+	}
+}
+
+// usageError is a mistake in the command line: exit 2 with the usage line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// noArgs refuses arguments left after the flags.
+func noArgs(args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// outcomeError is a command that ran to the end and whose result is not a
+// success (the outcome has been printed): exit 3.
+type outcomeError struct{ err error }
+
+func (e *outcomeError) Error() string { return e.err.Error() }
+func (e *outcomeError) Unwrap() error { return e.err }
+
+// run is zeoctl without the process: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		mainUsage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return help(e, args[1:])
+	case hostModeArg:
+		// Reached only through run in tests: main handles it first.
+		fmt.Fprintln(stderr, "zeoctl: the host mode must be the process's first argument")
+		return exitUsage
+	}
+	cmd, rest := lookup(args)
+	if cmd == nil {
+		if group := groupOf(args[0]); len(group) > 0 {
+			fmt.Fprintf(stderr, "zeoctl %s: expected one of: %s\n", args[0], strings.Join(group, ", "))
+			fmt.Fprintf(stderr, "Run 'zeoctl help %s' for details.\n", args[0])
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "zeoctl: unknown command %q\nRun 'zeoctl help' for the list of commands.\n", strings.Join(args, " "))
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("zeoctl "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fn := func(ctx context.Context, e *env, args []string) error { return noArgs(args) }
+	if cmd.flags != nil {
+		fn = cmd.flags(fs)
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			commandHelp(stdout, cmd)
+			return exitOK
+		}
+		return usage(e, cmd, err.Error())
+	}
+	err := fn(ctx, e, fs.Args())
+	var ue *usageError
+	var oe *outcomeError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return usage(e, cmd, ue.msg)
+	case errors.As(err, &oe):
+		fmt.Fprintf(stderr, "zeoctl: %s: %v\n", cmd.name, err)
+		return exitOutcome
+	}
+	fmt.Fprintf(stderr, "zeoctl: %s: %v\n", cmd.name, err)
+	return exitFailed
+}
+
+// lookup finds the command named by the longest run of leading words of
+// args, and returns the arguments after them.
+func lookup(args []string) (*command, []string) {
+	for n := min(2, len(args)); n >= 1; n-- {
+		name := strings.Join(args[:n], " ")
+		for _, c := range commands() {
+			if c.name == name {
+				return c, args[n:]
+			}
+		}
+	}
+	return nil, nil
+}
+
+// groupOf returns the names of the commands whose first word is word when
+// word is a group of several commands ("capabilities", "ledger").
+func groupOf(word string) []string {
+	var out []string
+	for _, c := range commands() {
+		if first, rest, ok := strings.Cut(c.name, " "); ok && first == word {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+func usage(e *env, cmd *command, msg string) int {
+	fmt.Fprintf(e.stderr, "zeoctl %s: %s\nusage: zeoctl %s\nRun 'zeoctl help %s' for details.\n", cmd.name, msg, cmd.usageLine, cmd.name)
+	return exitUsage
+}
+
+func mainUsage(w io.Writer) {
+	fmt.Fprint(w, "zeoctl runs ZEO capability providers under a ledger-backed Runtime.\n\nUsage:\n\n\tzeoctl <command> [flags] [arguments]\n\nCommands:\n\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "\t%-24s %s\n", c.name, c.short)
+	}
+	fmt.Fprint(w, "\nRun 'zeoctl help <command>' for details, and 'zeoctl help exit' for the exit status.\n")
+}
+
+func commandHelp(w io.Writer, cmd *command) {
+	fmt.Fprintf(w, "usage: zeoctl %s\n\n%s\n", cmd.usageLine, strings.TrimSpace(cmd.long))
+	if cmd.flags == nil {
+		return
+	}
+	fs := flag.NewFlagSet("zeoctl "+cmd.name, flag.ContinueOnError)
+	cmd.flags(fs)
+	var flags strings.Builder
+	fs.SetOutput(&flags)
+	fs.PrintDefaults()
+	if flags.Len() > 0 {
+		fmt.Fprintf(w, "\nFlags:\n%s", flags.String())
+	}
+}
+
+// exitHelp is `zeoctl help exit`.
+const exitHelp = `Exit status of every zeoctl command:
+
+	0  the command did what was asked
+	1  it failed; the message after "zeoctl: <command>:" says what was wrong and what to do
+	2  the command line is wrong; the usage line follows the message
+	3  invoke (or demo) ran the operation and its outcome is not a success; the
+	   outcome is printed, and its state says what to do next (see 'zeoctl help invoke')
+`
+
+// hostHelp is `zeoctl help host`.
+func hostHelp() string {
+	return `zeoctl ` + hostModeArg + ` <host arguments> runs zeoctl as the simulated ZEO runtime host.
+
+This mode is internal: zeoctl starts itself this way when it runs a capability
+with -simulated (and in 'zeoctl demo'), so that no build step and no Python
+are needed. It is not a stable interface and never a real provider. The
+argument must come first; what follows is the host's own command line.
+
+` + hostproc.Usage()
+}
+
+func help(e *env, args []string) int {
+	if len(args) == 0 {
+		mainUsage(e.stdout)
+		return exitOK
+	}
+	switch strings.Join(args, " ") {
+	case "exit":
+		fmt.Fprint(e.stdout, exitHelp)
+		return exitOK
+	case "host", hostModeArg:
+		fmt.Fprint(e.stdout, hostHelp())
+		return exitOK
+	}
+	cmd, rest := lookup(args)
+	if cmd == nil || len(rest) > 0 {
+		if group := groupOf(args[0]); len(group) > 0 && len(args) == 1 {
+			fmt.Fprintf(e.stdout, "zeoctl %s has these commands:\n\n", args[0])
+			for _, c := range commands() {
+				if slices.Contains(group, strings.TrimPrefix(c.name, args[0]+" ")) && strings.HasPrefix(c.name, args[0]+" ") {
+					fmt.Fprintf(e.stdout, "\t%-24s %s\n", c.name, c.short)
+				}
+			}
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "zeoctl help: unknown help topic %q\nRun 'zeoctl help' for the list of commands.\n", strings.Join(args, " "))
+		return exitUsage
+	}
+	commandHelp(e.stdout, cmd)
+	return exitOK
+}

@@ -1,0 +1,172 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/internal/testbin"
+)
+
+// zeoctlPath is the zeoctl binary, built once by TestMain.
+var zeoctlPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "zeoctl-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if zeoctlPath, err = testbin.Build(dir, "zeoctl", "."); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// result is one run of zeoctl.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// zeoctl runs the binary with args, bounded by the test's deadline.
+func zeoctl(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, zeoctlPath, args...)
+	cmd.Dir = t.TempDir()
+	// A private TMPDIR, which must be empty again when zeoctl exits: every
+	// temporary file and directory it makes is its to remove.
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.WaitDelay = 5 * time.Second
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("zeoctl %s: %v", strings.Join(args, " "), err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("zeoctl %s left %d entries in TMPDIR, e.g. %s", strings.Join(args, " "), len(left), left[0].Name())
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+// wantRun checks the exit code and that stdout and stderr contain the
+// given fragments.
+func wantRun(t *testing.T, r result, code int, stdout, stderr []string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d\n%s", r.code, code, r)
+	}
+	for _, s := range stdout {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("stdout lacks %q\n%s", s, r)
+		}
+	}
+	for _, s := range stderr {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q\n%s", s, r)
+		}
+	}
+}
+
+// commandNames are every command, as 'zeoctl help' lists them.
+func commandNames(t *testing.T) []string {
+	t.Helper()
+	r := zeoctl(t, "help")
+	var names []string
+	inList := false
+	for _, line := range strings.Split(r.stdout, "\n") {
+		switch {
+		case line == "Commands:":
+			inList = true
+		case inList && strings.HasPrefix(line, "\t"):
+			fields := strings.Split(strings.TrimSpace(line), "  ")
+			names = append(names, strings.TrimSpace(fields[0]))
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("'zeoctl help' lists no commands\n%s", r)
+	}
+	return names
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	wantRun(t, zeoctl(t), 2, nil, []string{"Commands:", "describe", "zeoctl help <command>"})
+	wantRun(t, zeoctl(t, "-h"), 0, []string{"Commands:", "doctor"}, nil)
+	wantRun(t, zeoctl(t, "help", "exit"), 0, []string{"0  the command did what was asked", "3  "}, nil)
+	wantRun(t, zeoctl(t, "help", "capabilities"), 0, []string{"capabilities list", "capabilities describe"}, nil)
+	wantRun(t, zeoctl(t, "help", "nonsense"), 2, nil, []string{`unknown help topic "nonsense"`})
+	for _, name := range commandNames(t) {
+		t.Run(name, func(t *testing.T) {
+			args := append(strings.Fields(name), "-h")
+			r := zeoctl(t, args...)
+			wantRun(t, r, 0, []string{"usage: zeoctl " + name}, nil)
+			if r.stderr != "" {
+				t.Errorf("-h wrote on stderr\n%s", r)
+			}
+			wantRun(t, zeoctl(t, append([]string{"help"}, strings.Fields(name)...)...), 0, []string{"usage: zeoctl " + name}, nil)
+		})
+	}
+}
+
+// TestHelpHost checks that the hidden host mode's help names every
+// ZEO_HOSTSIM_* setting the simulated host reads.
+func TestHelpHost(t *testing.T) {
+	t.Parallel()
+	wantRun(t, zeoctl(t, "help", "host"), 0, []string{"__host", "internal", "ZEO_HOSTSIM_PYTHON_VERSION",
+		"ZEO_HOSTSIM_DISTRIBUTION", "ZEO_HOSTSIM_VERSION", "ZEO_HOSTSIM_SCENARIO", "hang-before-publish"}, nil)
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"capabilities"}, "expected one of: list, describe"},
+		{[]string{"describe"}, "choose the host: -python PATH"},
+		{[]string{"describe", "-simulated", "-python", "/usr/bin/python3"}, "alternatives; give one"},
+		{[]string{"describe", "-python", "/usr/bin/python3"}, "-binding FILE is required"},
+		{[]string{"describe", "-simulated", "extra"}, `unexpected argument "extra"`},
+		{[]string{"describe", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"describe", "-simulated", "-env", "NOEQUALS"}, `-env "NOEQUALS": want KEY=VALUE`},
+		{[]string{"capabilities", "list", "-simulated", "-limit", "0"}, "-limit must be 1..100"},
+		{[]string{"capabilities", "describe", "-simulated"}, "want exactly one capability ID"},
+		{[]string{"capabilities", "describe", "-simulated", "echo"}, `"echo" is not a capability id`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := zeoctl(t, tt.args...)
+			wantRun(t, r, 2, nil, []string{tt.stderr})
+			if len(tt.args) > 0 && tt.args[0] != "frobnicate" && tt.args[0] != "capabilities" || len(tt.args) > 1 {
+				wantRun(t, r, 2, nil, []string{"Run 'zeoctl help "})
+			}
+		})
+	}
+}

@@ -1,0 +1,33 @@
+// Package testbin builds this module's commands for tests that run them as
+// real processes (the simulated host, zeoctl). It is for tests only.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Build builds pkg (an import path, or a directory relative to the
+// calling test's package) into dir/name and returns the executable's path.
+// The build is static (CGO_ENABLED=0) and -trimpath, as bench/ builds its
+// tools: a static binary starts without the dynamic loader, which every
+// launch would pay. The go tool's output goes to stderr.
+func Build(dir, name, pkg string) (string, error) {
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			return "", fmt.Errorf("testbin: go tool not found: %w", err)
+		}
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("testbin: building %s: %w", pkg, err)
+	}
+	return out, nil
+}
