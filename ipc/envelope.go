@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
 )
 
 // ProtocolVersion is the only protocol_version of the runtime host protocol.
-const ProtocolVersion = 1
+const ProtocolVersion = protocol.Version
 
 // MaxIdentifierRunes is the longest Identifier, counted in Unicode code
-// points (doc/protocol.md, “Identifiers”). The shortest is one code point.
-const MaxIdentifierRunes = 256
+// points (see doc/protocol.md, “Identifiers”). The shortest is one code
+// point.
+const MaxIdentifierRunes = protocol.MaxIdentifierRunes
 
 // Method names a request the host sends (doc/protocol.md, “Methods”).
 type Method string
@@ -176,25 +177,10 @@ type PublishReceipt struct {
 	ArtifactRefs []string     `json:"artifact_refs"`
 }
 
-// ValidIdentifier reports whether s is an Identifier: valid UTF-8 of 1..256
-// code points, not bytes or UTF-16 units (doc/protocol.md, “Identifiers”).
-func ValidIdentifier(s string) bool {
-	if s == "" || !utf8.ValidString(s) {
-		return false
-	}
-	// 256 code points take at most 1024 bytes; counting stops early.
-	if len(s) <= MaxIdentifierRunes {
-		return true
-	}
-	return utf8.RuneCountInString(s) <= MaxIdentifierRunes
-}
-
-func checkIdentifier(field, s string) error {
-	if !ValidIdentifier(s) {
-		return fmt.Errorf("%s must be 1..%d code points, got %d", field, MaxIdentifierRunes, utf8.RuneCountInString(s))
-	}
-	return nil
-}
+// ValidIdentifier reports whether s is an Identifier: valid UTF-8 of
+// 1..MaxIdentifierRunes code points (code points, not bytes or UTF-16
+// units).
+func ValidIdentifier(s string) bool { return protocol.ValidIdentifier(s) }
 
 // ValidNonce reports whether s has the form of a host nonce: 64 lowercase
 // hex digits (32 random bytes; doc/protocol.md, “Descriptors”).
@@ -211,30 +197,35 @@ func ValidNonce(s string) bool {
 	return true
 }
 
-// Validate checks every field of b against doc/protocol.md,
-// “Attempt binding”: seven Identifiers and capability_id of 1..256 code
-// points, fencing_generation ≥ 1, and two well-formed digests. The error
-// wraps ErrPayload and names the first field that is wrong.
+// Validate checks every field of b: the seven Identifiers and
+// capability_id of 1..MaxIdentifierRunes code points, fencing_generation
+// ≥ 1, and two well-formed digests (see doc/protocol.md, “AttemptBinding”).
+// The error wraps ErrPayload and names every field that is wrong, joined
+// with errors.Join.
 func (b AttemptBinding) Validate() error {
+	var errs []error
 	for _, f := range [...]struct{ name, v string }{
 		{"organization_id", b.OrganizationID}, {"project_id", b.ProjectID}, {"seat_id", b.SeatID},
 		{"runtime_binding_id", b.RuntimeBindingID}, {"packet_id", b.PacketID},
 		{"operation_id", b.OperationID}, {"attempt_id", b.AttemptID}, {"capability_id", b.CapabilityID},
 	} {
-		if err := checkIdentifier(f.name, f.v); err != nil {
-			return fmt.Errorf("%w: binding.%w", ErrPayload, err)
+		if err := protocol.CheckIdentifier(f.name, f.v); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if b.FencingGeneration < 1 {
-		return fmt.Errorf("%w: binding.fencing_generation must be ≥ 1, got %d", ErrPayload, b.FencingGeneration)
+		errs = append(errs, fmt.Errorf("fencing_generation must be ≥ 1, got %d", b.FencingGeneration))
 	}
 	if err := b.RequestDigest.Validate(); err != nil {
-		return fmt.Errorf("%w: binding.request_digest: %w", ErrPayload, err)
+		errs = append(errs, fmt.Errorf("request_digest: %w", err))
 	}
 	if err := b.ManifestDigest.Validate(); err != nil {
-		return fmt.Errorf("%w: binding.manifest_digest: %w", ErrPayload, err)
+		errs = append(errs, fmt.Errorf("manifest_digest: %w", err))
 	}
-	return nil
+	if errs == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: binding: %w", ErrPayload, errors.Join(errs...))
 }
 
 // Diff describes how got differs from b, the expected binding: each
@@ -268,7 +259,7 @@ func (e EffectRequest) Validate() error {
 	for _, f := range [...]struct{ name, v string }{
 		{"logical_effect_id", e.LogicalEffectID}, {"connection_ref", e.ConnectionRef}, {"operation", e.Operation},
 	} {
-		if err := checkIdentifier(f.name, f.v); err != nil {
+		if err := protocol.CheckIdentifier(f.name, f.v); err != nil {
 			return fmt.Errorf("%w: effect.%w", ErrPayload, err)
 		}
 	}
@@ -488,7 +479,7 @@ func (r *Request) DecodeBootstrap() (BootstrapPayload, error) {
 	if p.PID = int(pid); int64(p.PID) != pid {
 		return p, r.payloadErr(fmt.Errorf("pid %d does not fit an int", pid))
 	}
-	if err := checkIdentifier("bootstrap_id", p.BootstrapID); err != nil {
+	if err := protocol.CheckIdentifier("bootstrap_id", p.BootstrapID); err != nil {
 		return p, r.payloadErr(err)
 	}
 	if err := p.LaunchDigest.Validate(); err != nil {

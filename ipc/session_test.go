@@ -669,3 +669,32 @@ func TestAttemptBindingDiff(t *testing.T) {
 		t.Errorf("Diff = %q\nwant   %q", d, wantDiff)
 	}
 }
+
+// TestAttemptBindingValidate: Validate names every field that is wrong,
+// not only the first, so that launch can report a bad context at once.
+func TestAttemptBindingValidate(t *testing.T) {
+	good := newFixture(t).binding
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := good
+	bad.OrganizationID = ""
+	bad.SeatID = strings.Repeat("é", ipc.MaxIdentifierRunes+1)
+	bad.CapabilityID = "a\xffb"
+	bad.FencingGeneration = 0
+	bad.ManifestDigest = "sha256:x"
+	err := bad.Validate()
+	if !errors.Is(err, ipc.ErrPayload) {
+		t.Fatalf("Validate = %v, want ErrPayload", err)
+	}
+	for _, field := range []string{"organization_id", "seat_id", "capability_id", "fencing_generation", "manifest_digest"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("Validate does not name %s: %v", field, err)
+		}
+	}
+	for _, field := range []string{"project_id", "attempt_id", "request_digest"} {
+		if strings.Contains(err.Error(), field) {
+			t.Errorf("Validate names the valid %s: %v", field, err)
+		}
+	}
+}

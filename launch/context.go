@@ -7,24 +7,17 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// Bounds of the LaunchContext fields (doc/protocol.md, “Launch context” and
-// “Exchange deadlines”).
-const (
-	// DefaultMaxMessageBytes is the frame limit when the context names none.
-	DefaultMaxMessageBytes = 1 << 20
-	// MinMaxMessageBytes is the smallest frame limit the host accepts.
-	MinMaxMessageBytes = 1024
-	// DefaultRPCTimeout is the per-exchange timeout when the context names
-	// none; MaxRPCTimeout is the largest the host accepts.
-	DefaultRPCTimeout = 5 * time.Second
-	MaxRPCTimeout     = 30 * time.Second
-	// MaxContextBytes is the largest context document the host reads.
-	MaxContextBytes = 1 << 20
-)
+// MaxContextBytes is the largest context document the host reads. The
+// bounds of the frame limit and the RPC timeout a context names are ipc's
+// (ipc.MinMessageBytes..ipc.MaxMessageBytes, default ipc.MaxMessageBytes;
+// 1 ms..ipc.MaxRPCTimeout, default ipc.DefaultRPCTimeout), since the
+// Session enforces what the context announces.
+const MaxContextBytes = 1 << 20
 
 // LaunchContext is the document the host reads from its context descriptor
 // (doc/protocol.md, “Launch context”). JSON names are upstream's. Marshal it
@@ -63,7 +56,7 @@ type LaunchContext struct {
 	// never creates it.
 	Workspace string `json:"workspace"`
 	// MaxMessageBytes bounds frames both ways; zero means
-	// DefaultMaxMessageBytes.
+	// ipc.MaxMessageBytes.
 	MaxMessageBytes int `json:"max_message_bytes" canon:"optional"`
 	// RPCTimeoutMS bounds each exchange; zero means 5000.
 	RPCTimeoutMS int `json:"rpc_timeout_ms" canon:"optional"`
@@ -77,7 +70,7 @@ type LaunchContext struct {
 // frame limit and RPC timeout defaults. c is not modified.
 func (c LaunchContext) Materialize() LaunchContext {
 	if c.ProtocolVersion == 0 {
-		c.ProtocolVersion = ProtocolVersion
+		c.ProtocolVersion = ipc.ProtocolVersion
 	}
 	for _, p := range []*[]string{&c.AdmittedCapabilities, &c.Services, &c.Credentials, &c.Binaries, &c.NetworkHosts} {
 		if *p == nil {
@@ -85,10 +78,10 @@ func (c LaunchContext) Materialize() LaunchContext {
 		}
 	}
 	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
+		c.MaxMessageBytes = ipc.MaxMessageBytes
 	}
 	if c.RPCTimeoutMS == 0 {
-		c.RPCTimeoutMS = int(DefaultRPCTimeout / time.Millisecond)
+		c.RPCTimeoutMS = int(ipc.DefaultRPCTimeout / time.Millisecond)
 	}
 	return c
 }
@@ -116,20 +109,20 @@ func (c LaunchContext) Validate() error {
 func (c LaunchContext) validate() ([]byte, error) {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if c.ProtocolVersion != ProtocolVersion {
+	if c.ProtocolVersion != ipc.ProtocolVersion {
 		add("protocol_version is %d, want 1", c.ProtocolVersion)
 	}
-	if err := validateAttemptBinding(c.Attempt); err != nil {
+	if err := c.Attempt.Validate(); err != nil {
 		add("attempt: %w", err)
 	}
 	inv, err := validateProvider(c.Provider)
 	if err != nil {
 		add("provider: %w", err)
 	}
-	if err := checkIdentifier("bootstrap_id", c.BootstrapID); err != nil {
+	if err := protocol.CheckIdentifier("bootstrap_id", c.BootstrapID); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkIdentifier("workspace", c.Workspace); err != nil {
+	if err := protocol.CheckIdentifier("workspace", c.Workspace); err != nil {
 		errs = append(errs, err)
 	}
 	for _, list := range []struct {
@@ -138,7 +131,7 @@ func (c LaunchContext) validate() ([]byte, error) {
 	}{{"admitted_capabilities", c.AdmittedCapabilities}, {"services", c.Services}, {"credentials", c.Credentials},
 		{"binaries", c.Binaries}, {"network_hosts", c.NetworkHosts}} {
 		for i, s := range list.v {
-			if err := checkIdentifier(fmt.Sprintf("%s[%d]", list.name, i), s); err != nil {
+			if err := protocol.CheckIdentifier(fmt.Sprintf("%s[%d]", list.name, i), s); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -149,10 +142,10 @@ func (c LaunchContext) validate() ([]byte, error) {
 	if c.DeadlineUnixMS > canon.MaxSafeInteger {
 		add("deadline_unix_ms %d is not a safe integer", c.DeadlineUnixMS)
 	}
-	if c.MaxMessageBytes < MinMaxMessageBytes || c.MaxMessageBytes > DefaultMaxMessageBytes {
-		add("max_message_bytes is %d, want %d..%d", c.MaxMessageBytes, MinMaxMessageBytes, DefaultMaxMessageBytes)
+	if c.MaxMessageBytes < ipc.MinMessageBytes || c.MaxMessageBytes > ipc.MaxMessageBytes {
+		add("max_message_bytes is %d, want %d..%d", c.MaxMessageBytes, ipc.MinMessageBytes, ipc.MaxMessageBytes)
 	}
-	if c.RPCTimeoutMS < 1 || c.RPCTimeoutMS > int(MaxRPCTimeout/time.Millisecond) {
+	if c.RPCTimeoutMS < 1 || c.RPCTimeoutMS > int(ipc.MaxRPCTimeout/time.Millisecond) {
 		add("rpc_timeout_ms is %d, want 1..30000", c.RPCTimeoutMS)
 	}
 	if c.TotalDispatchBudget < 0 {
@@ -172,13 +165,13 @@ func (c LaunchContext) validate() ([]byte, error) {
 // returns the inventory's canonical JSON when it got that far.
 func validateProvider(p manifest.ProviderBinding) ([]byte, error) {
 	var errs []error
-	if p.ProtocolVersion != ProtocolVersion {
+	if p.ProtocolVersion != ipc.ProtocolVersion {
 		errs = append(errs, fmt.Errorf("protocol_version is %d, want 1", p.ProtocolVersion))
 	}
 	for _, f := range []struct{ name, v string }{
 		{"distribution", p.Distribution}, {"version", p.Version}, {"python_version", p.PythonVersion},
 	} {
-		if err := checkIdentifier(f.name, f.v); err != nil {
+		if err := protocol.CheckIdentifier(f.name, f.v); err != nil {
 			errs = append(errs, err)
 		}
 	}

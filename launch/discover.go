@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -92,7 +93,7 @@ func (l *Launcher) Doctor(ctx context.Context, b manifest.ProviderBinding) (Desc
 func (l *Launcher) describe(ctx context.Context, b manifest.ProviderBinding, cmd string) (Description, error) {
 	args := []string{cmd, "--json", "--binding-fd", "3"}
 	want := Description{Authorized: false, Distribution: b.Distribution, ManifestDigest: b.ManifestDigest,
-		ProtocolVersion: ProtocolVersion, Readiness: "static_inventory_valid", State: "succeeded", Version: b.Version}
+		ProtocolVersion: ipc.ProtocolVersion, Readiness: "static_inventory_valid", State: "succeeded", Version: b.Version}
 	var got Description
 	if err := l.discover(ctx, b, args, want, &got); err != nil {
 		return Description{}, err
@@ -111,7 +112,7 @@ func (l *Launcher) ListCapabilities(ctx context.Context, b manifest.ProviderBind
 	}
 	args := []string{"capabilities", "list", "--limit", strconv.Itoa(limit), "--offset", strconv.Itoa(offset), "--json", "--binding-fd", "3"}
 	want := map[string]any{"capabilities": page.Capabilities, "next_offset": page.NextOffset,
-		"protocol_version": ProtocolVersion, "state": "succeeded"}
+		"protocol_version": ipc.ProtocolVersion, "state": "succeeded"}
 	var got struct {
 		Capabilities    []manifest.CapabilityManifest `json:"capabilities"`
 		NextOffset      *int                          `json:"next_offset"`
@@ -131,7 +132,7 @@ func (l *Launcher) DescribeCapability(ctx context.Context, b manifest.ProviderBi
 	args := []string{"capabilities", "describe", id, "--json", "--binding-fd", "3"}
 	var want any
 	if m, err := manifest.Describe(b.Manifests, id); err == nil {
-		want = map[string]any{"capability": m, "protocol_version": ProtocolVersion, "state": "succeeded"}
+		want = map[string]any{"capability": m, "protocol_version": ipc.ProtocolVersion, "state": "succeeded"}
 	}
 	var got struct {
 		Capability      manifest.CapabilityManifest `json:"capability"`

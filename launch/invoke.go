@@ -61,7 +61,7 @@ func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error
 		arguments = map[string]any{}
 	}
 	b, err := canon.Marshal(map[string]any{
-		"protocol_version": ProtocolVersion,
+		"protocol_version": ipc.ProtocolVersion,
 		"capability_id":    capabilityID,
 		"arguments":        arguments,
 	})

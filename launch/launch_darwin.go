@@ -65,10 +65,6 @@ func sweepCloexec() error {
 	return nil
 }
 
-// prepareRuntimeEnd has nothing to do on darwin: there is no
-// SCM_CREDENTIALS; the session's credential check reports unsupported.
-func prepareRuntimeEnd(int) error { return nil }
-
 // socketpair returns a connected AF_UNIX stream pair, both ends
 // close-on-exec. darwin has no SOCK_CLOEXEC, so the flag is set under
 // syscall.ForkLock, as the standard library does, so that no concurrent

@@ -113,12 +113,6 @@ func sweepCloexecProc() error {
 	return errors.Join(errs...)
 }
 
-// prepareRuntimeEnd turns on SO_PASSCRED on the Runtime's end of the
-// socketpair before the child starts.
-func prepareRuntimeEnd(fd int) error {
-	return os.NewSyscallError("setsockopt(SO_PASSCRED)", unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_PASSCRED, 1))
-}
-
 // socketpair returns a connected AF_UNIX stream pair, both ends
 // close-on-exec from birth.
 func socketpair() ([2]int, error) {

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -16,9 +16,6 @@ import (
 // MaxResultBytes+1 bytes of stdout so that it can tell the two apart, and
 // discards the rest.
 const MaxResultBytes = 1 << 20
-
-// ProtocolVersion is the only protocol version this package speaks.
-const ProtocolVersion = 1
 
 // State is the outcome of an invocation as the host reports it in
 // HostResult.state (doc/protocol.md, “Host result”).
@@ -130,7 +127,7 @@ type HostResult struct {
 // doc/protocol.md, “Host result”. Errors wrap ErrInvalidResult.
 func (r *HostResult) Validate() error {
 	var errs []error
-	if r.ProtocolVersion != ProtocolVersion {
+	if r.ProtocolVersion != ipc.ProtocolVersion {
 		errs = append(errs, fmt.Errorf("protocol_version is %d, want 1", r.ProtocolVersion))
 	}
 	if !r.State.Valid() {
@@ -140,17 +137,17 @@ func (r *HostResult) Validate() error {
 		errs = append(errs, fmt.Errorf("effect_disposition %q is not none, confirmed or unknown", r.EffectDisposition))
 	}
 	if r.ErrorCode != nil {
-		if err := checkIdentifier("error_code", *r.ErrorCode); err != nil {
+		if err := protocol.CheckIdentifier("error_code", *r.ErrorCode); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for i, ref := range r.ArtifactRefs {
-		if err := checkIdentifier(fmt.Sprintf("artifact_refs[%d]", i), ref); err != nil {
+		if err := protocol.CheckIdentifier(fmt.Sprintf("artifact_refs[%d]", i), ref); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if r.Binding != nil {
-		if err := validateAttemptBinding(*r.Binding); err != nil {
+		if err := r.Binding.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("binding: %w", err))
 		}
 	}
@@ -174,40 +171,6 @@ func (r *HostResult) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidResult, errors.Join(errs...))
-}
-
-// checkIdentifier enforces the protocol's Identifier: 1..256 code points.
-func checkIdentifier(name, s string) error {
-	n := utf8.RuneCountInString(s)
-	if n < 1 || n > 256 {
-		return fmt.Errorf("%s has %d code points, want 1..256", name, n)
-	}
-	return nil
-}
-
-// validateAttemptBinding checks the field constraints of doc/protocol.md,
-// “Attempt binding”.
-func validateAttemptBinding(b ipc.AttemptBinding) error {
-	var errs []error
-	for _, f := range []struct{ name, v string }{
-		{"organization_id", b.OrganizationID}, {"project_id", b.ProjectID}, {"seat_id", b.SeatID},
-		{"runtime_binding_id", b.RuntimeBindingID}, {"packet_id", b.PacketID}, {"operation_id", b.OperationID},
-		{"attempt_id", b.AttemptID}, {"capability_id", b.CapabilityID},
-	} {
-		if err := checkIdentifier(f.name, f.v); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if b.FencingGeneration < 1 {
-		errs = append(errs, fmt.Errorf("fencing_generation is %d, want ≥ 1", b.FencingGeneration))
-	}
-	if err := b.RequestDigest.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("request_digest: %w", err))
-	}
-	if err := b.ManifestDigest.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("manifest_digest: %w", err))
-	}
-	return errors.Join(errs...)
 }
 
 // ParseResult checks what a host process left behind — its stdout bytes and

@@ -13,7 +13,43 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/ipc"
 )
+
+// runtimeSocket returns the Runtime's end of a new socketpair as a
+// connection, with SO_PASSCRED already on, and the child's end as a file
+// for the child's FD 4. Credentials must be on before the child can write:
+// the kernel attaches SCM_CREDENTIALS only to bytes sent after SO_PASSCRED
+// is set on the receiving end, and the session checks every frame's sender
+// (doc/design.md, “Peer identity”). ipc.EnablePassCred is the one place
+// that sets it.
+func runtimeSocket() (net.Conn, *os.File, error) {
+	fds, err := socketpair()
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch: socketpair: %w", os.NewSyscallError("socketpair", err))
+	}
+	parentEnd := os.NewFile(uintptr(fds[0]), "zeo-runtime")
+	childEnd := os.NewFile(uintptr(fds[1]), "zeo-host")
+	conn, err := net.FileConn(parentEnd) // dups; never .Fd(), which would make it blocking
+	parentEnd.Close()
+	if err != nil {
+		childEnd.Close()
+		return nil, nil, fmt.Errorf("launch: wrapping the Runtime socket: %w", err)
+	}
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		conn.Close()
+		childEnd.Close()
+		return nil, nil, fmt.Errorf("launch: the Runtime socket is a %T, not a *net.UnixConn", conn)
+	}
+	if err := ipc.EnablePassCred(uc); err != nil {
+		conn.Close()
+		childEnd.Close()
+		return nil, nil, fmt.Errorf("launch: socket credentials: %w", err)
+	}
+	return uc, childEnd, nil
+}
 
 // run starts the process described by s, supervises it to its end and reaps
 // it exactly once. It returns a *Process whenever the process started (with
@@ -48,24 +84,12 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	defer stdinFile.Close()
 
 	extra := []*os.File{ctxFile}
-	var parentEnd, childEnd *os.File
+	var childEnd *os.File
+	var conn net.Conn
 	if s.serve != nil {
-		fds, err := socketpair()
-		if err != nil {
-			return nil, nil, fmt.Errorf("launch: socketpair: %w", os.NewSyscallError("socketpair", err))
+		if conn, childEnd, err = runtimeSocket(); err != nil {
+			return nil, nil, err
 		}
-		// Credentials must be on before the child can write: the kernel
-		// attaches SCM_CREDENTIALS only to bytes sent after SO_PASSCRED is
-		// set on the receiving end, and the session checks every frame's
-		// sender (doc/design.md, “Peer identity”).
-		if err := prepareRuntimeEnd(fds[0]); err != nil {
-			unix.Close(fds[0])
-			unix.Close(fds[1])
-			return nil, nil, fmt.Errorf("launch: socket credentials: %w", err)
-		}
-		parentEnd = os.NewFile(uintptr(fds[0]), "zeo-runtime")
-		childEnd = os.NewFile(uintptr(fds[1]), "zeo-host")
-		defer parentEnd.Close()
 		defer childEnd.Close()
 		extra = append(extra, childEnd)
 	}
@@ -82,6 +106,9 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		if conn != nil {
+			conn.Close() // serve never got it
+		}
 		return nil, nil, fmt.Errorf("launch: starting %s: %w", l.cfg.Interpreter, err)
 	}
 	pid := cmd.Process.Pid
@@ -90,16 +117,8 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	ctxFile.Close()
 	stdinFile.Close()
 
-	var conn net.Conn
 	if s.serve != nil {
 		childEnd.Close()
-		conn, err = net.FileConn(parentEnd) // dups; never .Fd(), which would make it blocking
-		parentEnd.Close()
-		if err != nil {
-			_ = signalGroup(pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			return nil, nil, fmt.Errorf("launch: wrapping the Runtime socket: %w", err)
-		}
 	}
 
 	// Supervision deadline: the attempt deadline, but never less than one

@@ -3,6 +3,8 @@ package ledger
 import (
 	"errors"
 	"fmt"
+
+	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
 // Errors returned by every [Ledger] method. Backends wrap them with context
@@ -15,7 +17,7 @@ var (
 	// ErrInvalid is returned for a malformed argument (an empty or too long
 	// identifier, a malformed digest, a negative budget). Nothing is written;
 	// fix the caller.
-	ErrInvalid = errors.New("ledger: invalid argument")
+	ErrInvalid = check.ErrInvalid
 
 	// ErrNotFound is returned when the operation, bootstrap id, effect or
 	// artifact named by the call does not exist in the caller's scope.

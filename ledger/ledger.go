@@ -171,10 +171,6 @@ type Ledger interface {
 // above the wire's 1 MiB frame limit). Larger ones are ErrInvalid.
 const MaxArtifactBytes = 16 << 20
 
-// MaxIDLength is the longest identifier, in Unicode code points, that the
-// ledger accepts (the wire's Identifier: 1..256 code points).
-const MaxIDLength = 256
-
 // Scope is the organization and project an operation belongs to. Both
 // fields are required identifiers.
 type Scope struct {

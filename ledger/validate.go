@@ -2,42 +2,16 @@ package ledger
 
 import (
 	"fmt"
-	"unicode/utf8"
 
-	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
-
-// ValidateID reports whether id is a wire Identifier: valid UTF-8 of 1 to
-// [MaxIDLength] code points. what names the field in the error, which wraps
-// [ErrInvalid]. Backends use it so that every backend refuses the same input.
-func ValidateID(what, id string) error {
-	if id == "" {
-		return fmt.Errorf("%w: %s is empty, want 1..%d code points", ErrInvalid, what, MaxIDLength)
-	}
-	if !utf8.ValidString(id) {
-		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, what)
-	}
-	if n := utf8.RuneCountInString(id); n > MaxIDLength {
-		return fmt.Errorf("%w: %s has %d code points, want at most %d", ErrInvalid, what, n, MaxIDLength)
-	}
-	return nil
-}
-
-// ValidateDigest reports whether d is a well-formed digest; the error wraps
-// [ErrInvalid] and names what.
-func ValidateDigest(what string, d canon.Digest) error {
-	if err := d.Validate(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalid, what, err)
-	}
-	return nil
-}
 
 // Validate reports whether both identifiers of s are valid.
 func (s Scope) Validate() error {
-	if err := ValidateID("organization_id", s.OrganizationID); err != nil {
+	if err := check.ID("organization_id", s.OrganizationID); err != nil {
 		return err
 	}
-	return ValidateID("project_id", s.ProjectID)
+	return check.ID("project_id", s.ProjectID)
 }
 
 // Validate reports whether every field of s is well formed.
@@ -45,16 +19,16 @@ func (s OperationSpec) Validate() error {
 	if err := s.Scope.Validate(); err != nil {
 		return err
 	}
-	if err := ValidateID("operation_id", s.OperationID); err != nil {
+	if err := check.ID("operation_id", s.OperationID); err != nil {
 		return err
 	}
-	if err := ValidateID("capability_id", s.CapabilityID); err != nil {
+	if err := check.ID("capability_id", s.CapabilityID); err != nil {
 		return err
 	}
-	if err := ValidateDigest("request_digest", s.RequestDigest); err != nil {
+	if err := check.Digest("request_digest", s.RequestDigest); err != nil {
 		return err
 	}
-	if err := ValidateDigest("manifest_digest", s.ManifestDigest); err != nil {
+	if err := check.Digest("manifest_digest", s.ManifestDigest); err != nil {
 		return err
 	}
 	if s.EffectBudget < 0 {
@@ -69,10 +43,10 @@ func (f Fence) Validate() error {
 	if err := f.Scope.Validate(); err != nil {
 		return err
 	}
-	if err := ValidateID("operation_id", f.OperationID); err != nil {
+	if err := check.ID("operation_id", f.OperationID); err != nil {
 		return err
 	}
-	if err := ValidateID("attempt_id", f.AttemptID); err != nil {
+	if err := check.ID("attempt_id", f.AttemptID); err != nil {
 		return err
 	}
 	if f.Generation < 1 {
@@ -83,16 +57,16 @@ func (f Fence) Validate() error {
 
 // Validate reports whether r is well formed.
 func (r Redemption) Validate() error {
-	if err := ValidateID("bootstrap_id", r.BootstrapID); err != nil {
+	if err := check.ID("bootstrap_id", r.BootstrapID); err != nil {
 		return err
 	}
-	if err := ValidateDigest("launch_digest", r.LaunchDigest); err != nil {
+	if err := check.Digest("launch_digest", r.LaunchDigest); err != nil {
 		return err
 	}
 	if r.PID <= 0 {
 		return fmt.Errorf("%w: pid %d, want > 0", ErrInvalid, r.PID)
 	}
-	return ValidateID("session_id", r.SessionID)
+	return check.ID("session_id", r.SessionID)
 }
 
 // Validate reports whether r is a valid reason.
@@ -111,7 +85,7 @@ func (r Resolution) Validate() error {
 		if r.Reason != "" {
 			return fmt.Errorf("%w: a confirmed resolution has no reason", ErrInvalid)
 		}
-		return ValidateID("receipt_id", r.ReceiptID)
+		return check.ID("receipt_id", r.ReceiptID)
 	case EffectNotConsumed:
 		if r.ReceiptID != "" {
 			return fmt.Errorf("%w: a not-consumed resolution has no receipt", ErrInvalid)

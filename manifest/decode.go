@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
 )
 
 // DecodeManifest parses JSON bytes strictly (canon rules: no duplicate keys,
@@ -441,10 +442,10 @@ func (b *ProviderBinding) UnmarshalCanon(v *canon.Value) error {
 			if val.Kind != canon.Integer {
 				return d.typeErr(val, p, "the JSON integer 1")
 			}
-			if val.Int != ProtocolVersion {
+			if val.Int != protocol.Version {
 				return d.fail(p, "protocol_version.const", "protocol_version %d is not supported; only 1 is", val.Int)
 			}
-			out.ProtocolVersion = ProtocolVersion
+			out.ProtocolVersion = protocol.Version
 		case "distribution":
 			out.Distribution, err = d.str(val, p)
 		case "version":

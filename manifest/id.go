@@ -102,21 +102,6 @@ func (id CapabilityID) validate(capID, ptr string) error {
 	return nil
 }
 
-// MaxIdentifierLength is the longest Identifier, in Unicode code points.
-const MaxIdentifierLength = 256
-
-// checkIdentifier applies upstream's Identifier type: 1..256 code points.
-func checkIdentifier(s string) string {
-	n := utf8.RuneCountInString(s)
-	if n < 1 {
-		return "must be a non-empty string"
-	}
-	if n > MaxIdentifierLength {
-		return fmt.Sprintf("is %d code points long; at most %d are allowed", n, MaxIdentifierLength)
-	}
-	return ""
-}
-
 // validFactory reports whether s matches upstream's factory pattern
 // ^[a-zA-Z_]\w*(?:\.[a-zA-Z_]\w*)*:[a-zA-Z_]\w*$ as pydantic-core's Rust regex
 // runs it: '$' is the end of text (a trailing "\n" is refused) and '\w' is

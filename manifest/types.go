@@ -8,9 +8,6 @@ import (
 // schema_version takes when a manifest omits it.
 const SchemaVersion = "1.0"
 
-// ProtocolVersion is the only protocol_version a ProviderBinding may carry.
-const ProtocolVersion = 1
-
 // CapabilityManifest is upstream's CapabilityManifest: the discovery
 // document of one capability. JSON names are upstream's.
 //

@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"slices"
+
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
 )
 
 // ValidateManifest applies upstream's CapabilityManifest model validators to
@@ -106,12 +108,12 @@ func firstDuplicate(s []string) int {
 // what upstream's strict model checks at parse time.
 func validateBindingFields(b *ProviderBinding) error {
 	d := &decoder{err: ErrInvalidBinding}
-	if b.ProtocolVersion != ProtocolVersion {
+	if b.ProtocolVersion != protocol.Version {
 		return d.fail("/protocol_version", "protocol_version.const", "protocol_version %d is not supported; only 1 is", b.ProtocolVersion)
 	}
 	for _, f := range []struct{ key, val string }{{"distribution", b.Distribution}, {"version", b.Version}, {"python_version", b.PythonVersion}} {
-		if msg := checkIdentifier(f.val); msg != "" {
-			return d.fail("/"+f.key, "identifier", "%s %s", f.key, msg)
+		if err := protocol.CheckIdentifier(f.key, f.val); err != nil {
+			return d.fail("/"+f.key, "identifier", "%s", err)
 		}
 	}
 	for _, f := range []struct {

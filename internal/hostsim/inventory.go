@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -87,7 +88,7 @@ func DemoBinding() manifest.ProviderBinding {
 		panic(fmt.Sprintf("hostsim: demo inventory: %v", err))
 	}
 	return manifest.ProviderBinding{
-		ProtocolVersion: manifest.ProtocolVersion, Distribution: DefaultDistribution, Version: DefaultVersion,
+		ProtocolVersion: ipc.ProtocolVersion, Distribution: DefaultDistribution, Version: DefaultVersion,
 		PythonVersion: DefaultPythonVersion, EnvironmentDigest: canon.Digest("sha256:" + zeros64),
 		Factory: DemoFactory, Manifests: ms, ManifestDigest: d, Generation: 1,
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
@@ -56,7 +57,7 @@ func testCreateOperation(t *testing.T, l ledger.Ledger) {
 func testInvalid(t *testing.T, l ledger.Ledger) {
 	f := newOp(t, l, "op1", 1)
 	d := Digest("x")
-	long := strings.Repeat("é", ledger.MaxIDLength+1)
+	long := strings.Repeat("é", protocol.MaxIdentifierRunes+1)
 	bad := func(m func(*ledger.OperationSpec)) ledger.OperationSpec { s := spec(scopeA, "op2", 1); m(&s); return s }
 	badFence := f
 	badFence.Generation = 0

@@ -29,6 +29,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
 // OpKey identifies an operation.
@@ -187,7 +188,7 @@ func checkDeadline(op string, rec OpRecord, now time.Time) error {
 // StartAttempt implements ledger.Ledger.StartAttempt.
 func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, error) {
 	const op = "StartAttempt"
-	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID), ledger.ValidateID("attempt_id", attemptID)); err != nil {
+	if err := firstErr(s.Validate(), check.ID("operation_id", opID), check.ID("attempt_id", attemptID)); err != nil {
 		return ledger.Fence{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	rec, err := loadOp(tx, op, s, opID)
@@ -223,7 +224,7 @@ func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, 
 // (in any scope) or another launch digest is ErrChangedInput.
 func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
 	const op = "IssueBootstrap"
-	if err := firstErr(ledger.ValidateID("bootstrap_id", id), ledger.ValidateDigest("launch_digest", launch)); err != nil {
+	if err := firstErr(check.ID("bootstrap_id", id), check.Digest("launch_digest", launch)); err != nil {
 		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	rec, err := checkFence(tx, op, f)
@@ -335,7 +336,7 @@ func checkAdmitted(op string, f ledger.Fence, rec OpRecord) error {
 // Admit implements ledger.Ledger.Admit.
 func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt, error) {
 	const op = "Admit"
-	if err := ledger.ValidateDigest("request_digest", d); err != nil {
+	if err := check.Digest("request_digest", d); err != nil {
 		return ledger.Attempt{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	rec, err := checkFence(tx, op, f)
@@ -373,7 +374,7 @@ func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt
 // BeginEffect implements ledger.Ledger.BeginEffect.
 func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time) (ledger.EffectGrant, error) {
 	const op = "BeginEffect"
-	if err := firstErr(ledger.ValidateID("logical_effect_id", id), ledger.ValidateDigest("effect_request_digest", d)); err != nil {
+	if err := firstErr(check.ID("logical_effect_id", id), check.Digest("effect_request_digest", d)); err != nil {
 		return ledger.EffectGrant{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	rec, err := checkFence(tx, op, f)
@@ -470,7 +471,7 @@ func settle(tx Tx, op string, ek EffectKey, e ledger.Effect, to ledger.EffectSta
 }
 
 func fencedEffect(tx Tx, op string, f ledger.Fence, id string, d canon.Digest) (EffectKey, ledger.Effect, error) {
-	if err := firstErr(ledger.ValidateID("logical_effect_id", id), ledger.ValidateDigest("effect_request_digest", d)); err != nil {
+	if err := firstErr(check.ID("logical_effect_id", id), check.Digest("effect_request_digest", d)); err != nil {
 		return EffectKey{}, ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	if _, err := checkFence(tx, op, f); err != nil {
@@ -484,7 +485,7 @@ func fencedEffect(tx Tx, op string, f ledger.Fence, id string, d canon.Digest) (
 // ConfirmEffect implements ledger.Ledger.ConfirmEffect.
 func ConfirmEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, receipt string) (ledger.Effect, error) {
 	const op = "ConfirmEffect"
-	if err := ledger.ValidateID("receipt_id", receipt); err != nil {
+	if err := check.ID("receipt_id", receipt); err != nil {
 		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	ek, e, err := fencedEffect(tx, op, f, id, d)
@@ -520,8 +521,8 @@ func MarkUnknown(tx Tx, f ledger.Fence, id string, d canon.Digest) (ledger.Effec
 // Resolve implements ledger.Ledger.Resolve.
 func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
 	const op = "Resolve"
-	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID), ledger.ValidateID("logical_effect_id", id),
-		ledger.ValidateDigest("effect_request_digest", d), res.Validate()); err != nil {
+	if err := firstErr(s.Validate(), check.ID("operation_id", opID), check.ID("logical_effect_id", id),
+		check.Digest("effect_request_digest", d), res.Validate()); err != nil {
 		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	if _, err := loadOp(tx, op, s, opID); err != nil {
@@ -538,7 +539,7 @@ func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.
 // AcceptResult implements ledger.Ledger.AcceptResult.
 func AcceptResult(tx Tx, f ledger.Fence, dd canon.Digest, artifact []byte) (ledger.Result, error) {
 	const op = "AcceptResult"
-	if err := ledger.ValidateDigest("data_digest", dd); err != nil {
+	if err := check.Digest("data_digest", dd); err != nil {
 		return ledger.Result{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	if len(artifact) > ledger.MaxArtifactBytes {
@@ -599,7 +600,7 @@ const MaxReasonBytes = 1024
 // Cancel implements ledger.Ledger.Cancel.
 func Cancel(tx Tx, s ledger.Scope, opID, reason string) (ledger.Operation, error) {
 	const op = "Cancel"
-	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID)); err != nil {
+	if err := firstErr(s.Validate(), check.ID("operation_id", opID)); err != nil {
 		return ledger.Operation{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	if len(reason) > MaxReasonBytes || !utf8.ValidString(reason) {
@@ -625,7 +626,7 @@ func Cancel(tx Tx, s ledger.Scope, opID, reason string) (ledger.Operation, error
 // View implements ledger.Ledger.Operation.
 func View(tx Tx, s ledger.Scope, opID string) (ledger.OperationView, error) {
 	const op = "Operation"
-	if err := firstErr(s.Validate(), ledger.ValidateID("operation_id", opID)); err != nil {
+	if err := firstErr(s.Validate(), check.ID("operation_id", opID)); err != nil {
 		return ledger.OperationView{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	rec, err := loadOp(tx, op, s, opID)
@@ -672,7 +673,7 @@ func ListUnknown(tx Tx) ([]ledger.Effect, error) {
 // GetArtifact implements ledger.Ledger.Artifact.
 func GetArtifact(tx Tx, s ledger.Scope, ref string) (ledger.Artifact, error) {
 	const op = "Artifact"
-	if err := firstErr(s.Validate(), ledger.ValidateID("artifact ref", ref)); err != nil {
+	if err := firstErr(s.Validate(), check.ID("artifact ref", ref)); err != nil {
 		return ledger.Artifact{}, fmt.Errorf("ledger: %s: %w", op, err)
 	}
 	a, ok, err := tx.Artifact(ref)
