@@ -53,6 +53,10 @@ import (
 // the one asked for. AcceptResult: ErrOutOfOrder; with a result accepted
 // ErrResultAlreadyAccepted (other digest) or ErrChangedInput (other
 // bytes), else ErrCancelled. Cancel: ErrResultAlreadyAccepted.
+// RecordAttempt, which is not fenced (step 4 does not apply): ErrNotFound
+// (no attempt of that id and generation), then
+// ErrChangedInput. ListOperations and Evidence refuse only malformed
+// arguments (and Evidence a missing operation).
 //
 // Implementations must pass [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
 type Ledger interface {
@@ -154,6 +158,25 @@ type Ledger interface {
 	// recorded, e.g. because the Runtime crashed). Ordered by scope,
 	// operation id and logical effect id.
 	ListUnknown(ctx context.Context) ([]Effect, error)
+
+	// ListOperations returns a page of operations selected by q, ordered
+	// by organization, project and operation id (byte order of each).
+	// A page shorter than the limit is the last one.
+	ListOperations(ctx context.Context, q OperationQuery) ([]Operation, error)
+
+	// RecordAttempt records the evidence of how the attempt f names ended
+	// (see AttemptEvidence), filling its AttemptID and Generation from f.
+	// f must name an attempt the operation started, with that attempt's
+	// generation, else ErrNotFound; it need not be the current attempt, and
+	// the operation may be cancelled or completed: the ledger never refuses
+	// the truth about an attempt. Evidence is written once: recording equal
+	// evidence again returns the record, other evidence for the same
+	// attempt is ErrChangedInput.
+	RecordAttempt(ctx context.Context, f Fence, ev AttemptEvidence) (AttemptEvidence, error)
+
+	// Evidence returns the evidence recorded for the operation's attempts,
+	// in generation order; an attempt that recorded none is absent.
+	Evidence(ctx context.Context, scope Scope, operationID string) ([]AttemptEvidence, error)
 
 	// Artifact returns an artifact by ref. A ref stored under another
 	// organization or project is ErrOutOfScope.

@@ -207,18 +207,26 @@ func openDB(path string, mode fs.FileMode, lockTimeout time.Duration) (db *bbolt
 }
 
 // initFile creates the buckets of a new ledger, or checks that the file is
-// a ledger of this build's format. An empty bbolt file becomes a ledger; a
-// bbolt file with buckets but no format stamp is someone else's file and is
-// refused, and so is every other format version: earlier pre-release
-// formats are not migrated.
+// a ledger of this build's format, upgrading a format 3 file in place (the
+// same transaction creates the evidence bucket and stamps format 4). An
+// empty bbolt file becomes a ledger; a bbolt file with buckets but no
+// format stamp is someone else's file and is refused, and so is every
+// other format version: earlier pre-release formats are not migrated.
 func initFile(db *bbolt.DB) error {
 	return db.Update(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			switch v := meta.Get(keyFormat); {
 			case v == nil:
 				return fmt.Errorf("bbolt file has a meta bucket but no format version; not a ledger: %w", ledger.ErrCorrupt)
+			case bytes.Equal(v, formatUpgradable):
+				if _, err := tx.CreateBucketIfNotExists(bucketEvidence); err != nil {
+					return fmt.Errorf("upgrading format %s to %s: creating bucket %q: %w", formatUpgradable, formatVersion, bucketEvidence, err)
+				}
+				if err := meta.Put(keyFormat, formatVersion); err != nil {
+					return fmt.Errorf("upgrading format %s to %s: %w", formatUpgradable, formatVersion, err)
+				}
 			case !bytes.Equal(v, formatVersion):
-				return fmt.Errorf("ledger file format %q, this build reads only format %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
+				return fmt.Errorf("ledger file format %q, this build reads formats %q and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatUpgradable, formatVersion, ledger.ErrCorrupt)
 			}
 		} else if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
 			return fmt.Errorf("bbolt file with bucket %q and no ledger format version; not a ledger: %w", name, ledger.ErrCorrupt)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -116,8 +117,8 @@ func TestCorruptFileRefused(t *testing.T) {
 	for _, tt := range []struct {
 		name, bucket, format, want string
 	}{
-		{"format 99", "meta", "99", `format "99", this build reads only format "3"`},
-		{"format 2", "meta", "2", `format "2", this build reads only format "3"`},
+		{"format 99", "meta", "99", `format "99", this build reads formats "3" and "4"`},
+		{"format 2", "meta", "2", `format "2", this build reads formats "3" and "4"`},
 		{"no format", "meta", "", "no format version"},
 		{"foreign", "accounts", "", `bucket "accounts" and no ledger format version`},
 	} {
@@ -334,4 +335,80 @@ func TestContextEndsWhileQueued(t *testing.T) {
 			t.Fatalf("abandoned write was applied: %v", err)
 		}
 	}
+}
+
+// TestUpgradeFormat3: a format 3 file (format 4 without the evidence
+// bucket) is upgraded in place at Open, keeps everything it held, and
+// then records evidence like a new one.
+func TestUpgradeFormat3(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
+	spec := ledger.OperationSpec{Scope: scope, OperationID: "op", CapabilityID: "cap", RequestDigest: ledgertest.Digest("r"),
+		ManifestDigest: ledgertest.Digest("m"), EffectBudget: 1}
+	if _, err := l.CreateOperation(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.StartAttempt(ctx, scope, "op", "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := l.Operation(ctx, scope, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Turn it into what format 3 wrote.
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("evidence")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("3"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	l, err = bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatalf("opening a format 3 file: %v", err)
+	}
+	after, err := l.Operation(ctx, scope, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(before, after); d != "" {
+		t.Fatalf("operation changed by the upgrade (-before +after):\n%s", d)
+	}
+	ev := ledger.AttemptEvidence{SeatID: "seat", RuntimeBindingID: "rb", PacketID: "pk", State: "protocol_error"}
+	if _, err := l.RecordAttempt(ctx, f, ev); err != nil {
+		t.Fatalf("RecordAttempt after the upgrade: %v", err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "4" {
+			t.Errorf("format after upgrade = %q, want 4", v)
+		}
+		if tx.Bucket([]byte("evidence")).Stats().KeyN != 1 {
+			t.Errorf("evidence bucket does not hold the one record")
+		}
+		return nil
+	})
 }

@@ -23,12 +23,15 @@
 //
 // # File format
 //
-// The file is format 3 (store.go): a batch of writes from many operations
+// The file is format 4 (store.go): a batch of writes from many operations
 // dirties few pages, because effects are keyed by a sequence number and so
-// appended together, and operation records are small and binary. Open
-// refuses any other format, including the earlier pre-release format 2,
-// with an error that wraps [ledger.ErrCorrupt] and names both versions;
-// there is no migration.
+// appended together, and operation records are small and binary; attempt
+// evidence has a bucket of its own, so that it never weighs on those
+// records. Open upgrades a format 3 file (the same layout without the
+// evidence bucket) in place, in one transaction, and refuses any other
+// format, including the earlier pre-release format 2, with an error that
+// wraps [ledger.ErrCorrupt] and names the versions it reads; there is no
+// migration from those.
 //
 // # Closing (bounded fail-stop)
 //

@@ -17,12 +17,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// File layout, format version 3. Every bucket is top level; tuple keys use
+// File layout, format version 4. Every bucket is top level; tuple keys use
 // an order-preserving, prefix-free encoding (see appendKey), so a prefix
 // scan over an operation's key yields its records in id order; seq keys are
 // 8-byte big-endian sequence numbers.
 //
-//	meta       "format" → "3"
+//	meta       "format" → "4"
 //	ops        (org, project, op)            → operation record (codec.go): core.OpRecord and the staged effect index
 //	effects    seq                           → effect record (codec.go)
 //	effidx     (org, project, op, effect)    → seq of the effect (flushed from the staged index)
@@ -31,6 +31,7 @@ import (
 //	bootids    bootstrap                     → (org, project, op) that owns it
 //	artifacts  ref                           → JSON ledger.Artifact (bytes are not in its JSON form)
 //	blobs      ref                           → artifact bytes
+//	evidence   (org, project, op, attempt)   → JSON ledger.AttemptEvidence
 //
 // Why effects are keyed by sequence. A group commit carries writes of many
 // operations, and what a commit costs is mostly how many separate pages it
@@ -56,8 +57,11 @@ import (
 // operation's index page once per maxStaged effects. A lookup checks the
 // staged entries, then effidx; an effect is in exactly one of them.
 //
-// Format 2 files are refused at Open (see initFile): the project has no
-// deployed data, so there is no migration.
+// Format 4 is format 3 with the evidence bucket. Open upgrades a format 3
+// file in place, in one transaction (it creates the bucket and stamps the
+// new version), since nothing else changed; format 2 files are refused
+// (see initFile): the project had no deployed data then, so there is no
+// migration from it.
 var (
 	bucketMeta       = []byte("meta")
 	bucketOps        = []byte("ops")
@@ -68,10 +72,13 @@ var (
 	bucketBootIDs    = []byte("bootids")
 	bucketArtifacts  = []byte("artifacts")
 	bucketBlobs      = []byte("blobs")
-	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs}
+	bucketEvidence   = []byte("evidence")
+	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence}
 
 	keyFormat     = []byte("format")
-	formatVersion = []byte("3")
+	formatVersion = []byte("4")
+	// formatUpgradable is the earlier format Open upgrades in place.
+	formatUpgradable = []byte("3")
 )
 
 // maxStaged and maxStagedBytes bound an operation's staged effect index
@@ -674,4 +681,71 @@ func (t *boltTx) Pending() ([]core.EffectKey, error) {
 		return cmp.Or(strings.Compare(a.Org, b.Org), strings.Compare(a.Project, b.Project), strings.Compare(a.Op, b.Op), strings.Compare(a.Effect, b.Effect))
 	})
 	return out, nil
+}
+
+// ScanOps reads the operation records in key order, which is CompareKeys
+// order (appendKey preserves the order of tuples), from the memo when the
+// transaction holds a newer record.
+func (t *boltTx) ScanOps(scope *ledger.Scope, after *core.OpKey, fn func(core.OpRecord) bool) error {
+	b, err := t.bucket(bucketOps)
+	if err != nil {
+		return err
+	}
+	var prefix []byte
+	if scope != nil {
+		prefix = appendKey(nil, scope.OrganizationID, scope.ProjectID)
+	}
+	start := prefix
+	var skip []byte
+	if after != nil {
+		skip = opKey(*after)
+		if bytes.Compare(skip, start) > 0 {
+			start = skip
+		}
+	}
+	c := b.Cursor()
+	for key, raw := c.Seek(start); key != nil && bytes.HasPrefix(key, prefix); key, raw = c.Next() {
+		if skip != nil && bytes.Compare(key, skip) <= 0 {
+			continue
+		}
+		p, err := splitKey(key)
+		if err != nil {
+			return err
+		}
+		if len(p) != 3 {
+			return fmt.Errorf("ledger/bolt: operation key %q has %d parts, want 3: %w", key, len(p), ledger.ErrCorrupt)
+		}
+		k := core.OpKey{Org: p[0], Project: p[1], Op: p[2]}
+		var rec core.OpRecord
+		if r, ok := t.ops[k]; ok {
+			rec = r.OpRecord
+		} else {
+			r, err := decodeOp(k, raw)
+			if err != nil {
+				return fmt.Errorf("ledger/bolt: operation %q: %w", k.Op, err)
+			}
+			rec = r.OpRecord
+		}
+		rec.Attempts = slices.Clone(rec.Attempts)
+		if !fn(rec) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func evidenceKey(k core.OpKey, attemptID string) []byte {
+	return appendKey(nil, k.Org, k.Project, k.Op, attemptID)
+}
+
+func (t *boltTx) Evidence(k core.OpKey, attemptID string) (ledger.AttemptEvidence, bool, error) {
+	return get[ledger.AttemptEvidence](t, bucketEvidence, evidenceKey(k, attemptID))
+}
+
+func (t *boltTx) PutEvidence(k core.OpKey, e ledger.AttemptEvidence) error {
+	return put(t, bucketEvidence, t.hold(evidenceKey(k, e.AttemptID)), e)
+}
+
+func (t *boltTx) Evidences(k core.OpKey) ([]ledger.AttemptEvidence, error) {
+	return scan[ledger.AttemptEvidence](t, bucketEvidence, opKey(k))
 }

@@ -996,6 +996,9 @@ func testClosed(t *testing.T, l ledger.Ledger) {
 		"Operation":       func() error { _, err := l.Operation(bg, scopeA, "op1"); return err },
 		"ListUnknown":     func() error { _, err := l.ListUnknown(bg); return err },
 		"Artifact":        func() error { _, err := l.Artifact(bg, scopeA, "x"); return err },
+		"ListOperations":  func() error { _, err := l.ListOperations(bg, ledger.OperationQuery{}); return err },
+		"RecordAttempt":   func() error { _, err := l.RecordAttempt(bg, f, sampleEvidence("failed")); return err },
+		"Evidence":        func() error { _, err := l.Evidence(bg, scopeA, "op1"); return err },
 	}
 	for name, c := range calls {
 		wantErr(t, name+" after Close", c(), ledger.ErrClosed)

@@ -121,6 +121,14 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ev, err := l.RecordAttempt(bg, f, sampleEvidence("needs_reconciliation"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := l.ListOperations(bg, ledger.OperationQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	closeLedger(t, l)
 
 	l = open(t, dir)
@@ -133,6 +141,16 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 		t.Fatal(err)
 	}
 	diff(t, "ListUnknown after reopen", u2, unknown)
+	evs, err := l.Evidence(bg, scopeA, "op1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "evidence after reopen", evs, []ledger.AttemptEvidence{ev})
+	l2, err := l.ListOperations(bg, ledger.OperationQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "ListOperations after reopen", l2, listed)
 	// Redelivery after restart: same authorization and receipt, no debit.
 	for _, e := range views[0].Effects {
 		g := mustBegin(t, l, f, e.LogicalEffectID, d)

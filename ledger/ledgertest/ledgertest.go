@@ -65,6 +65,8 @@ func Run(t *testing.T, open Opener) {
 		{"ArtifactScope", testArtifactScope},
 		{"Cancellation", testCancel},
 		{"ScopesIsolated", testScopes},
+		{"ListOperationsOrderedAndPaged", testListOperations},
+		{"EvidenceRecordedOnce", testEvidence},
 		{"ContextDone", testContextDone},
 		{"Closed", testClosed},
 		{"StateMachine", func(t *testing.T, _ ledger.Ledger) { testModel(t, open) }},

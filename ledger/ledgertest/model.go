@@ -48,6 +48,7 @@ type mOperation struct {
 	effects  map[string]*ledger.Effect // AuthorizationID learned from the first answer
 	result   *ledger.Result            // ArtifactRefs learned from the first answer
 	artSum   canon.Digest
+	evidence map[string]ledger.AttemptEvidence // by attempt id
 }
 
 type model struct {
@@ -172,6 +173,7 @@ func (r *mRun) newOperation(k mKey, sp ledger.OperationSpec) {
 			RequestDigest: sp.RequestDigest, ManifestDigest: sp.ManifestDigest, EffectBudget: sp.EffectBudget,
 			Deadline: sp.Deadline.UTC(), State: ledger.OperationOpen},
 		boots: map[string]ledger.Bootstrap{}, effects: map[string]*ledger.Effect{},
+		evidence: map[string]ledger.AttemptEvidence{},
 	}
 }
 
@@ -474,6 +476,32 @@ func (r *mRun) cancel(rt *rapid.T, k mKey) {
 	r.same(rt, "Cancel", err, want)
 }
 
+// record records evidence for the attempt f names (current or not).
+func (r *mRun) record(rt *rapid.T, f ledger.Fence, ev ledger.AttemptEvidence) {
+	got, err := r.l.RecordAttempt(r.ctx, f, ev)
+	want := func() error {
+		o := r.m.ops[mKey{f.Scope, f.OperationID}]
+		if o == nil || !slices.ContainsFunc(o.attempts, func(a ledger.Attempt) bool { return a.AttemptID == f.AttemptID && a.Generation == f.Generation }) {
+			return ledger.ErrNotFound
+		}
+		w := wantEvidence(f, ev)
+		if old, ok := o.evidence[f.AttemptID]; ok {
+			if cmpDiff(old, w) != "" {
+				return ledger.ErrChangedInput
+			}
+			return nil
+		}
+		o.evidence[f.AttemptID] = w
+		return nil
+	}()
+	r.same(rt, "RecordAttempt", err, want)
+	if err == nil {
+		if d := cmpDiff(r.m.ops[mKey{f.Scope, f.OperationID}].evidence[f.AttemptID], got); d != "" {
+			rt.Fatalf("RecordAttempt mismatch (-model +got):\n%s", d)
+		}
+	}
+}
+
 // prepare runs the protocol's opening for the key's current attempt:
 // issue a bootstrap id named after the attempt, redeem it, admit.
 func (r *mRun) prepare(rt *rapid.T, k mKey) {
@@ -586,7 +614,11 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 				r.accept(rt, r.pickFence(rt, k), rapid.SampledFrom(mDigests).Draw(rt, "data"), rapid.SampledFrom(mArtifacts).Draw(rt, "artifact"))
 			},
 			"cancel": func(rt *rapid.T) { r.cancel(rt, r.pickKey(rt)) },
-			"":       func(rt *rapid.T) { r.m.check(rt, l) },
+			"record": func(rt *rapid.T) {
+				k := r.pickKey(rt)
+				r.record(rt, r.pickFence(rt, k), sampleEvidence(rapid.SampledFrom([]string{"failed", "succeeded"}).Draw(rt, "evidence")))
+			},
+			"": func(rt *rapid.T) { r.m.check(rt, l) },
 		}
 		// Weigh the calls that build state over the two that end an
 		// operation (accept, cancel), so that histories reach redemptions,
@@ -641,6 +673,43 @@ func (m *model) check(rt *rapid.T, l ledger.Ledger) {
 				rt.Fatalf("Operation(%v, %s) mismatch (-model +got):\n%s", s, op, d)
 			}
 		}
+	}
+	var wantOps []ledger.Operation
+	for _, s := range mScopes {
+		for _, op := range mOps {
+			o := m.ops[mKey{s, op}]
+			if o == nil {
+				continue
+			}
+			wantOps = append(wantOps, o.op)
+			var wantEv []ledger.AttemptEvidence
+			for _, a := range o.attempts {
+				if e, ok := o.evidence[a.AttemptID]; ok {
+					wantEv = append(wantEv, e)
+				}
+			}
+			ev, err := l.Evidence(ctx, s, op)
+			if err != nil {
+				rt.Fatalf("Evidence(%v, %s): %v", s, op, err)
+			}
+			if len(ev) == 0 {
+				ev = nil
+			}
+			if d := cmpDiff(wantEv, ev); d != "" {
+				rt.Fatalf("Evidence(%v, %s) mismatch (-model +got):\n%s", s, op, d)
+			}
+		}
+	}
+	// mScopes and mOps are listed in ListOperations order.
+	listed, err := l.ListOperations(ctx, ledger.OperationQuery{})
+	if err != nil {
+		rt.Fatalf("ListOperations: %v", err)
+	}
+	if len(listed) == 0 {
+		listed = nil
+	}
+	if d := cmpDiff(wantOps, listed); d != "" {
+		rt.Fatalf("ListOperations mismatch (-model +got):\n%s", d)
 	}
 	got, err := l.ListUnknown(ctx)
 	if err != nil {

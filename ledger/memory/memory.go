@@ -49,6 +49,7 @@ func New() *Ledger {
 		bootOwner:  map[string]core.OpKey{},
 		artifacts:  map[string]ledger.Artifact{},
 		pending:    map[core.EffectKey]struct{}{},
+		evidence:   map[core.OpKey]map[string]ledger.AttemptEvidence{},
 	}}
 	l.ledgerCore = core.New(runner{l})
 	return l
@@ -101,6 +102,7 @@ type store struct {
 	bootOwner  map[string]core.OpKey // bootstrap id → operation, ledger-wide
 	artifacts  map[string]ledger.Artifact
 	pending    map[core.EffectKey]struct{}
+	evidence   map[core.OpKey]map[string]ledger.AttemptEvidence // by attempt id
 }
 
 func cloneRec(r core.OpRecord) core.OpRecord {
@@ -202,4 +204,56 @@ func (s *store) Pending() ([]core.EffectKey, error) {
 	return slices.SortedFunc(maps.Keys(s.pending), func(a, b core.EffectKey) int {
 		return cmp.Or(cmp.Compare(a.Org, b.Org), cmp.Compare(a.Project, b.Project), cmp.Compare(a.Op, b.Op), cmp.Compare(a.Effect, b.Effect))
 	}), nil
+}
+
+func (s *store) ScanOps(scope *ledger.Scope, after *core.OpKey, fn func(core.OpRecord) bool) error {
+	keys := make([]core.OpKey, 0, len(s.ops))
+	for k := range s.ops {
+		if scope != nil && k.Scope() != *scope {
+			continue
+		}
+		if after != nil && core.CompareKeys(k, *after) <= 0 {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, core.CompareKeys)
+	for _, k := range keys {
+		if !fn(cloneRec(s.ops[k])) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// cloneEvidence copies e's slices, so that the caller and the store never
+// share them.
+func cloneEvidence(e ledger.AttemptEvidence) ledger.AttemptEvidence {
+	e.HostResult = bytes.Clone(e.HostResult)
+	e.StderrTail = bytes.Clone(e.StderrTail)
+	e.Session.Exchanges = slices.Clone(e.Session.Exchanges)
+	return e
+}
+
+func (s *store) Evidence(k core.OpKey, attemptID string) (ledger.AttemptEvidence, bool, error) {
+	e, ok := s.evidence[k][attemptID]
+	return cloneEvidence(e), ok, nil
+}
+
+func (s *store) PutEvidence(k core.OpKey, e ledger.AttemptEvidence) error {
+	m := s.evidence[k]
+	if m == nil {
+		m = map[string]ledger.AttemptEvidence{}
+		s.evidence[k] = m
+	}
+	m[e.AttemptID] = cloneEvidence(e)
+	return nil
+}
+
+func (s *store) Evidences(k core.OpKey) ([]ledger.AttemptEvidence, error) {
+	out := byID(s.evidence[k])
+	for i := range out {
+		out[i] = cloneEvidence(out[i])
+	}
+	return out, nil
 }

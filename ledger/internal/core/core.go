@@ -85,6 +85,16 @@ type Tx interface {
 	// Pending returns the reconciliation index ordered by org, project,
 	// operation and effect id.
 	Pending() ([]EffectKey, error)
+	// ScanOps calls fn with operation records in CompareKeys order,
+	// starting after *after when it is not nil, only those of *scope when
+	// it is not nil, until fn returns false.
+	ScanOps(scope *ledger.Scope, after *OpKey, fn func(OpRecord) bool) error
+	// Evidence returns the evidence recorded for an attempt of operation k.
+	Evidence(k OpKey, attemptID string) (ledger.AttemptEvidence, bool, error)
+	// PutEvidence stores e, keyed by its AttemptID, under operation k.
+	PutEvidence(k OpKey, e ledger.AttemptEvidence) error
+	// Evidences returns every evidence record of operation k, in any order.
+	Evidences(k OpKey) ([]ledger.AttemptEvidence, error)
 }
 
 // NewID returns prefix followed by 32 hex digits from crypto/rand (128

@@ -162,6 +162,21 @@ func (l *Ledger) ListUnknown(ctx context.Context) ([]ledger.Effect, error) {
 	return read(l, ctx, "ListUnknown", ListUnknown)
 }
 
+// ListOperations implements [ledger.Ledger].
+func (l *Ledger) ListOperations(ctx context.Context, q ledger.OperationQuery) ([]ledger.Operation, error) {
+	return read(l, ctx, "ListOperations", func(tx Tx) ([]ledger.Operation, error) { return ListOperations(tx, q) })
+}
+
+// RecordAttempt implements [ledger.Ledger].
+func (l *Ledger) RecordAttempt(ctx context.Context, f ledger.Fence, ev ledger.AttemptEvidence) (ledger.AttemptEvidence, error) {
+	return write(l, ctx, "RecordAttempt", func(tx Tx) (ledger.AttemptEvidence, error) { return RecordAttempt(tx, f, ev) })
+}
+
+// Evidence implements [ledger.Ledger].
+func (l *Ledger) Evidence(ctx context.Context, s ledger.Scope, opID string) ([]ledger.AttemptEvidence, error) {
+	return read(l, ctx, "Evidence", func(tx Tx) ([]ledger.AttemptEvidence, error) { return Evidence(tx, s, opID) })
+}
+
 // Artifact implements [ledger.Ledger]. The returned bytes are the Tx's
 // copy, owned by the caller.
 func (l *Ledger) Artifact(ctx context.Context, s ledger.Scope, ref string) (ledger.Artifact, error) {
