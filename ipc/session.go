@@ -120,12 +120,15 @@ func (c SessionConfig) Validate() error {
 
 // Call describes the request a Handler is asked to decide. RequestDigest is
 // the digest of the exact request body, which the reply will carry.
+// SessionID is the ID of the Session asking, which a Handler redeems the
+// bootstrap id with (ledger.Redemption.SessionID).
 type Call struct {
 	Sequence      int64
 	Method        Method
 	RequestDigest canon.Digest
 	HostNonce     string
 	Binding       AttemptBinding
+	SessionID     string
 }
 
 // BootstrapRequest is a bootstrap whose payload the Session has already
@@ -471,7 +474,7 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 	if err := s.checkSession(req, st); err != nil {
 		return err
 	}
-	call := Call{Sequence: req.Sequence, Method: req.Method, RequestDigest: digest, HostNonce: req.HostNonce, Binding: req.Binding}
+	call := Call{Sequence: req.Sequence, Method: req.Method, RequestDigest: digest, HostNonce: req.HostNonce, Binding: req.Binding, SessionID: s.id}
 
 	hctx, cancel := context.WithDeadline(ctx, dl)
 	defer cancel()

@@ -480,6 +480,24 @@ func TestSessionID(t *testing.T) {
 		}
 		seen[id] = true
 	}
+	// The Handler is told the ID with every request, to redeem with.
+	rt, host := socketpair(t)
+	s := ipc.NewSession(rt, f.config())
+	h := &allowAll{}
+	wait := serve(t, s, h)
+	if _, err := host.Write(frame(t, f.env(1, ipc.MethodBootstrap, f.bootstrap()))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ipc.ReadFrame(host, ipc.MaxMessageBytes); err != nil {
+		t.Fatal(err)
+	}
+	host.Close()
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.calls) != 1 || h.calls[0].SessionID != s.ID() {
+		t.Fatalf("calls %+v, want one with SessionID %q", h.calls, s.ID())
+	}
 }
 
 // TestSessionDribble: a request dribbled one byte every 20 ms against a
