@@ -347,7 +347,8 @@ type sessionState struct {
 // happened, possibly nothing: a host may end without any IPC). Otherwise it
 // returns a *ViolationError naming the broken rule (errors.Is with the
 // package's sentinels; ErrStopped when ctx was cancelled, wrapping
-// context.Cause), or ErrConfig / ErrPoisoned before reading anything.
+// context.Cause), or ErrConfig (an invalid config, a nil Handler) or
+// ErrPoisoned (a second call) before reading anything.
 //
 // Time bounds: each exchange, from the arrival of the first byte of a
 // request to the last byte of its reply, is bounded by
@@ -357,20 +358,22 @@ type sessionState struct {
 // ctx, because the host may run the capability for a long time between
 // frames.
 //
-// Serve closes conn before it returns, whatever the outcome: a poisoned
-// session reads nothing further, and the host sees EOF at once instead of
-// waiting for its own timeout.
+// Serve closes conn before it returns, whatever the outcome, ErrConfig
+// included: a poisoned or misconfigured session reads nothing further, and
+// the host sees EOF at once instead of waiting for its own timeout.
 func (s *Session) Serve(ctx context.Context, h Handler) error {
+	if !s.used.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: Serve may be called once per Session", ErrPoisoned)
+	}
+	if s.conn != nil {
+		defer s.conn.Close()
+	}
 	if s.cfgErr != nil {
 		return s.cfgErr
 	}
 	if h == nil {
 		return fmt.Errorf("%w: nil Handler", ErrConfig)
 	}
-	if !s.used.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: Serve may be called once per Session", ErrPoisoned)
-	}
-	defer s.conn.Close()
 	src, err := newSource(s.conn, s.cfg.Credentials, s.cfg.ChildPID)
 	if err != nil {
 		return err

@@ -421,17 +421,15 @@ func TestSessionConfig(t *testing.T) {
 			if err := ipc.NewSession(rt, cfg).Serve(context.Background(), &allowAll{}); !errors.Is(err, ipc.ErrConfig) {
 				t.Fatalf("Serve = %v", err)
 			}
-			// Serve did not touch the connection: it is still open.
-			if _, err := host.Write([]byte{1}); err != nil {
-				t.Fatalf("connection touched: %v", err)
-			}
+			wantClosed(t, host)
 		})
 	}
 	t.Run("nil handler", func(t *testing.T) {
-		rt, _ := socketpair(t)
+		rt, host := socketpair(t)
 		if err := ipc.NewSession(rt, good).Serve(context.Background(), nil); !errors.Is(err, ipc.ErrConfig) {
 			t.Fatal(err)
 		}
+		wantClosed(t, host)
 	})
 	t.Run("nil conn", func(t *testing.T) {
 		if err := ipc.NewSession(nil, good).Serve(context.Background(), &allowAll{}); !errors.Is(err, ipc.ErrConfig) {
@@ -446,6 +444,7 @@ func TestSessionConfig(t *testing.T) {
 		if err := ipc.NewSession(a, cfg).Serve(context.Background(), &allowAll{}); !errors.Is(err, ipc.ErrConfig) {
 			t.Fatal(err)
 		}
+		wantClosed(t, b)
 	})
 	t.Run("serve twice", func(t *testing.T) {
 		rt, host := socketpair(t)
@@ -458,6 +457,21 @@ func TestSessionConfig(t *testing.T) {
 			t.Fatalf("second Serve = %v", err)
 		}
 	})
+}
+
+// wantClosed fails unless the Session closed its end of the connection:
+// the peer's read ends at once with EOF (a net.Pipe refuses the deadline), so
+// a host is never left waiting for its own timeout.
+func wantClosed(t *testing.T, peer net.Conn) {
+	t.Helper()
+	if err := peer.SetReadDeadline(time.Now().Add(10 * time.Second)); errors.Is(err, io.ErrClosedPipe) {
+		return // net.Pipe: the other end is closed
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := peer.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("peer read after Serve = %d, %v; want EOF (the Session must close its end)", n, err)
+	}
 }
 
 // TestSessionID: every Session gets its own 128-bit id, fixed at
@@ -599,19 +613,30 @@ func (*slowHandler) Bootstrap(ctx context.Context, _ ipc.BootstrapRequest) (ipc.
 	return ipc.Decision{State: ipc.StateAllowed}, nil
 }
 
+// TestSessionContextCancel: cancelling Serve's context while it waits for
+// the host's next request ends it with ErrStopped wrapping the cause. The
+// host completes one exchange first, so Serve is known to be serving (and
+// back in, or on its way to, the idle wait) when the context is cancelled.
 func TestSessionContextCancel(t *testing.T) {
 	f := newFixture(t)
-	rt, _ := socketpair(t)
+	rt, host := socketpair(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("supervisor shutting down")
+	s := ipc.NewSession(rt, f.config()) // before the host writes: SO_PASSCRED
 	done := make(chan error, 1)
-	go func() { done <- ipc.NewSession(rt, f.config()).Serve(ctx, &allowAll{}) }()
-	time.Sleep(20 * time.Millisecond)
+	go func() { done <- s.Serve(ctx, &allowAll{}) }()
+	if _, err := host.Write(frame(t, f.env(1, ipc.MethodBootstrap, f.bootstrap()))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ipc.ReadFrame(host, 0); err != nil {
+		t.Fatalf("no bootstrap reply: %v (Serve: %v)", err, <-done)
+	}
 	cancel(cause)
 	err := <-done
 	if !isRule(err, ipc.ErrStopped) || !errors.Is(err, cause) {
 		t.Fatalf("Serve = %v, want ErrStopped wrapping the cause", err)
 	}
+	wantClosed(t, host)
 }
 
 func TestViolationErrorText(t *testing.T) {
