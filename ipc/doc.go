@@ -58,7 +58,7 @@
 // Any broken rule, any I/O error, a frame over the limit, EOF inside a frame,
 // an exchange that outlives min(RPCTimeout, attempt deadline), or a Handler
 // that cannot decide ends the session: Serve reads nothing further, closes
-// the connection and returns a *ViolationError whose Rule names the rule
+// the connection and returns a *ViolationError whose Err names the rule
 // (ErrSequence, ErrNonce, ErrBinding, ErrNotCanonical, ErrDigest,
 // ErrPeerCredentials, ErrTimeout, ErrFrameTooLarge, ErrBootstrapOrder, ...).
 // There is never a retry on the wire (doc/design.md,

@@ -359,20 +359,20 @@ func (r *Request) materialize() error {
 func decodeRequestTree(body []byte, max int) (*Request, canon.Digest, error) {
 	v, err := canon.Options{MaxBytes: effectiveMax(max)}.Parse(body)
 	if err != nil {
-		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body is not strict JSON", Err: err}
+		return nil, "", &ViolationError{Err: ErrMalformed, Detail: "request body is not strict JSON", Cause: err}
 	}
 	if v.Kind != canon.Object {
-		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body is a JSON " + v.Kind.String() + ", not an object"}
+		return nil, "", &ViolationError{Err: ErrMalformed, Detail: "request body is a JSON " + v.Kind.String() + ", not an object"}
 	}
 	if err := (canon.Options{MaxBytes: effectiveMax(max)}).CheckCanonical(body); err != nil {
 		if !errors.Is(err, canon.ErrNotCanonical) {
-			return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request body cannot be canonicalized", Err: err}
+			return nil, "", &ViolationError{Err: ErrMalformed, Detail: "request body cannot be canonicalized", Cause: err}
 		}
-		return nil, "", &ViolationError{Rule: ErrNotCanonical, Detail: "request body is not in canonical form", Err: err}
+		return nil, "", &ViolationError{Err: ErrNotCanonical, Detail: "request body is not in canonical form", Cause: err}
 	}
 	req := new(Request)
 	if err := decodeRequestValue(&v, req); err != nil {
-		return nil, "", &ViolationError{Rule: ErrMalformed, Detail: "request envelope", Err: err}
+		return nil, "", &ViolationError{Err: ErrMalformed, Detail: "request envelope", Cause: err}
 	}
 	if err := req.check(); err != nil {
 		return nil, "", err
@@ -384,7 +384,7 @@ func decodeRequestTree(body []byte, max int) (*Request, canon.Digest, error) {
 // check applies the per-request shape rules that need no session state.
 func (r *Request) check() error {
 	verr := func(rule error, format string, args ...any) error {
-		return &ViolationError{Rule: rule, Sequence: r.Sequence, Method: r.Method, Detail: fmt.Sprintf(format, args...)}
+		return &ViolationError{Err: rule, Sequence: r.Sequence, Method: r.Method, Detail: fmt.Sprintf(format, args...)}
 	}
 	if r.ProtocolVersion != ProtocolVersion {
 		return verr(ErrProtocolVersion, "protocol_version is %d, want %d", r.ProtocolVersion, ProtocolVersion)
@@ -401,7 +401,7 @@ func (r *Request) check() error {
 		return verr(ErrNonce, "host_nonce %q is not 64 lowercase hex digits", truncate(r.HostNonce))
 	}
 	if err := r.Binding.Validate(); err != nil {
-		return &ViolationError{Rule: ErrBinding, Sequence: r.Sequence, Method: r.Method, Detail: "binding is not a valid AttemptBinding", Err: err}
+		return &ViolationError{Err: ErrBinding, Sequence: r.Sequence, Method: r.Method, Detail: "binding is not a valid AttemptBinding", Cause: err}
 	}
 	if !r.lazy && r.Payload.Kind != canon.Object {
 		return verr(ErrPayload, "payload is a JSON %s, not an object", r.Payload.Kind)
@@ -440,7 +440,7 @@ func truncate(s string) string {
 }
 
 func (r *Request) payloadErr(err error) error {
-	return &ViolationError{Rule: ErrPayload, Sequence: r.Sequence, Method: r.Method, Detail: "payload of " + string(r.Method), Err: err}
+	return &ViolationError{Err: ErrPayload, Sequence: r.Sequence, Method: r.Method, Detail: "payload of " + string(r.Method), Cause: err}
 }
 
 var (
@@ -607,18 +607,18 @@ func DecodeReply(body []byte, max int) (*Reply, error) {
 	var rep Reply
 	v, err := canon.Options{MaxBytes: effectiveMax(max)}.Parse(body)
 	if err != nil {
-		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply is not strict JSON", Err: err}
+		return nil, &ViolationError{Err: ErrMalformed, Detail: "reply is not strict JSON", Cause: err}
 	}
 	// "data" may be absent (then {}), but null or a non-object is refused,
 	// as the host's strict model does.
 	if dv, ok := v.Get("data"); ok && dv.Kind != canon.Object {
-		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply data is a JSON " + dv.Kind.String() + ", not an object"}
+		return nil, &ViolationError{Err: ErrMalformed, Detail: "reply data is a JSON " + dv.Kind.String() + ", not an object"}
 	}
 	if err := decodeReplyValue(&v, &rep); err != nil {
-		return nil, &ViolationError{Rule: ErrMalformed, Detail: "reply is not a strict RuntimeReply", Err: err}
+		return nil, &ViolationError{Err: ErrMalformed, Detail: "reply is not a strict RuntimeReply", Cause: err}
 	}
 	fail := func(rule error, format string, args ...any) (*Reply, error) {
-		return nil, &ViolationError{Rule: rule, Sequence: rep.Sequence, Detail: fmt.Sprintf(format, args...)}
+		return nil, &ViolationError{Err: rule, Sequence: rep.Sequence, Detail: fmt.Sprintf(format, args...)}
 	}
 	if rep.ProtocolVersion != ProtocolVersion {
 		return fail(ErrProtocolVersion, "reply protocol_version is %d", rep.ProtocolVersion)
@@ -630,10 +630,10 @@ func DecodeReply(body []byte, max int) (*Reply, error) {
 		return fail(ErrNonce, "reply host_nonce is not an Identifier")
 	}
 	if err := rep.Binding.Validate(); err != nil {
-		return nil, &ViolationError{Rule: ErrBinding, Sequence: rep.Sequence, Detail: "reply binding is not a valid AttemptBinding", Err: err}
+		return nil, &ViolationError{Err: ErrBinding, Sequence: rep.Sequence, Detail: "reply binding is not a valid AttemptBinding", Cause: err}
 	}
 	if err := rep.RequestDigest.Validate(); err != nil {
-		return nil, &ViolationError{Rule: ErrDigest, Sequence: rep.Sequence, Detail: "reply request_digest", Err: err}
+		return nil, &ViolationError{Err: ErrDigest, Sequence: rep.Sequence, Detail: "reply request_digest", Cause: err}
 	}
 	if !rep.State.Valid() {
 		return fail(ErrMalformed, "reply state %q is not a reply state", truncate(string(rep.State)))

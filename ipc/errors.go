@@ -18,7 +18,7 @@ var (
 )
 
 // Errors of request decoding (DecodeRequest) and reply decoding
-// (DecodeReply). They are also the Rule of a *ViolationError when a Session
+// (DecodeReply). They are also the Err of a *ViolationError when a Session
 // meets them.
 var (
 	// ErrMalformed: the body is not strict JSON, or not the strict shape of
@@ -37,7 +37,7 @@ var (
 	ErrPayload = errors.New("ipc: invalid payload")
 )
 
-// Rules a Session enforces across requests. Each is the Rule of the
+// Rules a Session enforces across requests. Each is the Err of the
 // *ViolationError that poisons the session when broken.
 var (
 	// ErrSequence: the request's sequence is not exactly one more than the
@@ -120,23 +120,26 @@ func (e *FrameSizeError) Unwrap() error { return e.Err }
 // ViolationError says which rule a Session saw broken, on which request. A
 // Session that returns one is poisoned: it reads nothing further and the
 // attempt must not continue on this connection (no retry on the wire;
-// recovery is a new attempt: doc/design.md, “No retries on the wire”). Rule
-// is one of the package's sentinel errors; Err, when set, is the underlying
-// cause (a *canon.Error, an I/O error wrapping os.ErrDeadlineExceeded, the
-// handler's error, ...). errors.Is matches both Rule and Err.
+// recovery is a new attempt, see doc/design.md). Err is one of the
+// package's sentinel errors, naming the rule; Cause, when set, is the
+// underlying error (a *canon.Error, an I/O error wrapping
+// os.ErrDeadlineExceeded, the handler's error, ...). The fields follow the
+// module's convention (canon.Error, manifest.ValidationError,
+// launch.ResultError): Err the sentinel, Cause the cause. errors.Is
+// matches both.
 type ViolationError struct {
-	Rule     error  // the sentinel naming the broken rule
+	Err      error  // the sentinel naming the broken rule
 	Sequence int64  // sequence of the request concerned; 0 when unknown
 	Method   Method // method of the request concerned; "" when unknown
 	Detail   string // what exactly was found
-	Err      error  // underlying cause, may be nil
+	Cause    error  // underlying cause, may be nil
 }
 
 // Error describes the violation. The text is not part of the contract; use
 // errors.Is and errors.As.
 func (e *ViolationError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Rule.Error())
+	b.WriteString(e.Err.Error())
 	if e.Sequence > 0 || e.Method != "" {
 		fmt.Fprintf(&b, " (request")
 		if e.Sequence > 0 {
@@ -151,17 +154,17 @@ func (e *ViolationError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Detail)
 	}
-	if e.Err != nil {
+	if e.Cause != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(e.Cause.Error())
 	}
 	return b.String()
 }
 
-// Unwrap returns Rule and, when set, Err.
+// Unwrap returns Err and, when set, Cause.
 func (e *ViolationError) Unwrap() []error {
-	if e.Err == nil {
-		return []error{e.Rule}
+	if e.Cause == nil {
+		return []error{e.Err}
 	}
-	return []error{e.Rule, e.Err}
+	return []error{e.Err, e.Cause}
 }

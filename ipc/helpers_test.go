@@ -140,5 +140,5 @@ func serve(t testing.TB, s *ipc.Session, h ipc.Handler) func() error {
 
 func isRule(err, rule error) bool {
 	var v *ipc.ViolationError
-	return errors.As(err, &v) && v.Rule == rule
+	return errors.As(err, &v) && v.Err == rule
 }

@@ -199,7 +199,7 @@ type PublishDecision struct {
 // A Handler returns an error when it cannot decide (its ledger is down, the
 // context expired, ...). The Session then never claims the request was not
 // consumed: it answers needs_reconciliation, and Serve returns a
-// *ViolationError with Rule ErrHandler wrapping the error. The same happens
+// *ViolationError with Err ErrHandler and the error as Cause. The same happens
 // when a decision is unusable (an unknown state, an allowed effect without
 // receipt or authorization id, an allowed publish without artifact refs,
 // data that does not marshal or does not fit MaxMessageBytes).
@@ -401,7 +401,7 @@ func (s *Session) Serve(ctx context.Context, h Handler) error {
 }
 
 func (s *Session) stopped(ctx context.Context, seq int64, m Method) error {
-	return &ViolationError{Rule: ErrStopped, Sequence: seq, Method: m, Err: context.Cause(ctx)}
+	return &ViolationError{Err: ErrStopped, Sequence: seq, Method: m, Cause: context.Cause(ctx)}
 }
 
 // readErr maps an error met while reading a request to its rule.
@@ -410,19 +410,19 @@ func (s *Session) readErr(ctx context.Context, err error, idle bool) error {
 	case ctx.Err() != nil:
 		return s.stopped(ctx, 0, "")
 	case errors.Is(err, ErrPeerCredentials):
-		return &ViolationError{Rule: ErrPeerCredentials, Err: err}
+		return &ViolationError{Err: ErrPeerCredentials, Cause: err}
 	case errors.Is(err, ErrFrameTooLarge):
-		return &ViolationError{Rule: ErrFrameTooLarge, Err: err}
+		return &ViolationError{Err: ErrFrameTooLarge, Cause: err}
 	case errors.Is(err, ErrEmptyFrame):
-		return &ViolationError{Rule: ErrEmptyFrame, Err: err}
+		return &ViolationError{Err: ErrEmptyFrame, Cause: err}
 	case errors.Is(err, io.ErrUnexpectedEOF), !idle && errors.Is(err, io.EOF):
-		return &ViolationError{Rule: ErrTruncated, Err: err}
+		return &ViolationError{Err: ErrTruncated, Cause: err}
 	case errors.Is(err, os.ErrDeadlineExceeded) && idle:
-		return &ViolationError{Rule: ErrDeadline, Detail: "no request before the attempt deadline", Err: err}
+		return &ViolationError{Err: ErrDeadline, Detail: "no request before the attempt deadline", Cause: err}
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return &ViolationError{Rule: ErrTimeout, Detail: "request not complete within the exchange bound", Err: err}
+		return &ViolationError{Err: ErrTimeout, Detail: "request not complete within the exchange bound", Cause: err}
 	}
-	return &ViolationError{Rule: ErrIO, Err: err}
+	return &ViolationError{Err: ErrIO, Cause: err}
 }
 
 // exchange waits for one request, decides it and answers it.
@@ -435,7 +435,7 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 		if _, perr := br.Peek(1); errors.Is(perr, io.EOF) && br.Buffered() == 0 {
 			return errCleanEOF
 		}
-		return &ViolationError{Rule: ErrIO, Err: err}
+		return &ViolationError{Err: ErrIO, Cause: err}
 	}
 	if ctx.Err() != nil {
 		return s.stopped(ctx, 0, "")
@@ -450,14 +450,14 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 	dl := start.Add(s.cfg.RPCTimeout)
 	if !s.cfg.Deadline.IsZero() {
 		if !start.Before(s.cfg.Deadline) {
-			return &ViolationError{Rule: ErrDeadline, Detail: "request arrived at or after the attempt deadline"}
+			return &ViolationError{Err: ErrDeadline, Detail: "request arrived at or after the attempt deadline"}
 		}
 		if s.cfg.Deadline.Before(dl) {
 			dl = s.cfg.Deadline
 		}
 	}
 	if err := s.conn.SetDeadline(dl); err != nil {
-		return &ViolationError{Rule: ErrIO, Err: err}
+		return &ViolationError{Err: ErrIO, Cause: err}
 	}
 	if ctx.Err() != nil {
 		return s.stopped(ctx, 0, "")
@@ -501,7 +501,7 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 		state = StateNeedsReconciliation
 		frame, err = appendReply(header, s.binding, req.Sequence, req.HostNonce, digest, state, []byte("{}"))
 		if err != nil {
-			return &ViolationError{Rule: ErrHandler, Sequence: req.Sequence, Method: req.Method, Err: errors.Join(herr, err)}
+			return &ViolationError{Err: ErrHandler, Sequence: req.Sequence, Method: req.Method, Cause: errors.Join(herr, err)}
 		}
 	}
 	st.out = frame
@@ -517,8 +517,8 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			rule = ErrTimeout
 		}
-		return &ViolationError{Rule: rule, Sequence: req.Sequence, Method: req.Method,
-			Detail: fmt.Sprintf("the %s reply was decided but could not be sent", state), Err: errors.Join(err, herr)}
+		return &ViolationError{Err: rule, Sequence: req.Sequence, Method: req.Method,
+			Detail: fmt.Sprintf("the %s reply was decided but could not be sent", state), Cause: errors.Join(err, herr)}
 	}
 	s.record(st, req, digest, state, len(body), len(reply))
 	if s.log.Enabled(ctx, slog.LevelDebug) { // spares boxing the attributes on every exchange
@@ -526,8 +526,8 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 			"request_bytes", len(body), "reply_bytes", len(reply), "elapsed", time.Since(start))
 	}
 	if herr != nil {
-		return &ViolationError{Rule: ErrHandler, Sequence: req.Sequence, Method: req.Method,
-			Detail: "answered needs_reconciliation", Err: herr}
+		return &ViolationError{Err: ErrHandler, Sequence: req.Sequence, Method: req.Method,
+			Detail: "answered needs_reconciliation", Cause: herr}
 	}
 	return nil
 }
@@ -535,7 +535,7 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 // checkSession applies the rules that depend on earlier requests.
 func (s *Session) checkSession(req *Request, st *sessionState) error {
 	verr := func(rule error, format string, args ...any) error {
-		return &ViolationError{Rule: rule, Sequence: req.Sequence, Method: req.Method, Detail: fmt.Sprintf(format, args...)}
+		return &ViolationError{Err: rule, Sequence: req.Sequence, Method: req.Method, Detail: fmt.Sprintf(format, args...)}
 	}
 	if req.Sequence != st.next {
 		return verr(ErrSequence, "sequence is %d, want %d", req.Sequence, st.next)
@@ -633,7 +633,7 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 		return st, b, nil, nil
 	}
 	verr := func(rule error, format string, args ...any) error {
-		return &ViolationError{Rule: rule, Sequence: req.Sequence, Method: req.Method, Detail: fmt.Sprintf(format, args...)}
+		return &ViolationError{Err: rule, Sequence: req.Sequence, Method: req.Method, Detail: fmt.Sprintf(format, args...)}
 	}
 	switch req.Method {
 	case MethodBootstrap:

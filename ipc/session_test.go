@@ -640,13 +640,13 @@ func TestSessionContextCancel(t *testing.T) {
 }
 
 func TestViolationErrorText(t *testing.T) {
-	err := &ipc.ViolationError{Rule: ipc.ErrSequence, Sequence: 3, Method: ipc.MethodEffect, Detail: "sequence is 5, want 3", Err: io.EOF}
+	err := &ipc.ViolationError{Err: ipc.ErrSequence, Sequence: 3, Method: ipc.MethodEffect, Detail: "sequence is 5, want 3", Cause: io.EOF}
 	want := "ipc: unexpected sequence (request sequence 3 method effect.request): sequence is 5, want 3: EOF"
 	if err.Error() != want {
 		t.Errorf("got %q", err.Error())
 	}
 	if !errors.Is(err, ipc.ErrSequence) || !errors.Is(err, io.EOF) {
-		t.Error("errors.Is does not see Rule and Err")
+		t.Error("errors.Is does not see Err and Cause")
 	}
 	_ = fmt.Sprint(err)
 }
