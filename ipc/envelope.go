@@ -199,7 +199,7 @@ func ValidNonce(s string) bool {
 
 // Validate checks every field of b: the seven Identifiers and
 // capability_id of 1..MaxIdentifierRunes code points, fencing_generation
-// ≥ 1, and two well-formed digests (see doc/protocol.md, “AttemptBinding”).
+// ≥ 1, and two well-formed digests (see doc/protocol.md, “Attempt binding”).
 // The error wraps ErrPayload and names every field that is wrong, joined
 // with errors.Join.
 func (b AttemptBinding) Validate() error {
