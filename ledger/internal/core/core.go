@@ -25,11 +25,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger"
-	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
 // OpKey identifies an operation.
@@ -105,20 +103,13 @@ func NewID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-func normDeadline(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.Round(0).UTC()
-}
-
 // CreateOperation implements ledger.Ledger.CreateOperation.
 func CreateOperation(tx Tx, spec ledger.OperationSpec) (ledger.Operation, error) {
-	if err := spec.Validate(); err != nil {
-		return ledger.Operation{}, fmt.Errorf("ledger: CreateOperation: %w", err)
+	if err := ValidateCreateOperation(spec); err != nil {
+		return ledger.Operation{}, err
 	}
 	k := KeyOf(spec.Scope, spec.OperationID)
-	dl := normDeadline(spec.Deadline)
+	dl := NormDeadline(spec.Deadline)
 	rec, ok, err := tx.Op(k)
 	if err != nil {
 		return ledger.Operation{}, err
@@ -127,7 +118,7 @@ func CreateOperation(tx Tx, spec ledger.OperationSpec) (ledger.Operation, error)
 		o := rec.Op
 		if o.CapabilityID != spec.CapabilityID || o.RequestDigest != spec.RequestDigest ||
 			o.ManifestDigest != spec.ManifestDigest || o.EffectBudget != spec.EffectBudget || !o.Deadline.Equal(dl) {
-			return ledger.Operation{}, fmt.Errorf("ledger: CreateOperation: operation %q exists with another capability, digest, budget or deadline: %w", spec.OperationID, ledger.ErrChangedInput)
+			return ledger.Operation{}, SpecChanged(spec.OperationID)
 		}
 		return o, nil
 	}
@@ -153,44 +144,33 @@ func loadOp(tx Tx, op string, s ledger.Scope, id string) (OpRecord, error) {
 		return OpRecord{}, err
 	}
 	if !ok {
-		return OpRecord{}, fmt.Errorf("ledger: %s: operation %q in organization %q project %q: %w", op, id, s.OrganizationID, s.ProjectID, ledger.ErrNotFound)
+		return OpRecord{}, OperationNotFound(op, s, id)
 	}
 	return rec, nil
 }
 
 // checkFence loads the fenced operation and refuses a stale fence. It is the
-// first thing every fenced write does, inside the write's transaction.
+// first thing every fenced write does, inside the write's transaction; the
+// fence's form was checked with the call's other arguments.
 func checkFence(tx Tx, op string, f ledger.Fence) (OpRecord, error) {
-	if err := f.Validate(); err != nil {
-		return OpRecord{}, fmt.Errorf("ledger: %s: %w", op, err)
-	}
 	rec, err := loadOp(tx, op, f.Scope, f.OperationID)
 	if err != nil {
 		return OpRecord{}, err
 	}
 	if rec.Op.CurrentGeneration != f.Generation || rec.Op.CurrentAttemptID != f.AttemptID {
-		return OpRecord{}, &ledger.FenceError{
-			Op: op, OperationID: f.OperationID, Presented: f,
-			CurrentAttemptID: rec.Op.CurrentAttemptID, CurrentGeneration: rec.Op.CurrentGeneration,
-		}
+		return OpRecord{}, StaleFence(op, f, rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration)
 	}
 	return rec, nil
 }
 
 // checkOpen refuses calls that would advance a finished operation.
 func checkOpen(op string, rec OpRecord) error {
-	switch rec.Op.State {
-	case ledger.OperationCancelled:
-		return fmt.Errorf("ledger: %s: operation %q: %w (reason %q)", op, rec.Op.OperationID, ledger.ErrCancelled, rec.Op.CancelReason)
-	case ledger.OperationCompleted:
-		return fmt.Errorf("ledger: %s: operation %q: %w; read it with Operation", op, rec.Op.OperationID, ledger.ErrResultAlreadyAccepted)
-	}
-	return nil
+	return NotOpen(op, rec.Op.OperationID, rec.Op.State, rec.Op.CancelReason)
 }
 
 func checkDeadline(op string, rec OpRecord, now time.Time) error {
 	if dl := rec.Op.Deadline; !dl.IsZero() && !now.Before(dl) {
-		return fmt.Errorf("ledger: %s: operation %q: deadline %s passed: %w", op, rec.Op.OperationID, dl.Format(time.RFC3339Nano), ledger.ErrDeadlineExceeded)
+		return DeadlinePassed(op, rec.Op.OperationID, dl)
 	}
 	return nil
 }
@@ -198,8 +178,8 @@ func checkDeadline(op string, rec OpRecord, now time.Time) error {
 // StartAttempt implements ledger.Ledger.StartAttempt.
 func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, error) {
 	const op = "StartAttempt"
-	if err := firstErr(s.Validate(), check.ID("operation_id", opID), check.ID("attempt_id", attemptID)); err != nil {
-		return ledger.Fence{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateStartAttempt(s, opID, attemptID); err != nil {
+		return ledger.Fence{}, err
 	}
 	rec, err := loadOp(tx, op, s, opID)
 	if err != nil {
@@ -216,8 +196,7 @@ func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, 
 		if a.Generation == rec.Op.CurrentGeneration {
 			return f, nil
 		}
-		return ledger.Fence{}, &ledger.FenceError{Op: op, OperationID: opID, Presented: f,
-			CurrentAttemptID: rec.Op.CurrentAttemptID, CurrentGeneration: rec.Op.CurrentGeneration}
+		return ledger.Fence{}, StaleFence(op, f, rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration)
 	}
 	gen := rec.Op.CurrentGeneration + 1
 	rec.Attempts = append(rec.Attempts, ledger.Attempt{AttemptID: attemptID, Generation: gen})
@@ -234,8 +213,8 @@ func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, 
 // (in any scope) or another launch digest is ErrChangedInput.
 func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
 	const op = "IssueBootstrap"
-	if err := firstErr(check.ID("bootstrap_id", id), check.Digest("launch_digest", launch)); err != nil {
-		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateIssueBootstrap(f, id, launch); err != nil {
+		return ledger.Bootstrap{}, err
 	}
 	rec, err := checkFence(tx, op, f)
 	if err != nil {
@@ -250,8 +229,7 @@ func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledg
 		return ledger.Bootstrap{}, err
 	}
 	if ok && owner != k {
-		// Do not name the other operation: it may be in another scope.
-		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued to another operation: %w", op, id, ledger.ErrChangedInput)
+		return ledger.Bootstrap{}, BootstrapOtherOperation(op, id)
 	}
 	b, ok, err := tx.Bootstrap(k, id)
 	if err != nil {
@@ -259,10 +237,10 @@ func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledg
 	}
 	if ok {
 		if b.AttemptID != f.AttemptID || b.Generation != f.Generation {
-			return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued to attempt %q (generation %d), not %q: %w", op, id, b.AttemptID, b.Generation, f.AttemptID, ledger.ErrChangedInput)
+			return ledger.Bootstrap{}, BootstrapOtherAttempt(op, b, f)
 		}
 		if b.LaunchDigest != launch {
-			return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was issued with launch digest %s, not %s: %w", op, id, b.LaunchDigest, launch, ledger.ErrChangedInput)
+			return ledger.Bootstrap{}, BootstrapOtherLaunch(op, b, launch)
 		}
 		return b, nil
 	}
@@ -276,8 +254,8 @@ func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledg
 // RedeemBootstrap implements ledger.Ledger.RedeemBootstrap.
 func RedeemBootstrap(tx Tx, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {
 	const op = "RedeemBootstrap"
-	if err := r.Validate(); err != nil {
-		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateRedeemBootstrap(f, r); err != nil {
+		return ledger.Bootstrap{}, err
 	}
 	rec, err := checkFence(tx, op, f)
 	if err != nil {
@@ -292,13 +270,10 @@ func RedeemBootstrap(tx Tx, f ledger.Fence, r ledger.Redemption) (ledger.Bootstr
 		return ledger.Bootstrap{}, err
 	}
 	if !ok {
-		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q of operation %q: %w", op, r.BootstrapID, f.OperationID, ledger.ErrNotFound)
+		return ledger.Bootstrap{}, BootstrapNotFound(op, r.BootstrapID, f.OperationID)
 	}
 	if b.AttemptID != f.AttemptID || b.Generation != f.Generation {
-		// Issued to an older attempt: the child belongs to a fenced attempt.
-		return ledger.Bootstrap{}, &ledger.FenceError{Op: op, OperationID: f.OperationID,
-			Presented:        ledger.Fence{Scope: f.Scope, OperationID: f.OperationID, AttemptID: b.AttemptID, Generation: b.Generation},
-			CurrentAttemptID: rec.Op.CurrentAttemptID, CurrentGeneration: rec.Op.CurrentGeneration}
+		return ledger.Bootstrap{}, BootstrapStale(op, b, f, rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration)
 	}
 	if b.Redeemed {
 		if b.RedeemedPID == r.PID && b.RedeemedSessionID == r.SessionID && b.LaunchDigest == r.LaunchDigest {
@@ -306,11 +281,10 @@ func RedeemBootstrap(tx Tx, f ledger.Fence, r ledger.Redemption) (ledger.Bootstr
 			// outcome was unknown, answered with the recorded redemption.
 			return b, nil
 		}
-		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q was redeemed by pid %d (session %q); refusing pid %d: %w",
-			op, r.BootstrapID, b.RedeemedPID, b.RedeemedSessionID, r.PID, ledger.ErrBootstrapRedeemed)
+		return ledger.Bootstrap{}, BootstrapRedeemed(op, b, r)
 	}
 	if b.LaunchDigest != r.LaunchDigest {
-		return ledger.Bootstrap{}, fmt.Errorf("ledger: %s: bootstrap id %q: launch digest %s differs from the issued %s: %w", op, r.BootstrapID, r.LaunchDigest, b.LaunchDigest, ledger.ErrChangedInput)
+		return ledger.Bootstrap{}, RedemptionLaunchChanged(op, b, r)
 	}
 	b.Redeemed, b.RedeemedPID, b.RedeemedSessionID = true, r.PID, r.SessionID
 	if err := tx.PutBootstrap(k, b); err != nil {
@@ -331,14 +305,14 @@ func checkRedeemed(tx Tx, op string, f ledger.Fence) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("ledger: %s: operation %q: attempt %q has redeemed no bootstrap id; redeem one first: %w", op, f.OperationID, f.AttemptID, ledger.ErrOutOfOrder)
+	return NotRedeemed(op, f)
 }
 
 // checkAdmitted refuses effects and results of an attempt that was not
 // admitted. rec must have passed checkFence, so its last attempt is f's.
 func checkAdmitted(op string, f ledger.Fence, rec OpRecord) error {
 	if n := len(rec.Attempts); n == 0 || !rec.Attempts[n-1].Admitted {
-		return fmt.Errorf("ledger: %s: operation %q: attempt %q was not admitted; call Admit first: %w", op, f.OperationID, f.AttemptID, ledger.ErrOutOfOrder)
+		return NotAdmitted(op, f)
 	}
 	return nil
 }
@@ -346,8 +320,8 @@ func checkAdmitted(op string, f ledger.Fence, rec OpRecord) error {
 // Admit implements ledger.Ledger.Admit.
 func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt, error) {
 	const op = "Admit"
-	if err := check.Digest("request_digest", d); err != nil {
-		return ledger.Attempt{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateAdmit(f, d); err != nil {
+		return ledger.Attempt{}, err
 	}
 	rec, err := checkFence(tx, op, f)
 	if err != nil {
@@ -366,7 +340,7 @@ func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt
 		}
 	}
 	if d != rec.Op.RequestDigest {
-		return ledger.Attempt{}, fmt.Errorf("ledger: %s: operation %q: request digest %s differs from the operation's %s: %w", op, f.OperationID, d, rec.Op.RequestDigest, ledger.ErrChangedInput)
+		return ledger.Attempt{}, RequestChanged(op, f.OperationID, d, rec.Op.RequestDigest)
 	}
 	if err := checkDeadline(op, rec, now); err != nil {
 		return ledger.Attempt{}, err
@@ -384,8 +358,8 @@ func Admit(tx Tx, f ledger.Fence, d canon.Digest, now time.Time) (ledger.Attempt
 // BeginEffect implements ledger.Ledger.BeginEffect.
 func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time) (ledger.EffectGrant, error) {
 	const op = "BeginEffect"
-	if err := firstErr(check.ID("logical_effect_id", id), check.Digest("effect_request_digest", d)); err != nil {
-		return ledger.EffectGrant{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateBeginEffect(f, id, d); err != nil {
+		return ledger.EffectGrant{}, err
 	}
 	rec, err := checkFence(tx, op, f)
 	if err != nil {
@@ -403,7 +377,7 @@ func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time
 		// The fingerprint is checked on the redelivery path too
 		// (Powertools #2058/#2260 skipped it there).
 		if e.RequestDigest != d {
-			return ledger.EffectGrant{}, changed(op, e, d)
+			return ledger.EffectGrant{}, EffectChanged(op, e, d)
 		}
 		return ledger.EffectGrant{Effect: e, Redelivery: true}, nil
 	}
@@ -414,8 +388,7 @@ func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time
 		return ledger.EffectGrant{}, err
 	}
 	if rec.Op.EffectsUsed >= rec.Op.EffectBudget {
-		return ledger.EffectGrant{}, fmt.Errorf("ledger: %s: operation %q: logical effect %q would be effect %d of a budget of %d: %w",
-			op, f.OperationID, id, rec.Op.EffectsUsed+1, rec.Op.EffectBudget, ledger.ErrBudgetExhausted)
+		return ledger.EffectGrant{}, BudgetExhausted(op, f.OperationID, id, rec.Op.EffectsUsed, rec.Op.EffectBudget)
 	}
 	rec.Op.EffectsUsed++
 	e = ledger.Effect{
@@ -435,11 +408,6 @@ func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time
 	return ledger.EffectGrant{Effect: e}, nil
 }
 
-func changed(op string, e ledger.Effect, d canon.Digest) error {
-	return fmt.Errorf("ledger: %s: logical effect %q of operation %q was recorded with request digest %s, not %s: %w",
-		op, e.LogicalEffectID, e.OperationID, e.RequestDigest, d, ledger.ErrChangedInput)
-}
-
 // loadEffect loads an effect for a transition and checks its fingerprint.
 func loadEffect(tx Tx, op string, ek EffectKey, d canon.Digest) (ledger.Effect, error) {
 	e, ok, err := tx.Effect(ek)
@@ -447,17 +415,12 @@ func loadEffect(tx Tx, op string, ek EffectKey, d canon.Digest) (ledger.Effect, 
 		return ledger.Effect{}, err
 	}
 	if !ok {
-		return ledger.Effect{}, fmt.Errorf("ledger: %s: logical effect %q of operation %q: %w", op, ek.Effect, ek.Op, ledger.ErrNotFound)
+		return ledger.Effect{}, EffectNotFound(op, ek.Op, ek.Effect)
 	}
 	if e.RequestDigest != d {
-		return ledger.Effect{}, changed(op, e, d)
+		return ledger.Effect{}, EffectChanged(op, e, d)
 	}
 	return e, nil
-}
-
-func transition(op string, e ledger.Effect, to ledger.EffectState) error {
-	return fmt.Errorf("ledger: %s: logical effect %q of operation %q is %s (receipt %q, reason %q), cannot become %s: %w",
-		op, e.LogicalEffectID, e.OperationID, e.State, e.ReceiptID, e.Reason, to, ledger.ErrInvalidTransition)
 }
 
 // settle moves e to the outcome described by (to, receipt, reason) if the
@@ -468,7 +431,7 @@ func settle(tx Tx, op string, ek EffectKey, e ledger.Effect, to ledger.EffectSta
 		return e, nil
 	}
 	if !slices.Contains(from, e.State) {
-		return ledger.Effect{}, transition(op, e, to)
+		return ledger.Effect{}, Transition(op, e, to)
 	}
 	e.State, e.ReceiptID, e.Reason = to, receipt, reason
 	if err := tx.PutEffect(ek, e); err != nil {
@@ -480,10 +443,9 @@ func settle(tx Tx, op string, ek EffectKey, e ledger.Effect, to ledger.EffectSta
 	return e, nil
 }
 
+// fencedEffect loads a fenced call's effect; the caller validated the
+// arguments.
 func fencedEffect(tx Tx, op string, f ledger.Fence, id string, d canon.Digest) (EffectKey, ledger.Effect, error) {
-	if err := firstErr(check.ID("logical_effect_id", id), check.Digest("effect_request_digest", d)); err != nil {
-		return EffectKey{}, ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
-	}
 	if _, err := checkFence(tx, op, f); err != nil {
 		return EffectKey{}, ledger.Effect{}, err
 	}
@@ -495,8 +457,8 @@ func fencedEffect(tx Tx, op string, f ledger.Fence, id string, d canon.Digest) (
 // ConfirmEffect implements ledger.Ledger.ConfirmEffect.
 func ConfirmEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, receipt string) (ledger.Effect, error) {
 	const op = "ConfirmEffect"
-	if err := check.ID("receipt_id", receipt); err != nil {
-		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateConfirmEffect(f, id, d, receipt); err != nil {
+		return ledger.Effect{}, err
 	}
 	ek, e, err := fencedEffect(tx, op, f, id, d)
 	if err != nil {
@@ -508,8 +470,8 @@ func ConfirmEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, receipt str
 // MarkNotConsumed implements ledger.Ledger.MarkNotConsumed.
 func MarkNotConsumed(tx Tx, f ledger.Fence, id string, d canon.Digest, reason ledger.NotConsumedReason) (ledger.Effect, error) {
 	const op = "MarkNotConsumed"
-	if err := reason.Validate(); err != nil {
-		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateMarkNotConsumed(f, id, d, reason); err != nil {
+		return ledger.Effect{}, err
 	}
 	ek, e, err := fencedEffect(tx, op, f, id, d)
 	if err != nil {
@@ -521,6 +483,9 @@ func MarkNotConsumed(tx Tx, f ledger.Fence, id string, d canon.Digest, reason le
 // MarkUnknown implements ledger.Ledger.MarkUnknown.
 func MarkUnknown(tx Tx, f ledger.Fence, id string, d canon.Digest) (ledger.Effect, error) {
 	const op = "MarkUnknown"
+	if err := ValidateMarkUnknown(f, id, d); err != nil {
+		return ledger.Effect{}, err
+	}
 	ek, e, err := fencedEffect(tx, op, f, id, d)
 	if err != nil {
 		return ledger.Effect{}, err
@@ -531,9 +496,8 @@ func MarkUnknown(tx Tx, f ledger.Fence, id string, d canon.Digest) (ledger.Effec
 // Resolve implements ledger.Ledger.Resolve.
 func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
 	const op = "Resolve"
-	if err := firstErr(s.Validate(), check.ID("operation_id", opID), check.ID("logical_effect_id", id),
-		check.Digest("effect_request_digest", d), res.Validate()); err != nil {
-		return ledger.Effect{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateResolve(s, opID, id, d, res); err != nil {
+		return ledger.Effect{}, err
 	}
 	if _, err := loadOp(tx, op, s, opID); err != nil {
 		return ledger.Effect{}, err
@@ -549,11 +513,8 @@ func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.
 // AcceptResult implements ledger.Ledger.AcceptResult.
 func AcceptResult(tx Tx, f ledger.Fence, dd canon.Digest, artifact []byte) (ledger.Result, error) {
 	const op = "AcceptResult"
-	if err := check.Digest("data_digest", dd); err != nil {
-		return ledger.Result{}, fmt.Errorf("ledger: %s: %w", op, err)
-	}
-	if len(artifact) > ledger.MaxArtifactBytes {
-		return ledger.Result{}, fmt.Errorf("ledger: %s: artifact of %d bytes exceeds %d: %w", op, len(artifact), ledger.MaxArtifactBytes, ledger.ErrInvalid)
+	if err := ValidateAcceptResult(f, dd, artifact); err != nil {
+		return ledger.Result{}, err
 	}
 	rec, err := checkFence(tx, op, f)
 	if err != nil {
@@ -565,7 +526,7 @@ func AcceptResult(tx Tx, f ledger.Fence, dd canon.Digest, artifact []byte) (ledg
 	sum := canon.Sum(artifact)
 	if r := rec.Result; r != nil {
 		if r.DataDigest != dd {
-			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q accepted data digest %s, refusing %s: %w", op, f.OperationID, r.DataDigest, dd, ledger.ErrResultAlreadyAccepted)
+			return ledger.Result{}, ResultAccepted(op, f.OperationID, r.DataDigest, dd)
 		}
 		if len(r.ArtifactRefs) == 0 {
 			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q: accepted result has no artifact: %w", op, f.OperationID, ledger.ErrCorrupt)
@@ -578,7 +539,7 @@ func AcceptResult(tx Tx, f ledger.Fence, dd canon.Digest, artifact []byte) (ledg
 			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q: artifact %q of the accepted result is missing: %w", op, f.OperationID, r.ArtifactRefs[0], ledger.ErrCorrupt)
 		}
 		if a.Digest != sum {
-			return ledger.Result{}, fmt.Errorf("ledger: %s: operation %q: same data digest %s but other artifact bytes: %w", op, f.OperationID, dd, ledger.ErrChangedInput)
+			return ledger.Result{}, ResultBytesChanged(op, f.OperationID, dd)
 		}
 		return cloneResult(*r), nil
 	}
@@ -604,17 +565,11 @@ func cloneResult(r ledger.Result) ledger.Result {
 	return r
 }
 
-// MaxReasonBytes bounds a cancellation reason.
-const MaxReasonBytes = 1024
-
 // Cancel implements ledger.Ledger.Cancel.
 func Cancel(tx Tx, s ledger.Scope, opID, reason string) (ledger.Operation, error) {
 	const op = "Cancel"
-	if err := firstErr(s.Validate(), check.ID("operation_id", opID)); err != nil {
-		return ledger.Operation{}, fmt.Errorf("ledger: %s: %w", op, err)
-	}
-	if len(reason) > MaxReasonBytes || !utf8.ValidString(reason) {
-		return ledger.Operation{}, fmt.Errorf("ledger: %s: reason must be valid UTF-8 of at most %d bytes: %w", op, MaxReasonBytes, ledger.ErrInvalid)
+	if err := ValidateCancel(s, opID, reason); err != nil {
+		return ledger.Operation{}, err
 	}
 	rec, err := loadOp(tx, op, s, opID)
 	if err != nil {
@@ -624,7 +579,7 @@ func Cancel(tx Tx, s ledger.Scope, opID, reason string) (ledger.Operation, error
 	case ledger.OperationCancelled:
 		return rec.Op, nil
 	case ledger.OperationCompleted:
-		return ledger.Operation{}, fmt.Errorf("ledger: %s: operation %q: %w", op, opID, ledger.ErrResultAlreadyAccepted)
+		return ledger.Operation{}, CancelCompleted(opID)
 	}
 	rec.Op.State, rec.Op.CancelReason = ledger.OperationCancelled, reason
 	if err := tx.PutOp(KeyOf(s, opID), rec); err != nil {
@@ -636,8 +591,8 @@ func Cancel(tx Tx, s ledger.Scope, opID, reason string) (ledger.Operation, error
 // View implements ledger.Ledger.Operation.
 func View(tx Tx, s ledger.Scope, opID string) (ledger.OperationView, error) {
 	const op = "Operation"
-	if err := firstErr(s.Validate(), check.ID("operation_id", opID)); err != nil {
-		return ledger.OperationView{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateView(s, opID); err != nil {
+		return ledger.OperationView{}, err
 	}
 	rec, err := loadOp(tx, op, s, opID)
 	if err != nil {
@@ -683,27 +638,18 @@ func ListUnknown(tx Tx) ([]ledger.Effect, error) {
 // GetArtifact implements ledger.Ledger.Artifact.
 func GetArtifact(tx Tx, s ledger.Scope, ref string) (ledger.Artifact, error) {
 	const op = "Artifact"
-	if err := firstErr(s.Validate(), check.ID("artifact ref", ref)); err != nil {
-		return ledger.Artifact{}, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateArtifact(s, ref); err != nil {
+		return ledger.Artifact{}, err
 	}
 	a, ok, err := tx.Artifact(ref)
 	if err != nil {
 		return ledger.Artifact{}, err
 	}
 	if !ok {
-		return ledger.Artifact{}, fmt.Errorf("ledger: %s: artifact %q: %w", op, ref, ledger.ErrNotFound)
+		return ledger.Artifact{}, ArtifactNotFound(ref)
 	}
 	if a.Scope != s {
-		return ledger.Artifact{}, fmt.Errorf("ledger: %s: artifact %q is not in organization %q project %q: %w", op, ref, s.OrganizationID, s.ProjectID, ledger.ErrOutOfScope)
+		return ledger.Artifact{}, ArtifactOutOfScope(ref, s)
 	}
 	return a, nil
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
