@@ -1,0 +1,75 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
+	"github.com/zeoruntime/runtimeipc/ledger/postgres"
+)
+
+// dsnEnv names the database the tests use; without it they skip.
+const dsnEnv = "ZEO_TEST_POSTGRES_DSN"
+
+// testDSN returns the test database's DSN, or skips t when none is set.
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(dsnEnv)
+	if dsn == "" {
+		t.Skipf("PostgreSQL tests skipped: set %s to a database the tests may create and drop schemas in, e.g. %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable", dsnEnv, dsnEnv)
+	}
+	return dsn
+}
+
+// newSchema returns the name of a schema no other test run uses, and drops
+// it, with everything in it, when t ends: runs never collide and leave
+// nothing behind.
+func newSchema(t testing.TB, dsn string) string {
+	t.Helper()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := "zeo_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := dropSchema(ctx, dsn, name); err != nil {
+			t.Errorf("dropping test schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+func dropSchema(ctx context.Context, dsn, name string) error {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	return err
+}
+
+// openTest opens a ledger in a fresh schema of the test database.
+func openTest(t testing.TB) *postgres.Ledger {
+	t.Helper()
+	dsn := testDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := postgres.Open(ctx, dsn, postgres.Options{Schema: newSchema(t, dsn)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return l
+}
+
+func TestConformance(t *testing.T) {
+	testDSN(t)
+	ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return openTest(t) })
+}

@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"strconv"
+	"strings"
+)
+
+// statements are the SQL texts of the ledger's calls, with the schema
+// filled in. Each write is one call of one of the functions that the
+// migrations define (one statement, one implicit transaction, one round
+// trip); each read is one SELECT, so it sees one snapshot.
+type statements struct {
+	createOperation, startAttempt, issueBootstrap, redeemBootstrap, admit,
+	beginEffect, settleEffect, acceptResult, cancel string
+
+	view, listUnknown, artifact string
+}
+
+func newStatements(schema string) statements {
+	call := func(fn string, params int) string {
+		var b strings.Builder
+		b.WriteString("SELECT * FROM ")
+		b.WriteString(schema)
+		b.WriteString(".")
+		b.WriteString(fn)
+		b.WriteString("(")
+		for i := 1; i <= params; i++ {
+			if i > 1 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$")
+			b.WriteString(strconv.Itoa(i))
+		}
+		b.WriteString(")")
+		return b.String()
+	}
+	q := func(sql string) string { return strings.ReplaceAll(sql, schemaPlaceholder, schema) }
+	return statements{
+		createOperation: call("create_operation", 9),
+		startAttempt:    call("start_attempt", 4),
+		issueBootstrap:  call("issue_bootstrap", 7),
+		redeemBootstrap: call("redeem_bootstrap", 9),
+		admit:           call("admit", 6),
+		beginEffect:     call("begin_effect", 8),
+		settleEffect:    call("settle_effect", 10),
+		acceptResult:    call("accept_result", 9),
+		cancel:          call("cancel", 4),
+		view:            q(viewSQL),
+		listUnknown:     q(listUnknownSQL),
+		artifact:        q(artifactSQL),
+	}
+}
+
+// viewSQL reads an operation with its attempts, bootstrap ids and effects
+// in one statement: each list is one array per column, in the order the
+// view wants.
+const viewSQL = `
+SELECT o.capability_id, o.request_digest, o.manifest_digest, o.effect_budget, o.deadline_sec, o.deadline_nsec,
+	o.state, o.cancel_reason, o.effects_used, o.attempt_id, o.generation,
+	o.result_digest, o.result_ref, o.result_generation,
+	a.ids, a.gens, a.admitted,
+	b.ids, b.gens, b.launches, b.pids, b.sessions,
+	e.ids, e.digests, e.auths, e.states, e.receipts, e.reasons, e.gens, e.ordinals
+FROM __SCHEMA__.operations o
+CROSS JOIN LATERAL (
+	SELECT array_agg(attempt_id ORDER BY generation) AS ids, array_agg(generation ORDER BY generation) AS gens,
+		array_agg(admitted ORDER BY generation) AS admitted
+	FROM __SCHEMA__.attempts WHERE op_pk = o.op_pk) a
+CROSS JOIN LATERAL (
+	SELECT array_agg(bootstrap_id ORDER BY bootstrap_id) AS ids, array_agg(generation ORDER BY bootstrap_id) AS gens,
+		array_agg(launch_digest ORDER BY bootstrap_id) AS launches,
+		array_agg(coalesce(redeemed_pid, 0) ORDER BY bootstrap_id) AS pids,
+		array_agg(coalesce(redeemed_session, ''::bytea) ORDER BY bootstrap_id) AS sessions
+	FROM __SCHEMA__.bootstraps WHERE op_pk = o.op_pk) b
+CROSS JOIN LATERAL (
+	SELECT array_agg(effect_id ORDER BY effect_id) AS ids, array_agg(request_digest ORDER BY effect_id) AS digests,
+		array_agg(authorization_id ORDER BY effect_id) AS auths, array_agg(state ORDER BY effect_id) AS states,
+		array_agg(coalesce(receipt_id, ''::bytea) ORDER BY effect_id) AS receipts,
+		array_agg(coalesce(reason, '') ORDER BY effect_id) AS reasons,
+		array_agg(generation ORDER BY effect_id) AS gens, array_agg(ordinal ORDER BY effect_id) AS ordinals
+	FROM __SCHEMA__.effects WHERE op_pk = o.op_pk) e
+WHERE o.org_id = $1 AND o.project_id = $2 AND o.operation_id = $3`
+
+// listUnknownSQL lists the unsettled effects through their partial index,
+// ordered by scope, operation id and effect id (bytea orders bytewise, as
+// Go orders strings).
+const listUnknownSQL = `
+SELECT o.org_id, o.project_id, o.operation_id, e.effect_id, e.request_digest, e.authorization_id, e.state,
+	a.attempt_id, e.generation, e.ordinal
+FROM __SCHEMA__.effects e
+JOIN __SCHEMA__.operations o ON o.op_pk = e.op_pk
+JOIN __SCHEMA__.attempts a ON a.op_pk = e.op_pk AND a.generation = e.generation
+WHERE e.state IN ('authorized', 'unknown')
+ORDER BY o.org_id, o.project_id, o.operation_id, e.effect_id`
+
+const artifactSQL = `
+SELECT o.org_id, o.project_id, o.operation_id, a.digest, a.bytes
+FROM __SCHEMA__.artifacts a JOIN __SCHEMA__.operations o ON o.op_pk = a.op_pk
+WHERE a.ref = $1`
