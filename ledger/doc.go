@@ -7,10 +7,11 @@
 // dies with it. The [Ledger] interface is what the Runtime consults instead,
 // and the only thing that decides recovery across a restarted host.
 // Backends: [github.com/zeoruntime/runtimeipc/ledger/memory] (in memory,
-// for tests and examples) and [github.com/zeoruntime/runtimeipc/ledger/bolt]
-// (embedded, durable, the default). A PostgreSQL backend for several
-// controllers fits the same interface with conditional writes on the
-// fencing generation column and unique constraints for idempotency keys.
+// for tests and examples), [github.com/zeoruntime/runtimeipc/ledger/bolt]
+// (embedded, durable, the default) and
+// [github.com/zeoruntime/runtimeipc/ledger/postgres] (PostgreSQL, shared by
+// several controllers: conditional writes on the fencing generation column
+// and unique constraints for idempotency keys).
 // Every backend must pass
 // [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
 //
