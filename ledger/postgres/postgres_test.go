@@ -73,3 +73,20 @@ func TestConformance(t *testing.T) {
 	testDSN(t)
 	ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return openTest(t) })
 }
+
+func TestDurable(t *testing.T) {
+	dsn := testDSN(t)
+	schemas := map[string]string{} // test directory → schema, so that reopening finds the ledger
+	ledgertest.RunDurable(t, func(t *testing.T, dir string) ledger.Ledger {
+		name, ok := schemas[dir]
+		if !ok {
+			name = newSchema(t, dsn)
+			schemas[dir] = name
+		}
+		l, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: name})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return l
+	})
+}

@@ -1,0 +1,140 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
+	"github.com/zeoruntime/runtimeipc/ledger/postgres"
+)
+
+var bg = context.Background()
+
+// exec runs sql on a connection of its own, outside any ledger.
+func exec(t testing.TB, dsn, sql string, args ...any) {
+	t.Helper()
+	c, err := pgx.Connect(bg, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(bg)
+	if _, err := c.Exec(bg, sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func closeLedger(t testing.TB, l ledger.Ledger) {
+	t.Helper()
+	if err := l.Close(bg); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// Controllers that start together migrate one at a time: without the
+// advisory lock, concurrent CREATE TABLEs of one schema collide.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	dsn := testDSN(t)
+	schema := newSchema(t, dsn)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	ledgers := make([]*postgres.Ledger, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ledgers[i], errs[i] = postgres.Open(bg, dsn, postgres.Options{Schema: schema})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		defer closeLedger(t, ledgers[i])
+	}
+	// Every controller sees what another wrote.
+	sp := ledger.OperationSpec{Scope: ledger.Scope{OrganizationID: "o", ProjectID: "p"}, OperationID: "op",
+		CapabilityID: "c", RequestDigest: ledgertest.Digest("r"), ManifestDigest: ledgertest.Digest("m"), EffectBudget: 1}
+	if _, err := ledgers[0].CreateOperation(bg, sp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledgers[n-1].Operation(bg, sp.Scope, "op"); err != nil {
+		t.Fatalf("another controller's operation: %v", err)
+	}
+	c, err := pgx.Connect(bg, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(bg)
+	var rows, version int
+	if err := c.QueryRow(bg, "SELECT count(*), max(version) FROM "+pgx.Identifier{schema}.Sanitize()+".schema_version").Scan(&rows, &version); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || version != postgres.SchemaVersion {
+		t.Fatalf("schema_version has %d rows, version %d; want 1 row of version %d", rows, version, postgres.SchemaVersion)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	dsn := testDSN(t)
+	schema := newSchema(t, dsn)
+	l, err := postgres.Open(bg, dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLedger(t, l)
+	exec(t, dsn, "UPDATE "+pgx.Identifier{schema}.Sanitize()+".schema_version SET version = $1", postgres.SchemaVersion+1)
+	_, err = postgres.Open(bg, dsn, postgres.Options{Schema: schema})
+	if !errors.Is(err, postgres.ErrSchemaTooNew) || !strings.Contains(err.Error(), schema) {
+		t.Fatalf("Open of a newer schema: err = %v, want ErrSchemaTooNew naming the schema", err)
+	}
+}
+
+func TestOpenRefusesBadArguments(t *testing.T) {
+	dsn := testDSN(t)
+	for name, opts := range map[string]postgres.Options{
+		"negative retries": {MaxRetries: -1},
+		"long schema":      {Schema: strings.Repeat("s", 64)},
+		"NUL in schema":    {Schema: "a\x00b"},
+		"invalid UTF-8":    {Schema: "\xff"},
+	} {
+		if _, err := postgres.Open(bg, dsn, opts); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := postgres.Open(bg, "postgres://user:secret@127.0.0.1:notaport/db", postgres.Options{}); !errors.Is(err, ledger.ErrInvalid) || strings.Contains(err.Error(), "secret") {
+		t.Errorf("malformed DSN: err = %v, want ErrInvalid without the password", err)
+	}
+	if _, err := postgres.New(bg, nil, postgres.Options{}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("nil pool: err = %v, want ErrInvalid", err)
+	}
+}
+
+// New uses the caller's pool and leaves it open on Close.
+func TestNewKeepsCallersPool(t *testing.T) {
+	dsn := testDSN(t)
+	pool, err := pgxpool.New(bg, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	l, err := postgres.New(bg, pool, postgres.Options{Schema: newSchema(t, dsn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ListUnknown(bg); err != nil {
+		t.Fatal(err)
+	}
+	closeLedger(t, l)
+	if err := pool.Ping(bg); err != nil {
+		t.Fatalf("caller's pool after Close: %v", err)
+	}
+}
