@@ -11,9 +11,12 @@ import (
 // trip); each read is one SELECT, so it sees one snapshot.
 type statements struct {
 	createOperation, startAttempt, issueBootstrap, redeemBootstrap, admit,
-	beginEffect, settleEffect, acceptResult, cancel string
+	beginEffect, settleEffect, acceptResult, cancel, recordAttempt string
 
-	view, listUnknown, artifact string
+	view, listUnknown, artifact, evidence string
+	// listOperations is the statement of ListOperations without its WHERE,
+	// ORDER BY and LIMIT, which depend on the query.
+	listOperations string
 }
 
 func newStatements(schema string) statements {
@@ -45,9 +48,12 @@ func newStatements(schema string) statements {
 		settleEffect:    call("settle_effect", 10),
 		acceptResult:    call("accept_result", 9),
 		cancel:          call("cancel", 4),
+		recordAttempt:   call("record_attempt", 6),
 		view:            q(viewSQL),
 		listUnknown:     q(listUnknownSQL),
 		artifact:        q(artifactSQL),
+		evidence:        q(evidenceSQL),
+		listOperations:  q(listOperationsSQL),
 	}
 }
 
@@ -97,3 +103,16 @@ const artifactSQL = `
 SELECT o.org_id, o.project_id, o.operation_id, a.digest, a.bytes
 FROM __SCHEMA__.artifacts a JOIN __SCHEMA__.operations o ON o.op_pk = a.op_pk
 WHERE a.ref = $1`
+
+// evidenceSQL answers no row when the operation does not exist, and one
+// row with a NULL document when it has no evidence.
+const evidenceSQL = `
+SELECT e.doc
+FROM __SCHEMA__.operations o LEFT JOIN __SCHEMA__.evidence e ON e.op_pk = o.op_pk
+WHERE o.org_id = $1 AND o.project_id = $2 AND o.operation_id = $3
+ORDER BY e.generation`
+
+const listOperationsSQL = `
+SELECT org_id, project_id, operation_id, capability_id, request_digest, manifest_digest, effect_budget,
+	deadline_sec, deadline_nsec, state, cancel_reason, effects_used, attempt_id, generation
+FROM __SCHEMA__.operations`

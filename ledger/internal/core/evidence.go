@@ -4,19 +4,18 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
-	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
-// normEvidence returns e in the form the ledger stores and compares: the
+// NormEvidence returns e in the form the ledger stores and compares: the
 // attempt named by f, times at nanosecond precision in UTC, and nil for
-// empty slices.
-func normEvidence(f ledger.Fence, e ledger.AttemptEvidence) ledger.AttemptEvidence {
+// empty slices. Its encoding/json form is the stored document; two
+// records are the same evidence when their forms are equal.
+func NormEvidence(f ledger.Fence, e ledger.AttemptEvidence) ledger.AttemptEvidence {
 	e.AttemptID, e.Generation = f.AttemptID, f.Generation
 	norm := func(t time.Time) time.Time {
 		if t.IsZero() {
@@ -54,21 +53,17 @@ func sameEvidence(a, b ledger.AttemptEvidence) bool {
 // RecordAttempt implements ledger.Ledger.RecordAttempt.
 func RecordAttempt(tx Tx, f ledger.Fence, ev ledger.AttemptEvidence) (ledger.AttemptEvidence, error) {
 	const op = "RecordAttempt"
-	if err := firstErr(f.Validate(), ev.Validate()); err != nil {
-		return ledger.AttemptEvidence{}, fmt.Errorf("ledger: %s: %w", op, err)
-	}
-	if (ev.AttemptID != "" && ev.AttemptID != f.AttemptID) || (ev.Generation != 0 && ev.Generation != f.Generation) {
-		return ledger.AttemptEvidence{}, fmt.Errorf("ledger: %s: evidence names attempt (%q, %d), the fence (%q, %d): %w",
-			op, ev.AttemptID, ev.Generation, f.AttemptID, f.Generation, ledger.ErrInvalid)
+	if err := ValidateRecordAttempt(f, ev); err != nil {
+		return ledger.AttemptEvidence{}, err
 	}
 	rec, err := loadOp(tx, op, f.Scope, f.OperationID)
 	if err != nil {
 		return ledger.AttemptEvidence{}, err
 	}
 	if !slices.ContainsFunc(rec.Attempts, func(a ledger.Attempt) bool { return a.AttemptID == f.AttemptID && a.Generation == f.Generation }) {
-		return ledger.AttemptEvidence{}, fmt.Errorf("ledger: %s: operation %q has no attempt %q of generation %d: %w", op, f.OperationID, f.AttemptID, f.Generation, ledger.ErrNotFound)
+		return ledger.AttemptEvidence{}, NoSuchAttempt(op, f)
 	}
-	ev = normEvidence(f, ev)
+	ev = NormEvidence(f, ev)
 	k := KeyOf(f.Scope, f.OperationID)
 	old, ok, err := tx.Evidence(k, f.AttemptID)
 	if err != nil {
@@ -76,21 +71,21 @@ func RecordAttempt(tx Tx, f ledger.Fence, ev ledger.AttemptEvidence) (ledger.Att
 	}
 	if ok {
 		if !sameEvidence(old, ev) {
-			return ledger.AttemptEvidence{}, fmt.Errorf("ledger: %s: attempt %q of operation %q already has other evidence: %w", op, f.AttemptID, f.OperationID, ledger.ErrChangedInput)
+			return ledger.AttemptEvidence{}, OtherEvidence(op, f)
 		}
 		return old, nil
 	}
 	if err := tx.PutEvidence(k, ev); err != nil {
 		return ledger.AttemptEvidence{}, err
 	}
-	return normEvidence(f, ev), nil
+	return NormEvidence(f, ev), nil
 }
 
 // Evidence implements ledger.Ledger.Evidence.
 func Evidence(tx Tx, s ledger.Scope, opID string) ([]ledger.AttemptEvidence, error) {
 	const op = "Evidence"
-	if err := firstErr(s.Validate(), check.ID("operation_id", opID)); err != nil {
-		return nil, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateEvidence(s, opID); err != nil {
+		return nil, err
 	}
 	if _, err := loadOp(tx, op, s, opID); err != nil {
 		return nil, err
@@ -108,9 +103,8 @@ func Evidence(tx Tx, s ledger.Scope, opID string) ([]ledger.AttemptEvidence, err
 
 // ListOperations implements ledger.Ledger.ListOperations.
 func ListOperations(tx Tx, q ledger.OperationQuery) ([]ledger.Operation, error) {
-	const op = "ListOperations"
-	if err := q.Validate(); err != nil {
-		return nil, fmt.Errorf("ledger: %s: %w", op, err)
+	if err := ValidateListOperations(q); err != nil {
+		return nil, err
 	}
 	limit := q.Limit
 	if limit == 0 {

@@ -101,6 +101,29 @@ func ValidateArtifact(s ledger.Scope, ref string) error {
 	return invalid("Artifact", s.Validate(), check.ID("artifact ref", ref))
 }
 
+// ValidateRecordAttempt checks RecordAttempt's arguments, and that the
+// evidence names no other attempt than the fence.
+func ValidateRecordAttempt(f ledger.Fence, ev ledger.AttemptEvidence) error {
+	if err := invalid("RecordAttempt", f.Validate(), ev.Validate()); err != nil {
+		return err
+	}
+	if (ev.AttemptID != "" && ev.AttemptID != f.AttemptID) || (ev.Generation != 0 && ev.Generation != f.Generation) {
+		return fmt.Errorf("ledger: RecordAttempt: evidence names attempt (%q, %d), the fence (%q, %d): %w",
+			ev.AttemptID, ev.Generation, f.AttemptID, f.Generation, ledger.ErrInvalid)
+	}
+	return nil
+}
+
+// ValidateEvidence checks the arguments of Evidence.
+func ValidateEvidence(s ledger.Scope, opID string) error {
+	return invalid("Evidence", s.Validate(), check.ID("operation_id", opID))
+}
+
+// ValidateListOperations checks the query of ListOperations.
+func ValidateListOperations(q ledger.OperationQuery) error {
+	return invalid("ListOperations", q.Validate())
+}
+
 func effectArgs(id string, d canon.Digest) error {
 	return firstErr(check.ID("logical_effect_id", id), check.Digest("effect_request_digest", d))
 }
@@ -257,6 +280,17 @@ func ResultAccepted(op, opID string, have, got canon.Digest) error {
 // ResultBytesChanged: the accepted data digest dd again, with other bytes.
 func ResultBytesChanged(op, opID string, dd canon.Digest) error {
 	return fmt.Errorf("ledger: %s: operation %q: same data digest %s but other artifact bytes: %w", op, opID, dd, ledger.ErrChangedInput)
+}
+
+// NoSuchAttempt: the operation has no attempt f.AttemptID of generation
+// f.Generation.
+func NoSuchAttempt(op string, f ledger.Fence) error {
+	return fmt.Errorf("ledger: %s: operation %q has no attempt %q of generation %d: %w", op, f.OperationID, f.AttemptID, f.Generation, ledger.ErrNotFound)
+}
+
+// OtherEvidence: the attempt f names already recorded other evidence.
+func OtherEvidence(op string, f ledger.Fence) error {
+	return fmt.Errorf("ledger: %s: attempt %q of operation %q already has other evidence: %w", op, f.AttemptID, f.OperationID, ledger.ErrChangedInput)
 }
 
 // ArtifactNotFound: no artifact ref.

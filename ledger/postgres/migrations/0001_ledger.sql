@@ -99,6 +99,17 @@ CREATE TABLE __SCHEMA__.artifacts (
 	bytes  bytea  NOT NULL
 );
 
+-- What the Runtime observed of an attempt, recorded once: the canonical
+-- encoding/json form of ledger.AttemptEvidence. json (not jsonb) keeps the
+-- text as written, so equal evidence is equal text.
+CREATE TABLE __SCHEMA__.evidence (
+	op_pk      bigint NOT NULL,
+	generation bigint NOT NULL,
+	doc        json   NOT NULL,
+	PRIMARY KEY (op_pk, generation),
+	FOREIGN KEY (op_pk, generation) REFERENCES __SCHEMA__.attempts
+);
+
 ALTER TABLE __SCHEMA__.operations
 	ADD FOREIGN KEY (result_ref) REFERENCES __SCHEMA__.artifacts,
 	ADD FOREIGN KEY (op_pk, result_generation) REFERENCES __SCHEMA__.attempts;
@@ -467,4 +478,26 @@ BEGIN
 	r_budget := o.effect_budget; r_deadline_sec := o.deadline_sec; r_deadline_nsec := o.deadline_nsec;
 	r_state := o.state; r_cancel_reason := o.cancel_reason; r_used := o.effects_used;
 	r_attempt := o.attempt_id; r_generation := o.generation;
+END $$;
+
+-- record_attempt stores an attempt's evidence once. It is not fenced: any
+-- attempt the operation started may record how it ended, whatever the
+-- operation's state.
+CREATE FUNCTION __SCHEMA__.record_attempt(
+	p_org bytea, p_project bytea, p_op bytea, p_attempt bytea, p_gen bigint, p_doc json,
+	OUT r_code text, OUT r_doc json)
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_op bigint;
+BEGIN
+	SELECT op_pk INTO v_op FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op;
+	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
+	PERFORM 1 FROM __SCHEMA__.attempts WHERE op_pk = v_op AND generation = p_gen AND attempt_id = p_attempt;
+	IF NOT FOUND THEN r_code := 'no_attempt'; RETURN; END IF;
+	INSERT INTO __SCHEMA__.evidence (op_pk, generation, doc) VALUES (v_op, p_gen, p_doc)
+	ON CONFLICT (op_pk, generation) DO NOTHING;
+	IF FOUND THEN r_code := 'ok'; r_doc := p_doc; RETURN; END IF;
+	SELECT doc INTO r_doc FROM __SCHEMA__.evidence WHERE op_pk = v_op AND generation = p_gen;
+	r_code := CASE WHEN r_doc::text = p_doc::text THEN 'ok' ELSE 'changed' END;
 END $$;
