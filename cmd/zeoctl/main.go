@@ -30,9 +30,7 @@ const (
 func main() {
 	// First, before anything can write to stdout: the host mode owns the
 	// process's descriptors.
-	if len(os.Args) > 1 && os.Args[1] == hostModeArg {
-		os.Exit(hostproc.Main(os.Args[2:]))
-	}
+	hostproc.MainIf(hostModeArg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

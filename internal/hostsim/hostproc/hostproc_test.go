@@ -21,9 +21,7 @@ import (
 const hostMarker = "__hostproc_test_host"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == hostMarker {
-		os.Exit(hostproc.Main(os.Args[2:]))
-	}
+	hostproc.MainIf(hostMarker)
 	os.Exit(m.Run())
 }
 
