@@ -23,9 +23,10 @@ func MarshalReflect(m CapabilityManifest) ([]byte, error) {
 	return canon.Marshal((*manifestAlias)(&m))
 }
 
-// MaterializeDefaults runs the default walk over plain JSON values with a
-// given step budget and reports whether it finished.
+// MaterializeDefaults runs the normalizing walk (which materializes
+// defaults) over plain JSON values with a given step budget and reports
+// whether it finished.
 func MaterializeDefaults(schema map[string]any, args map[string]any, budget int) bool {
-	w := defaulter{root: schema, budget: budget}
-	return w.apply(schema, args, 0)
+	_, err := normalizeArguments(buildPlan(schema), args, budget)
+	return err == nil
 }

@@ -23,12 +23,84 @@ import (
 //
 // Constructs RE2 lacks (look-around, back-references, possessive or atomic
 // groups) do not compile, so a schema using them is refused; \b stays ASCII.
+// One exception: pydantic writes look-aheads into every Decimal schema,
+// "^(?!^[-+.]*$)" first and, with max_digits, "(?=[\d.]{1,N}0*$)" in an
+// alternative of a group whose other alternative always matches; a
+// leading "^(?!X)" is run as a separate check, and that tail as the
+// always-true match it is (see lookaheadRegexp).
 func pyRegexp(pattern string) (jsonschema.Regexp, error) {
+	if rest, neg, ok := leadingNegativeLookahead(pattern); ok {
+		negRE, err := compilePy("^(?:" + neg + ")")
+		if err != nil {
+			return nil, err
+		}
+		l := &lookaheadRegexp{src: pattern, neg: negRE}
+		if !decimalTail.MatchString(rest) {
+			if l.rest, err = compilePy("^" + rest); err != nil {
+				return nil, err
+			}
+		}
+		return l, nil
+	}
+	return compilePy(pattern)
+}
+
+func compilePy(pattern string) (*regexp.Regexp, error) {
 	re, err := translatePyRegex(pattern)
 	if err != nil {
 		return nil, err
 	}
 	return regexp.Compile(re)
+}
+
+// lookaheadRegexp runs "^(?!neg)rest" as re.search would: the text must
+// not match neg at its start, and must match rest there (a nil rest always
+// matches).
+type lookaheadRegexp struct {
+	src  string
+	neg  *regexp.Regexp
+	rest *regexp.Regexp
+}
+
+func (l *lookaheadRegexp) String() string { return l.src }
+
+func (l *lookaheadRegexp) MatchString(s string) bool {
+	return !l.neg.MatchString(s) && (l.rest == nil || l.rest.MatchString(s))
+}
+
+// decimalTail is the rest of pydantic's Decimal pattern when max_digits is
+// set: "[+-]?0*(?:\d{0,I}|(?=[\d.]{1,N}0*$)...0*$)". Its first
+// alternative, unanchored and possibly empty, matches at the start of any
+// text, so the tail always matches and its look-ahead never decides.
+var decimalTail = regexp.MustCompile(`^\[\+-\]\?0\*\(\?:\\d\{0,\d+\}\|\(\?=\[\\d\.\]\{1,\d+\}0\*\$\)(?:\\d\{0,\d+\}\\\.\\d\{0,\d+\}|\\d\*\\\.\\d\*)0\*\$\)$`)
+
+// leadingNegativeLookahead splits "^(?!neg)rest" when neg holds no group
+// of its own (a character class may hold parentheses).
+func leadingNegativeLookahead(p string) (rest, neg string, ok bool) {
+	if !strings.HasPrefix(p, "^(?!") {
+		return "", "", false
+	}
+	inClass := false
+	for i := 4; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			i++
+		case inClass:
+			if c == ']' {
+				inClass = false
+			}
+		case c == '[':
+			inClass = true
+			if i+1 < len(p) && p[i+1] == ']' {
+				i++
+			}
+		case c == '(':
+			return "", "", false
+		case c == ')':
+			return p[i+1:], p[4:i], true
+		}
+	}
+	return "", "", false
 }
 
 func translatePyRegex(p string) (string, error) {

@@ -46,6 +46,35 @@ func TestPatternDialect(t *testing.T) {
 		{`^\W$`, "é", false},
 		{`^[\D]$`, "\u0663", false}, // Python's \D is Unicode inside brackets too
 		{`^[\D]$`, "a", true},
+		// pydantic's Decimal patterns (plain, decimal_places, max_digits),
+		// their look-aheads included; results from Python's re.search.
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "1.5", true},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "-", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "+.", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "-.\n", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "1e3", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "abc", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "1.234", true},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "\u0661.5", true},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$`, "", false},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "1.5", true},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "-", false},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "+.", false},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "-.\n", false},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "1e3", true},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "abc", true},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "1.234", true},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "\u0661.5", true},
+		{`^(?!^[-+.]*$)[+-]?0*(?:\d{0,3}|(?=[\d.]{1,6}0*$)\d{0,3}\.\d{0,2}0*$)`, "", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "1.5", true},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "-", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "+.", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "-.\n", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "1e3", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "abc", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "1.234", false},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "\u0661.5", true},
+		{`^(?!^[-+.]*$)[+-]?0*\d*\.?\d{0,2}0*$`, "", false},
 	}
 	var v manifest.Validator
 	for _, tt := range tests {
@@ -59,8 +88,10 @@ func TestPatternDialect(t *testing.T) {
 			t.Errorf("pattern %q: %v", tt.pattern, err)
 		}
 	}
-	// RE2 has no look-around: such a schema is refused, never mis-run.
-	m := manifest.CapabilityManifest{RequestSchema: map[string]any{"pattern": `^(?!x)`}}
+	// RE2 has no look-around: such a schema is refused, never mis-run
+	// (only a leading negative look-ahead, which pydantic writes for
+	// Decimal, runs as a separate check).
+	m := manifest.CapabilityManifest{RequestSchema: map[string]any{"pattern": `a(?=b)`}}
 	if _, err := v.PrepareRequest(m, map[string]any{}); !errors.Is(err, manifest.ErrInvalidSchema) {
 		t.Errorf("look-ahead pattern: %v", err)
 	}

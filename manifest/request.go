@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -127,11 +126,12 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 	if err := validateInstance(s, args, ErrInvalidArguments, id, "", "arguments.schema"); err != nil {
 		return Prepared{}, err
 	}
-	root, _ := s.doc.(map[string]any)
-	w := defaulter{root: root, budget: maxDefaultSteps}
-	if !w.apply(root, args, 0) {
-		return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.defaults",
-			Detail: fmt.Sprintf("materializing defaults needs more than %d schema steps; the schema is too deeply composed", maxDefaultSteps)}
+	args, nerr := normalizeArguments(s.normPlan(), args, maxNormSteps)
+	if nerr != nil {
+		if nerr.rule == "schema.steps" {
+			return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.normalize", Detail: nerr.detail}
+		}
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Pointer: nerr.ptr, Rule: "pydantic." + nerr.rule, Detail: nerr.detail}
 	}
 	av, _ := objectValue(args) // plain by construction
 	pre := obj(canon.Member{Key: "arguments", Value: av}, canon.Member{Key: "capability_id", Value: strValue(id)})
@@ -185,139 +185,6 @@ func lookupPointer(root map[string]any, ref string) any {
 		}
 	}
 	return cur
-}
-
-// maxDefaultSteps bounds the schema nodes visited while materializing
-// defaults, so that a schema composed as a wide DAG (allOf of allOf of ...
-// through shared $refs) cannot make the walk exponential.
-const maxDefaultSteps = 100_000
-
-// defaulter materializes declared defaults; budget counts the steps left.
-type defaulter struct {
-	root   map[string]any
-	budget int
-}
-
-// apply materializes declared defaults into val (in place) along schema
-// and reports false when the step budget ran out. Descending into val ends
-// by itself; hops counts the steps that do not descend (allOf/anyOf/oneOf),
-// so that a schema cycling through them cannot recurse forever (the
-// validator refuses such cycles first anyway).
-func (w *defaulter) apply(schema any, val any, hops int) bool {
-	w.budget--
-	if w.budget < 0 {
-		return false
-	}
-	root := w.root
-	s := resolve(root, schema)
-	if s == nil || hops > maxRefChain {
-		return true
-	}
-	if all, ok := s["allOf"].([]any); ok {
-		for _, sub := range all {
-			if !w.apply(sub, val, hops+1) {
-				return false
-			}
-		}
-	}
-	for _, key := range []string{"anyOf", "oneOf"} {
-		if branches, ok := s[key].([]any); ok {
-			if b := onlyBranchFor(root, branches, val); b != nil {
-				if !w.apply(b, val, hops+1) {
-					return false
-				}
-			}
-		}
-	}
-	switch x := val.(type) {
-	case map[string]any:
-		props, _ := s["properties"].(map[string]any)
-		for name, ps := range props {
-			if cur, present := x[name]; present {
-				if !w.apply(ps, cur, 0) {
-					return false
-				}
-				continue
-			}
-			if psm, ok := ps.(map[string]any); ok {
-				if d, ok := psm["default"]; ok {
-					x[name] = deepCopy(d)
-				}
-			}
-		}
-		if ap, ok := s["additionalProperties"].(map[string]any); ok {
-			for name, cur := range x {
-				if _, declared := props[name]; !declared {
-					if !w.apply(ap, cur, 0) {
-						return false
-					}
-				}
-			}
-		}
-	case []any:
-		prefix, _ := s["prefixItems"].([]any)
-		for i, e := range x {
-			var sub any
-			if i < len(prefix) {
-				sub = prefix[i]
-			} else if items, ok := s["items"].(map[string]any); ok {
-				sub = items
-			} else {
-				continue
-			}
-			if !w.apply(sub, e, 0) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// onlyBranchFor returns the one branch of an anyOf/oneOf that describes
-// the JSON type of val (by "type", or by "properties"/"items"), or nil when
-// none or several do: defaults are never guessed.
-func onlyBranchFor(root map[string]any, branches []any, val any) any {
-	var found any
-	for _, b := range branches {
-		s := resolve(root, b)
-		if s == nil || !describesType(s, val) {
-			continue
-		}
-		if found != nil {
-			return nil
-		}
-		found = b
-	}
-	return found
-}
-
-func describesType(s map[string]any, val any) bool {
-	want := ""
-	switch val.(type) {
-	case map[string]any:
-		want = "object"
-	case []any:
-		want = "array"
-	default:
-		return false // scalars carry no nested defaults
-	}
-	switch t := s["type"].(type) {
-	case string:
-		return t == want
-	case []any:
-		for _, e := range t {
-			if e == want {
-				return true
-			}
-		}
-		return false
-	}
-	if want == "object" {
-		_, ok := s["properties"]
-		return ok
-	}
-	_, ok := s["items"]
-	return ok
 }
 
 // deepCopy copies a plain JSON value.

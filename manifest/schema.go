@@ -36,6 +36,15 @@ type Validator struct {
 type compiledSchema struct {
 	sch *jsonschema.Schema
 	doc any
+
+	planOnce sync.Once
+	plan     *pyNode // built on first use by plan()
+}
+
+// normPlan returns the schema's normalization plan, built once.
+func (s *compiledSchema) normPlan() *pyNode {
+	s.planOnce.Do(func() { s.plan = buildPlan(s.doc) })
+	return s.plan
 }
 
 // denyLoader is the compiler's only URL loader: it refuses everything, so a
