@@ -62,16 +62,24 @@
 //
 // Known differences from upstream's Python jsonschema, each in the
 // direction of refusing more: a pattern using what RE2 lacks (look-around,
-// back-references) makes the schema invalid, and a "$schema" other than the
-// draft 2020-12 URI is refused (upstream always applies 2020-12).
+// back-references) makes the schema invalid, except the look-aheads
+// pydantic writes for Decimal fields, and a "$schema" other than the draft
+// 2020-12 URI is refused (upstream always applies 2020-12).
 //
 // # Request preparation
 //
 // [Validator.PrepareRequest] (or a [Preparer], which skips the schema lookup)
-// validates arguments, materializes the schema's declared defaults and
-// returns the request digest the host recomputes after its own normalization
-// (doc/design.md, “Request digest”). Pydantic behaviour that a JSON Schema
-// does not describe (default factories, validators that rewrite values,
-// aliases, models that drop unknown keys) is not reproduced; callers of such
-// capabilities pass already-normalized arguments.
+// validates arguments and normalizes them as the host does before it
+// hashes them (doc/design.md, “Request digest”): as pydantic's
+// model_validate (lax) followed by model_dump(mode="json"), reconstructed
+// from the published schema. Defaults are materialized; keys a model does
+// not declare are dropped; dates, times and durations, UUIDs, IP
+// addresses, networks and interfaces, Decimals, enums, integral floats,
+// sets and unions are rewritten to pydantic's spelling; and whatever
+// pydantic refuses is refused with the JSON pointer of the value.
+// doc/pydantic.md tables each schema marker, pydantic's rule and this
+// package's, and lists what the schema cannot tell (aliases, default
+// factories, validators that rewrite values, the order of a set of
+// strings, ...): for such capabilities callers pass arguments already
+// normalized, which preparation leaves unchanged.
 package manifest

@@ -12,10 +12,13 @@ import (
 type Prepared struct {
 	// CapabilityID is the canonical id string.
 	CapabilityID string
-	// Arguments are the validated arguments with the schema's declared
-	// defaults materialized, as plain JSON values (int64 for integer
-	// literals, float64 for other numbers). The map is fresh and owned by
-	// the caller.
+	// Arguments are the validated arguments normalized as pydantic's
+	// model_dump(mode="json") writes them (declared defaults materialized,
+	// undeclared keys of a model dropped, each value in pydantic's
+	// spelling), as plain JSON values (int64 for integers, float64 for
+	// other numbers). The map is fresh and owned by the caller. Send the
+	// host the arguments as given, not these: pydantic's output does not
+	// always survive pydantic again (doc/pydantic.md).
 	Arguments map[string]any
 	// RequestDigest is the digest of
 	// {"capability_id": CapabilityID, "arguments": Arguments}.
@@ -32,22 +35,26 @@ func PrepareRequest(m CapabilityManifest, args map[string]any) (Prepared, error)
 	return v.PrepareRequest(m, args)
 }
 
-// PrepareRequest validates args against m's request_schema, materializes
-// the schema's declared defaults and returns the normalized arguments and
-// the request digest (doc/protocol.md, “What is hashed”; doc/design.md,
-// “Request digest”).
+// PrepareRequest validates args against m's request_schema, normalizes
+// them as the host's pydantic model would, and returns the normalized
+// arguments and the request digest (doc/protocol.md, “What is hashed”;
+// doc/design.md, “Request digest”).
 //
-// Defaults: for every object in the arguments whose schema has
-// "properties", a missing property whose schema declares "default" gets a
-// deep copy of that default. The walk follows local "$ref"s (also through
-// allOf, through the one object-shaped branch of anyOf/oneOf, through
-// "items", "prefixItems" and an "additionalProperties" schema), so nested
-// pydantic models get their defaults too. Nothing else is invented: a
-// default_factory (no "default" in the schema), validators that rewrite
-// values, aliases, and models that drop unknown keys are pydantic
-// behaviour the schema does not describe; for those the caller must pass
-// already-normalized arguments, and the host's refusal
-// (ZEO_HOST_REQUEST_BINDING) tells it so.
+// Normalization follows the schema, which is pydantic's
+// model_json_schema() of the capability's request model: each "format",
+// "type", "enum"/"const", "anyOf", "oneOf" with a discriminator,
+// "prefixItems", "uniqueItems", "additionalProperties" and "default",
+// through local "$ref"s, stands for a pydantic type whose lax validation
+// and JSON serialization are reproduced: defaults are materialized, keys a
+// model does not declare are dropped, a date-time such as
+// "2026-09-05T08:00:00+00:00" becomes "2026-09-05T08:00:00Z", 1.0 for an
+// integer becomes 1, and so on; doc/pydantic.md has the full table.
+// Values pydantic refuses are refused. What the schema does not describe
+// (validators that rewrite values, aliases, default factories, ...) is
+// not guessed: for such capabilities the caller passes arguments already
+// normalized, and preparing prepared arguments changes nothing (except
+// where pydantic's own output does not survive pydantic, as
+// doc/pydantic.md says).
 //
 // m is taken as admitted (see [ValidateBinding]): its id is not re-checked.
 // args may hold any Go values canon.Marshal accepts; a nil map is {}.

@@ -1,6 +1,8 @@
 """Differential oracle for manifest's request normalization.
 
-Runs what the upstream host runs on request arguments: strict JSON, the
+Runs what the upstream host runs on request arguments: strict JSON (the
+integer range and duplicate keys; the generator writes nothing else the
+strict parser refuses), the
 Draft 2020-12 JSON Schema check of the published request schema (no format
 assertions), the capability model's model_validate (lax), model_dump(mode=
 "json"), and the host's canonical-JSON rules (integers within +-(2**53-1),
@@ -11,8 +13,8 @@ Usage:
   python3 oracle.py run < cases    -> {"results": [...]}, one per case, in order
 
 A case is {"model": name, "args": "<JSON text>"}. A result is
-{"ok": true, "dump": value} or {"ok": false, "stage": "schema"|"pydantic"|
-"canon"|"exception", "pointers": [JSON pointers of the refusal]}.
+{"ok": true, "dump": value} or {"ok": false, "stage": "json"|"schema"|
+"pydantic"|"canon"|"exception", "pointers": [JSON pointers of the refusal]}.
 """
 
 import datetime
@@ -30,6 +32,7 @@ from pydantic import (
     UUID1,
     UUID4,
     AnyUrl,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -229,8 +232,16 @@ class HttpOnly(BaseModel):
     url: HttpUrl
 
 
+class AwareOnly(BaseModel):
+    at: AwareDatetime
+
+
+class IntKeys(BaseModel):
+    names: dict[int, str]
+
+
 CLAIMED = [Times, Ids, Net, Numbers, Collections, Unions, IgnoreExtra, ForbidExtra, AllowExtra, Misc, Tree]
-UNSUPPORTED = [Aliased, Factory, Rewritten, Stripped, StrSet, DecimalPlaces, HttpOnly, Links]
+UNSUPPORTED = [Aliased, Factory, Rewritten, Stripped, StrSet, DecimalPlaces, HttpOnly, AwareOnly, IntKeys, Links]
 MODELS = {m.__name__: m for m in CLAIMED + UNSUPPORTED}
 MAX_SAFE = 2**53 - 1
 
@@ -271,9 +282,31 @@ def canonical_ok(v):
     return False
 
 
+class StrictJSONError(ValueError):
+    pass
+
+
+def strict_int(token):
+    """The host's strict JSON refuses integer literals it cannot hash."""
+    n = int(token)
+    if not -MAX_SAFE <= n <= MAX_SAFE:
+        raise StrictJSONError(token)
+    return n
+
+
+def no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise StrictJSONError("duplicate key")
+    return dict(pairs)
+
+
 def run_case(validators, case):
     model = MODELS[case["model"]]
-    args = json.loads(case["args"])
+    try:
+        args = json.loads(case["args"], parse_int=strict_int, object_pairs_hook=no_duplicates)
+    except StrictJSONError:
+        return {"ok": False, "stage": "json", "pointers": [""]}
     errors = list(validators[case["model"]].iter_errors(args))
     if errors:
         return {"ok": False, "stage": "schema", "pointers": sorted({pointer(e.absolute_path) for e in errors})}
