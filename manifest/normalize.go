@@ -434,6 +434,27 @@ func (w *normalizer) fatal(rule, format string, args ...any) *normError {
 	return e
 }
 
+// child normalizes the value at reference token tok. A fatal refusal is
+// kept in *deferred (the first one) and reported as skip, so that a
+// refusal of pydantic's own elsewhere is still found.
+func (w *normalizer) child(n *pyNode, v any, tok string, deferred **normError) (r result, skip bool, err *normError) {
+	w.path = append(w.path, tok)
+	r, err = w.norm(n, v)
+	w.path = w.path[:len(w.path)-1]
+	if err != nil && err.fatal {
+		*deferred = cmp.Or(*deferred, err)
+		return r, true, nil
+	}
+	return r, false, err
+}
+
+// failAt is fail for the value at reference token tok.
+func (w *normalizer) failAt(tok, rule, format string, args ...any) *normError {
+	w.path = append(w.path, tok)
+	defer func() { w.path = w.path[:len(w.path)-1] }()
+	return w.fail(rule, format, args...)
+}
+
 // result is a normalized value, how exactly its validator took it, and,
 // for a model validated from an object, how many of its fields were given
 // (-1 otherwise): pydantic prefers the union member that sets most fields.
@@ -512,21 +533,15 @@ func (w *normalizer) model(n *pyNode, v any) (result, *normError) {
 			if f.hasDef {
 				out[name] = deepCopy(f.def)
 			} else if f.required {
-				w.path = append(w.path, name)
-				err := w.fail("missing", "field required")
-				w.path = w.path[:len(w.path)-1]
-				return result{}, err
+				return result{}, w.failAt(name, "missing", "field required")
 			}
 			continue
 		}
-		w.path = append(w.path, name)
-		r, err := w.norm(f.node, cur)
-		w.path = w.path[:len(w.path)-1]
+		r, skip, err := w.child(f.node, cur, name, &deferred)
 		if err != nil {
-			if !err.fatal {
-				return result{}, err
-			}
-			deferred = cmp.Or(deferred, err)
+			return result{}, err
+		}
+		if skip {
 			unsafe++
 			continue
 		}
@@ -544,19 +559,13 @@ func (w *normalizer) model(n *pyNode, v any) (result, *normError) {
 				delete(out, name)
 			}
 		case extraForbid:
-			w.path = append(w.path, name)
-			err := w.fail("extra_forbidden", "extra inputs are not permitted")
-			w.path = w.path[:len(w.path)-1]
-			return result{}, err
+			return result{}, w.failAt(name, "extra_forbidden", "extra inputs are not permitted")
 		case extraAllow:
-			w.path = append(w.path, name)
-			r, err := w.norm(n.elem, cur)
-			w.path = w.path[:len(w.path)-1]
+			r, skip, err := w.child(n.elem, cur, name, &deferred)
 			if err != nil {
-				if !err.fatal {
-					return result{}, err
-				}
-				deferred = cmp.Or(deferred, err)
+				return result{}, err
+			}
+			if skip {
 				continue
 			}
 			out[name] = r.v
@@ -588,14 +597,11 @@ func (w *normalizer) dict(n *pyNode, v any) (result, *normError) {
 	ex := strict
 	var deferred *normError
 	for _, k := range slices.Sorted(maps.Keys(in)) {
-		w.path = append(w.path, k)
-		r, err := w.norm(n.elem, in[k])
-		w.path = w.path[:len(w.path)-1]
+		r, skip, err := w.child(n.elem, in[k], k, &deferred)
 		if err != nil {
-			if !err.fatal {
-				return result{}, err
-			}
-			deferred = cmp.Or(deferred, err)
+			return result{}, err
+		}
+		if skip {
 			continue
 		}
 		out[k] = r.v
@@ -623,14 +629,11 @@ func (w *normalizer) items(prefix []*pyNode, elem *pyNode, in []any) ([]any, exa
 		if sub == nil {
 			return nil, lax, w.fail("too_long", "tuple should have at most %d items", len(prefix))
 		}
-		w.path = append(w.path, itoa(i))
-		r, err := w.norm(sub, cur)
-		w.path = w.path[:len(w.path)-1]
+		r, skip, err := w.child(sub, cur, itoa(i), &deferred)
 		if err != nil {
-			if !err.fatal {
-				return nil, lax, err
-			}
-			deferred = cmp.Or(deferred, err)
+			return nil, lax, err
+		}
+		if skip {
 			continue
 		}
 		out[i] = r.v

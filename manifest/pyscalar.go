@@ -261,66 +261,48 @@ func (w *normalizer) pyBool(v any) (result, *normError) {
 // temporal parses date-times, dates, times and durations from strings and
 // numbers (unix timestamps, seconds) and writes pydantic's ISO forms.
 func (w *normalizer) temporal(k pyKind, v any) (result, *normError) {
-	s, isStr := v.(string)
-	_, isBool := v.(bool)
-	if !isStr {
-		if _, isNum := numberValue(v); !isNum || (isBool && k != kindDuration) {
-			return result{}, w.fail("type", "expected a string, found %s", jsonKind(v))
+	p := temporalParsers[k]
+	var out, reason string
+	switch x := v.(type) {
+	case string:
+		out, reason = p.fromString(x)
+	case int64, float64:
+		out, reason = p.fromNumber(x)
+	case bool:
+		if k != kindDuration { // a bool is an int, which only timedelta takes
+			return result{}, w.fail(p.typeRule, "expected a string, found %s", jsonKind(v))
 		}
-	}
-	var reason string
-	var out string
-	switch k {
-	case kindDateTime:
-		var dt pyDateTime
-		if isStr {
-			dt, reason = parsePyDateTime(s)
-		} else {
-			dt, reason = pyDateTimeFromNumber(v)
-		}
-		out = dt.dateTimeString()
-	case kindDate:
-		var d pyDateTime
-		if isStr {
-			d, reason = parsePyDate(s)
-		} else {
-			d, reason = pyDateFromNumber(v)
-		}
-		out = d.dateString()
-	case kindTime:
-		var t pyDateTime
-		if isStr {
-			t, reason = parsePyTime(s)
-		} else {
-			t, reason = pyTimeFromNumber(v)
-		}
-		out = t.timeString()
-	case kindDuration:
-		var d pyDuration
-		if isStr {
-			d, reason = parsePyDuration(s)
-		} else {
-			d, reason = pyDurationFromNumber(v)
-		}
-		out = d.String()
+		out, reason = p.fromNumber(x)
+	default:
+		return result{}, w.fail(p.typeRule, "expected a string, found %s", jsonKind(v))
 	}
 	if reason != "" {
-		return result{}, w.fail(temporalRule[k], "%s: %s", describeJSON(v), reason)
+		return result{}, w.fail(p.rule, "%s: %s", describeJSON(v), reason)
 	}
 	return ok(out, lax)
 }
 
-var temporalRule = map[pyKind]string{kindDateTime: "datetime_parsing", kindDate: "date_parsing", kindTime: "time_parsing", kindDuration: "time_delta_parsing"}
+// temporalParser reads one temporal type and writes pydantic's form, or
+// the reason pydantic refuses.
+type temporalParser struct {
+	rule, typeRule string
+	fromString     func(string) (string, string)
+	fromNumber     func(any) (string, string)
+}
 
-func pyDateFromNumber(v any) (pyDateTime, string) {
-	dt, reason := pyDateTimeFromNumber(v)
-	if reason != "" {
-		return pyDateTime{}, reason
-	}
-	if dt.hour != 0 || dt.minute != 0 || dt.second != 0 || dt.micro != 0 {
-		return pyDateTime{}, "datetimes provided to dates should have zero time"
-	}
-	return pyDateTime{year: dt.year, month: dt.month, day: dt.day}, ""
+var temporalParsers = map[pyKind]temporalParser{
+	kindDateTime: {"datetime_parsing", "datetime_type",
+		func(s string) (string, string) { t, r := parsePyDateTime(s); return t.dateTimeString(), r },
+		func(v any) (string, string) { t, r := pyDateTimeFromNumber(v); return t.dateTimeString(), r }},
+	kindDate: {"date_parsing", "date_type",
+		func(s string) (string, string) { t, r := parsePyDate(s); return t.dateString(), r },
+		func(v any) (string, string) { t, r := dateOf(pyDateTimeFromNumber(v)); return t.dateString(), r }},
+	kindTime: {"time_parsing", "time_type",
+		func(s string) (string, string) { t, r := parsePyTime(s); return t.timeString(), r },
+		func(v any) (string, string) { t, r := pyTimeFromNumber(v); return t.timeString(), r }},
+	kindDuration: {"time_delta_parsing", "time_delta_type",
+		func(s string) (string, string) { d, r := parsePyDuration(s); return d.String(), r },
+		func(v any) (string, string) { d, r := pyDurationFromNumber(v); return d.String(), r }},
 }
 
 // pyTimeFromNumber reads seconds since midnight (UTC).

@@ -143,22 +143,19 @@ func pyEqKey(n *pyNode, v any) string {
 		if r := decimalRat(v); r != nil {
 			return "n:" + r.RatString()
 		}
-	case kindDateTime:
+	case kindDateTime, kindTime:
+		// Aware values compare by instant, naive ones by clock; the two
+		// are never equal.
 		if s, isStr := v.(string); isStr {
-			if dt, reason := parsePyDateTime(s); reason == "" {
-				if dt.hasTZ {
-					return "dt:" + strconv.FormatInt(dt.instant(), 10)
-				}
-				return "dtn:" + strconv.FormatInt(dt.instant(), 10)
+			parse, tag := parsePyDateTime, "dt"
+			if n.kind == kindTime {
+				parse, tag = parsePyTime, "tm"
 			}
-		}
-	case kindTime:
-		if s, isStr := v.(string); isStr {
-			if t, reason := parsePyTime(s); reason == "" {
-				if t.hasTZ {
-					return "tm:" + strconv.FormatInt(t.instant(), 10)
+			if t, reason := parse(s); reason == "" {
+				if !t.hasTZ {
+					tag += "n"
 				}
-				return "tmn:" + strconv.FormatInt(t.instant(), 10)
+				return tag + ":" + strconv.FormatInt(t.instant(), 10)
 			}
 		}
 	case kindDuration:

@@ -420,7 +420,11 @@ func parsePyDate(s string) (pyDateTime, string) {
 			return pyDateTime{year: y, month: m, day: d}, ""
 		}
 	}
-	dt, reason := parsePyDateTime(s)
+	return dateOf(parsePyDateTime(s))
+}
+
+// dateOf is the date of a date-time whose time of day is exactly zero.
+func dateOf(dt pyDateTime, reason string) (pyDateTime, string) {
 	if reason != "" {
 		return pyDateTime{}, reason
 	}
@@ -655,59 +659,26 @@ func (d *pyDuration) parseISO(s string, i int) string {
 			}
 			return "quantity invalid in date part of duration"
 		}
+		mult, unit := isoUnit(s[i], gotT)
+		if mult == 0 {
+			return unit
+		}
 		if gotT {
-			var mult int64
-			switch s[i] {
-			case 'H':
-				mult = 3600
-			case 'M':
-				mult = 60
-			case 'S':
-				mult = 1
-			default:
-				return "quantity invalid in time part of duration"
-			}
-			if d.second += mult * v; mult*v > u32max || d.second > u32max {
-				return "a numeric value in the duration is too large"
-			}
+			d.second += mult * v
 			if hasFrac {
-				extra := frac * float64(mult)
-				full := math.Trunc(extra)
-				d.second += int64(full)
-				d.micro += int64(math.Round((extra - full) * 1e6))
-				if d.second > u32max || d.micro > u32max {
-					return "a numeric value in the duration is too large"
-				}
+				d.addSeconds(frac * float64(mult))
 			}
 		} else {
-			var mult int64
-			switch s[i] {
-			case 'Y':
-				mult = 365
-			case 'M':
-				mult = 30
-			case 'W':
-				mult = 7
-			case 'D':
-				mult = 1
-			default:
-				return "quantity invalid in date part of duration"
-			}
-			if d.day += v * mult; v*mult > u32max || d.day > u32max {
-				return "a numeric value in the duration is too large"
-			}
+			d.day += mult * v
 			if hasFrac {
 				extraDays := frac * float64(mult)
 				fullDays := math.Trunc(extraDays)
 				d.day += int64(fullDays)
-				extraSecs := (extraDays - fullDays) * 86400
-				fullSecs := math.Trunc(extraSecs)
-				d.second += int64(fullSecs)
-				d.micro += int64(math.Round((extraSecs - fullSecs) * 1e6))
-				if d.day > u32max || d.second > u32max {
-					return "a numeric value in the duration is too large"
-				}
+				d.addSeconds((extraDays - fullDays) * 86400)
 			}
+		}
+		if d.day > u32max || d.second > u32max || d.micro > u32max {
+			return "a numeric value in the duration is too large"
 		}
 		i++
 	}
@@ -715,6 +686,42 @@ func (d *pyDuration) parseISO(s string, i int) string {
 		return "input is too short"
 	}
 	return ""
+}
+
+// isoUnit is the size of an ISO 8601 duration unit, in seconds after "T"
+// or in days before it (M is minutes after "T", 30-day months before),
+// or 0 and the refusal.
+func isoUnit(c byte, timePart bool) (int64, string) {
+	if timePart {
+		switch c {
+		case 'H':
+			return 3600, ""
+		case 'M':
+			return 60, ""
+		case 'S':
+			return 1, ""
+		}
+		return 0, "quantity invalid in time part of duration"
+	}
+	switch c {
+	case 'Y':
+		return 365, ""
+	case 'M':
+		return 30, ""
+	case 'W':
+		return 7, ""
+	case 'D':
+		return 1, ""
+	}
+	return 0, "quantity invalid in date part of duration"
+}
+
+// addSeconds adds a fractional number of seconds: whole seconds, and the
+// rest rounded to microseconds.
+func (d *pyDuration) addSeconds(x float64) {
+	full := math.Trunc(x)
+	d.second += int64(full)
+	d.micro += int64(math.Round((x - full) * 1e6))
 }
 
 func (d *pyDuration) parseDaysTime(s string, i int) string {
