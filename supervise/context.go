@@ -1,0 +1,140 @@
+package supervise
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/manifest"
+)
+
+// EffectsService is the one service the host can inject into a provider:
+// the effect port, served by the Handler (see doc/protocol.md,
+// “Requirements”).
+const EffectsService = "runtime.effects"
+
+// Grants are what the Runtime lets a capability use besides the effect
+// port: credential and binary names, network hosts, and whether the network
+// is allowed at all. A capability's LaunchContext lists exactly what its
+// manifest requires, and preflight refuses a requirement that is not
+// granted. The host only checks names: granting a credential here gives
+// the host no secret.
+type Grants struct {
+	Credentials    []string
+	Binaries       []string
+	NetworkHosts   []string
+	NetworkAllowed bool
+}
+
+// ContextSpec is everything a LaunchContext is built from. BuildContext
+// is the one place where values cross from the ledger, the manifest and
+// the attempt into the document the host reads.
+type ContextSpec struct {
+	// Provider is the exact provider binding.
+	Provider manifest.ProviderBinding
+	// Manifest is the invoked capability's manifest (from Provider).
+	Manifest manifest.CapabilityManifest
+	// Binding is the attempt.
+	Binding ipc.AttemptBinding
+	// Operation is the operation as the ledger holds it: its deadline
+	// becomes the attempt deadline, and its budget the host's.
+	Operation ledger.OperationView
+	// BootstrapID is the id issued for the attempt.
+	BootstrapID string
+	// Workspace is handed to the provider as its work directory.
+	Workspace string
+	// Grants are what the Runtime lets the capability use.
+	Grants Grants
+	// RPCTimeout and MaxMessageBytes are the exchange bounds; zero means the
+	// protocol defaults.
+	RPCTimeout      time.Duration
+	MaxMessageBytes int
+}
+
+// BuildContext returns the LaunchContext of one attempt:
+//
+//   - provider, attempt, bootstrap_id, workspace as given; the one
+//     admitted capability is the binding's;
+//   - deadline_unix_ms is the operation's deadline (the ledger refuses
+//     admission and new effects after it);
+//   - services, credentials, binaries and network_hosts are what the
+//     manifest requires, and network_allowed its network requirement; a
+//     requirement the Runtime cannot meet is a *PreflightError naming it
+//     (the host would answer unavailable with no hint);
+//   - total_dispatch_budget is the budget left in the ledger plus the
+//     effects already recorded: the host counts every distinct logical
+//     effect id it sends, redeliveries of recorded effects included, while
+//     the ledger debits only new ones and remains the bound.
+func BuildContext(s ContextSpec) (launch.LaunchContext, error) {
+	if err := CheckRequirements(s.Manifest, s.Grants); err != nil {
+		return launch.LaunchContext{}, err
+	}
+	op := s.Operation.Operation
+	if op.Deadline.IsZero() {
+		return launch.LaunchContext{}, fmt.Errorf("%w: operation %q has no deadline; an attempt needs one", ErrInvalidCall, op.OperationID)
+	}
+	left := max(op.EffectBudget-op.EffectsUsed, 0)
+	budget := left + int64(len(s.Operation.Effects))
+	r := s.Manifest.Requirements
+	services := []string{}
+	if slices.Contains(r.Services, EffectsService) {
+		services = append(services, EffectsService)
+	}
+	c := launch.LaunchContext{
+		Provider:             s.Provider,
+		Attempt:              s.Binding,
+		BootstrapID:          s.BootstrapID,
+		AdmittedCapabilities: []string{s.Binding.CapabilityID},
+		DeadlineUnixMS:       op.Deadline.UnixMilli(),
+		Services:             services,
+		Credentials:          slices.Clone(r.Credentials),
+		Binaries:             slices.Clone(r.Binaries),
+		NetworkHosts:         slices.Clone(r.Network.Hosts),
+		NetworkAllowed:       r.Network.Required,
+		Workspace:            s.Workspace,
+		MaxMessageBytes:      s.MaxMessageBytes,
+		RPCTimeoutMS:         int(s.RPCTimeout / time.Millisecond),
+		TotalDispatchBudget:  budget,
+	}
+	return c.Materialize(), nil
+}
+
+// CheckRequirements reports, as a *PreflightError (check "requirements"),
+// every requirement of m that the host could not meet with g: a service
+// other than runtime.effects, a filesystem need (the host never grants
+// one), and credentials, binaries, network hosts or network access that g
+// does not grant.
+func CheckRequirements(m manifest.CapabilityManifest, g Grants) error {
+	var missing []string
+	r := m.Requirements
+	for _, s := range r.Services {
+		if s != EffectsService {
+			missing = append(missing, fmt.Sprintf("service %q (the host can only inject %q)", s, EffectsService))
+		}
+	}
+	if r.Filesystem.Read || r.Filesystem.Write {
+		missing = append(missing, "filesystem access (the host refuses every capability that declares it)")
+	}
+	for _, list := range []struct {
+		what       string
+		need, have []string
+	}{{"credential", r.Credentials, g.Credentials}, {"binary", r.Binaries, g.Binaries}, {"network host", r.Network.Hosts, g.NetworkHosts}} {
+		for _, n := range list.need {
+			if !slices.Contains(list.have, n) {
+				missing = append(missing, fmt.Sprintf("%s %q (not in Grants)", list.what, n))
+			}
+		}
+	}
+	if r.Network.Required && !g.NetworkAllowed {
+		missing = append(missing, "network access (Grants.NetworkAllowed is false)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return &PreflightError{Check: "requirements",
+		Detail: fmt.Sprintf("capability %s requires %s", m.ID.String(), strings.Join(missing, ", "))}
+}

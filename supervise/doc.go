@@ -1,0 +1,127 @@
+// Package supervise runs one capability operation end to end on durable
+// truth: it composes the ledger (package ledger), the trusted launcher
+// (package launch) and the embedder's policy ports, so that a Runtime
+// team does not write the attempt loop and the ledger-backed IPC handler
+// by hand (see doc/design.md, “Layers”).
+//
+// It has two layers; a team with its own controller can take the lower one
+// alone:
+//
+//   - Handler: the ipc.Handler of one attempt, backed by a ledger.Ledger,
+//     an Authority and a Dispatcher.
+//   - Supervisor: Invoke (create or continue an operation, start an
+//     attempt with a new fence, build its LaunchContext, issue its
+//     bootstrap id, launch, serve, judge, record), Cancel, Recover,
+//     Resolve, Artifact.
+//
+// # What it guarantees
+//
+// With a durable ledger (ledger/bolt, or a shared backend), across host
+// crashes and controller restarts:
+//
+//   - A bootstrap id is redeemed once, by the launched child's pid and one
+//     session; a second child presenting it is refused.
+//   - Every request of an attempt that a newer attempt has fenced off is
+//     refused, whatever its method.
+//   - A logical effect is dispatched at most once per operation: a
+//     redelivery, in the same attempt or a later one, is answered with the
+//     recorded authorization and receipt, and the Dispatcher is not called.
+//     The operation's total budget is never exceeded.
+//   - An effect whose dispatch is uncertain is recorded unknown and
+//     answered needs_reconciliation until Resolve settles it; an effect
+//     authorized by a controller that died before recording the outcome is
+//     treated the same way, never redispatched.
+//   - An operation accepts one result, stored as an immutable artifact under
+//     its organization and project; Invoke with the same operation id
+//     returns it without launching, and retrieval from any other scope is
+//     refused.
+//   - Cancel is durable: every later request of every attempt is answered
+//     cancelled.
+//   - A host's result is evidence, not truth: a claim the ledger
+//     contradicts (a success with no accepted result) is a protocol error,
+//     never the outcome.
+//
+// What it leaves to the embedder: who may run what (Authority), the
+// credentials and the exactly-once of the outside world (Dispatcher, which
+// receives the authorization id to deduplicate on), and reconciliation of
+// unknown effects (Resolve).
+//
+// # The Handler
+//
+// Each method's decision, and how every ledger answer maps to the reply
+// state the host receives. A ledger error that is not a decision (storage
+// failure, ledger.ErrClosed, ledger.ErrCorrupt, an ended context) is
+// returned as an error, and the ipc.Session answers needs_reconciliation:
+// nothing is ever claimed not consumed without knowing it.
+//
+// bootstrap: the in-process cancel signal → cancelled; RedeemBootstrap with
+// the child's pid (checked by the Session against the kernel's
+// credentials) and the Session's ID → allowed. ledger.ErrCancelled → cancelled;
+// ledger.ErrStaleFence (a newer attempt, or an id issued to an older one),
+// ErrBootstrapRedeemed (replay), ErrChangedInput (another launch digest),
+// ErrNotFound, ErrResultAlreadyAccepted → refused.
+//
+// invoke.admit, immediately before invocation: the cancel signal →
+// cancelled; the operation read from the ledger: cancelled → cancelled;
+// the binding's capability, request digest or manifest digest not the
+// operation's → refused; the Authority: Refuse → refused, Hold →
+// waiting_approval; then ledger Admit, which checks the fence, the
+// deadline and the request digest and records the admission:
+// ErrCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
+// ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
+//
+// effect.request: the cancel signal → cancelled. A logical effect id the
+// ledger does not hold yet is new: with no Dispatcher → refused; the
+// Authority: Refuse → refused, Hold → waiting_approval (nothing recorded,
+// no budget spent, so a later attempt asks again). Then BeginEffect:
+// ErrCancelled → cancelled; ErrChangedInput (same id, other request),
+// ErrBudgetExhausted, ErrDeadlineExceeded, ErrStaleFence, ErrOutOfOrder →
+// refused. A new effect is dispatched and its outcome recorded under
+// context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
+// ConfirmEffect → allowed with the authorization and receipt ids (and the
+// result object); ErrNotConsumed → MarkNotConsumed → refused; any other
+// error → MarkUnknown → needs_reconciliation. If a newer attempt fenced this
+// one off while it dispatched, the dispatcher's certain outcome is recorded
+// with Resolve instead, so it is never lost. A redelivery (the ledger holds
+// the id with the same digest) is answered by its recorded state without
+// dispatching: confirmed → allowed with the recorded ids (the result object
+// only if the Dispatcher is a Replayer); not consumed → its reason's state;
+// unknown → needs_reconciliation; authorized but never settled (a
+// controller died mid-dispatch) → MarkUnknown → needs_reconciliation.
+//
+// result.publish: the cancel signal → cancelled; data not valid against the
+// admitted response schema → refused; AcceptResult stores the data's
+// canonical bytes as the artifact → allowed with its refs. ErrCancelled →
+// cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
+// ErrOutOfOrder → refused.
+//
+// # Invoke
+//
+// An operation is identified by its scope and operation id. Invoke reads
+// it, or creates it with the Call's deadline and budget; a recorded
+// operation with another capability, request or manifest is
+// ErrOperationMismatch. A completed operation returns its accepted result
+// (Outcome.Reconnected) and a cancelled or expired one its state, without
+// launching. Otherwise a new attempt starts (a new fence, which fences off
+// every older attempt), BuildContext makes its LaunchContext, its bootstrap
+// id is issued with the launch digest, and the host is launched and served
+// by a Handler.
+//
+// Before anything is recorded, preflight refuses what the host would refuse
+// anyway, saying why: a capability not in the inventory (refused),
+// requirements the Runtime cannot meet (unavailable), arguments that fail
+// the request schema or that the host's strict parser would refuse
+// (invalid_request; see CheckDocument). New refuses a provider binding
+// whose python_version is not the host interpreter's.
+//
+// # Outcomes
+//
+// The Outcome's State is decided in this order: the ledger holds an
+// accepted result → succeeded (whatever the host said); the host's result
+// is valid and coherent with the ledger → its state; the host was stopped
+// at the deadline → timed_out; it was stopped after Cancel → cancelled;
+// otherwise → protocol_error. Every state but succeeded comes with an
+// *OutcomeError wrapping the state's sentinel, and Reason says why in
+// words: the Handler's refusal, the Authority's reason, or what the host's
+// error code usually means.
+package supervise

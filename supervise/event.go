@@ -1,0 +1,68 @@
+package supervise
+
+import (
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The event kinds, in the order an attempt produces them.
+const (
+	// EventOperation: the operation was created or found (Operation set).
+	EventOperation EventKind = "operation"
+	// EventAttempt: an attempt started with a new fence (AttemptID,
+	// Generation).
+	EventAttempt EventKind = "attempt"
+	// EventLaunch: the bootstrap id was issued and the host is about to be
+	// started (BootstrapID, LaunchDigest, Budget).
+	EventLaunch EventKind = "launch"
+	// EventRequest: the Handler decided one IPC request (Method, State,
+	// Reason; for effects Effect, Redelivery, Dispatched; for a publish
+	// Result; for bootstrap PID and SessionID).
+	EventRequest EventKind = "request"
+	// EventOutcome: the attempt ended (Outcome).
+	EventOutcome EventKind = "outcome"
+)
+
+// Event is one step of an operation, for traces and audit logs. Fields
+// not named by the Kind are zero.
+type Event struct {
+	Kind        EventKind
+	Scope       ledger.Scope
+	OperationID string
+	AttemptID   string
+	Generation  int64
+
+	// Operation is set for EventOperation.
+	Operation *ledger.Operation
+
+	// BootstrapID, LaunchDigest and Budget (the host's
+	// total_dispatch_budget) are set for EventLaunch.
+	BootstrapID  string
+	LaunchDigest canon.Digest
+	Budget       int64
+
+	// Method, Sequence, State and Reason describe an EventRequest: the
+	// request and the reply state it was answered; Reason says why for a
+	// state other than allowed.
+	Method   ipc.Method
+	Sequence int64
+	State    ipc.ReplyState
+	Reason   string
+	// PID and SessionID are the redeemer of the bootstrap id.
+	PID       int
+	SessionID string
+	// Effect is the effect as recorded after the decision; Redelivery says
+	// it was already recorded, Dispatched that the Dispatcher was called.
+	Effect     *ledger.Effect
+	Redelivery bool
+	Dispatched bool
+	// Result is the accepted result of a publish.
+	Result *ledger.Result
+
+	// Outcome is set for EventOutcome.
+	Outcome *Outcome
+}
