@@ -52,6 +52,10 @@ type Event struct {
 	Sequence int64
 	State    ipc.ReplyState
 	Reason   string
+	// Refusal is the ledger's error behind a state other than allowed,
+	// when the ledger refused (test it with errors.Is against the ledger's
+	// sentinels); nil otherwise.
+	Refusal error
 	// PID and SessionID are the redeemer of the bootstrap id.
 	PID       int
 	SessionID string

@@ -111,6 +111,7 @@ type Handler struct {
 	recorded  map[string]bool   // logical effect ids known to the ledger
 	admitted  bool
 	published *ledger.Result
+	sessionID string // of the Session that asked
 }
 
 // NewHandler validates cfg and returns the Handler. Errors wrap
@@ -215,6 +216,9 @@ func refusal(err error) (state ipc.ReplyState, ok bool) {
 // Session's ID (the Session has already checked the pid against the
 // kernel's credentials, the id and the launch digest against the launch).
 func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.Decision, error) {
+	h.mu.Lock()
+	h.sessionID = req.SessionID
+	h.mu.Unlock()
 	ev := Event{Method: req.Method, Sequence: req.Sequence, PID: req.Payload.PID, SessionID: req.SessionID}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
 		ev.State, ev.Reason = st, reason
@@ -230,6 +234,7 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 	})
 	if err != nil {
 		if st, ok := refusal(err); ok {
+			ev.Refusal = err
 			return answer(st, err.Error())
 		}
 		return ipc.Decision{}, fmt.Errorf("supervise: redeeming bootstrap id: %w", err)
@@ -255,6 +260,7 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision
 	view, err := h.cfg.Ledger.Operation(ctx, f.Scope, f.OperationID)
 	if err != nil {
 		if st, ok := refusal(err); ok {
+			ev.Refusal = err
 			return answer(st, err.Error())
 		}
 		return ipc.Decision{}, fmt.Errorf("supervise: reading the operation: %w", err)
@@ -293,6 +299,7 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision
 	}
 	if _, err := h.cfg.Ledger.Admit(ctx, f, b.RequestDigest); err != nil {
 		if st, ok := refusal(err); ok {
+			ev.Refusal = err
 			return answer(st, err.Error())
 		}
 		return ipc.Decision{}, fmt.Errorf("supervise: recording the admission: %w", err)
@@ -354,6 +361,7 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDec
 	g, err := h.cfg.Ledger.BeginEffect(ctx, h.cfg.Fence, id, req.EffectDigest)
 	if err != nil {
 		if st, ok := refusal(err); ok {
+			ev.Refusal = err
 			return answer(st, err.Error(), nil)
 		}
 		return ipc.EffectDecision{}, fmt.Errorf("supervise: authorizing effect %q: %w", id, err)
@@ -500,6 +508,7 @@ func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (ipc.Publ
 	r, err := h.cfg.Ledger.AcceptResult(ctx, h.cfg.Fence, req.Payload.DataDigest, artifact)
 	if err != nil {
 		if st, ok := refusal(err); ok {
+			ev.Refusal = err
 			return answer(st, err.Error())
 		}
 		return ipc.PublishDecision{}, fmt.Errorf("supervise: accepting the result: %w", err)

@@ -3,6 +3,7 @@ package supervise
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -62,6 +63,8 @@ func (s *Supervisor) judge(o *Outcome, lo *launch.Outcome, lerr error, after led
 			o.Reason = "the result was accepted; the host's own report proves nothing: " + lerr.Error()
 		case claim.State != launch.StateSucceeded:
 			o.Reason = fmt.Sprintf("the result was accepted; the host reported %s", claim.State)
+		case !slices.Equal(claim.ArtifactRefs, after.Result.ArtifactRefs):
+			o.Reason = fmt.Sprintf("the result was accepted with artifact refs %q; the host claimed artifact refs %q", after.Result.ArtifactRefs, claim.ArtifactRefs)
 		}
 		return nil
 	}

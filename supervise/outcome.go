@@ -109,6 +109,12 @@ type Outcome struct {
 	Budget, BudgetUsed int64
 	// Decisions are the Handler's decisions during the attempt, in order.
 	Decisions []Event
+	// Evidence is what was recorded in the ledger about the attempt
+	// (ledger.RecordAttempt); nil when nothing was launched or recording
+	// failed, and then EvidenceErr says why. A failure to record evidence
+	// does not change State: the ledger's other records are the truth.
+	Evidence    *ledger.AttemptEvidence
+	EvidenceErr error
 }
 
 // OutcomeError is the error Invoke returns with every Outcome whose State is

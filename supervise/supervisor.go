@@ -358,6 +358,7 @@ func (s *Supervisor) settled(view ledger.OperationView, o *Outcome) (bool, *Outc
 // attempt runs one attempt whose fence is issued.
 func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityManifest, prep manifest.Prepared,
 	view ledger.OperationView, fence ledger.Fence, o *Outcome) (*Outcome, error) {
+	started := time.Now()
 	binding := ipc.AttemptBinding{
 		OrganizationID: c.Scope.OrganizationID, ProjectID: c.Scope.ProjectID,
 		SeatID: or(c.SeatID, s.cfg.SeatID), RuntimeBindingID: or(c.RuntimeBindingID, s.cfg.RuntimeBindingID),
@@ -382,7 +383,8 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	}
 	if _, err := s.cfg.Ledger.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest); err != nil {
 		if st, ok := refusal(err); ok {
-			o.State, o.Reason = launchState(st), "issuing the bootstrap id was refused"
+			o.State, o.Reason = launchState(st), "issuing the bootstrap id was refused: "+err.Error()
+			s.record(ctx, fence, o, evidence(o, binding, "", "", nil, nil, started))
 			return o.result(err)
 		}
 		return nil, fmt.Errorf("supervise: operation %q: issuing the bootstrap id: %w", c.OperationID, err)
@@ -419,7 +421,8 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("supervise: operation %q: %w", c.OperationID, context.Cause(ctx))
 		}
-		o.State, o.Reason = launch.StateUnavailable, "the host could not be started"
+		o.State, o.Reason = launch.StateUnavailable, "the host could not be started: "+lerr.Error()
+		s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, nil, h, started))
 		return o.result(lerr)
 	}
 	o.Launched, o.Launch = true, lo
@@ -433,6 +436,7 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	defer cancel()
 	after, verr := s.cfg.Ledger.Operation(wctx, c.Scope, c.OperationID)
 	cause := s.judge(o, lo, lerr, after, verr, cancelled, h)
+	s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, lo, h, started))
 	s.emit(Event{Kind: EventOutcome, Scope: c.Scope, OperationID: c.OperationID, AttemptID: o.AttemptID, Generation: o.Generation, Outcome: o})
 	return o.result(cause)
 }

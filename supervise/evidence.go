@@ -1,0 +1,170 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// evidence is what the ledger keeps of an attempt: the binding fields it
+// does not otherwise hold, the launch, the process, the session and the
+// verdict.
+func evidence(o *Outcome, b ipc.AttemptBinding, bootstrapID string, launchDigest canon.Digest, lo *launch.Outcome, h *Handler, started time.Time) ledger.AttemptEvidence {
+	ev := ledger.AttemptEvidence{
+		SeatID: b.SeatID, RuntimeBindingID: b.RuntimeBindingID, PacketID: b.PacketID,
+		BootstrapID: bootstrapID, LaunchDigest: launchDigest,
+		State: string(o.State), Reason: clip(o.Reason, ledger.MaxEvidenceTextBytes),
+		StartedAt: started, EndedAt: time.Now(),
+	}
+	if lo == nil {
+		return ev
+	}
+	p := lo.Process
+	ev.Launched, ev.PID, ev.ExitCode = true, p.PID, p.ExitCode
+	if p.Signal != nil {
+		ev.Signal = clip(p.Signal.String(), 64)
+	}
+	ev.HostResult = p.Stdout[:min(len(p.Stdout), ledger.MaxEvidenceOutputBytes)]
+	ev.StdoutBytes = max(p.StdoutBytes, int64(len(ev.HostResult)))
+	ev.StderrTail = p.StderrTail[max(0, len(p.StderrTail)-ledger.MaxEvidenceStderrBytes):]
+	sum := lo.Session
+	h.mu.Lock()
+	ev.Session.SessionID = h.sessionID
+	h.mu.Unlock()
+	ev.Session.HostNonce, ev.Session.Frames = sum.HostNonce, sum.Frames
+	ev.Session.DroppedExchanges = sum.DroppedExchanges
+	for _, x := range sum.Exchanges {
+		if len(ev.Session.Exchanges) == ledger.MaxEvidenceExchanges {
+			ev.Session.DroppedExchanges++
+			continue
+		}
+		ev.Session.Exchanges = append(ev.Session.Exchanges, ledger.ExchangeEvidence{
+			Sequence: x.Sequence, Method: string(x.Method), State: string(x.State), RequestDigest: x.RequestDigest})
+	}
+	if lo.SessionErr != nil {
+		ev.Session.Error = clip(lo.SessionErr.Error(), ledger.MaxEvidenceTextBytes)
+	}
+	return ev
+}
+
+// record writes the attempt's evidence under context.WithoutCancel, so
+// that a caller giving up does not lose it, bounded by OutcomeTimeout.
+func (s *Supervisor) record(ctx context.Context, f ledger.Fence, o *Outcome, ev ledger.AttemptEvidence) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OutcomeTimeout)
+	defer cancel()
+	rec, err := s.cfg.Ledger.RecordAttempt(wctx, f, ev)
+	if err != nil {
+		o.EvidenceErr = fmt.Errorf("supervise: recording the evidence of attempt %q: %w", f.AttemptID, err)
+		s.log.Warn("supervise: attempt evidence not recorded", "operation", f.OperationID, "attempt", f.AttemptID, "err", err)
+		return
+	}
+	o.Evidence = &rec
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ell = "…"
+	i := n - len(ell)
+	for i > 0 && (s[i]&0xc0) == 0x80 {
+		i--
+	}
+	return s[:i] + ell
+}
+
+// Recover is run once when a controller starts, before it invokes
+// anything: for every open operation whose current attempt was launched
+// (it has a bootstrap id) and has no recorded evidence — its controller
+// stopped while it ran — it starts a new, empty attempt, which fences the
+// old one off, so that a host still running from before the restart is
+// refused on every method; then it lists the effects that need
+// reconciliation. Attempts this Supervisor is running are left alone.
+//
+// Recover assumes that no other controller runs attempts on the same
+// ledger: with ledger/bolt the file lock makes that so; with a shared
+// ledger, run it only where the operations' owner is known to be gone.
+func (s *Supervisor) Recover(ctx context.Context) (Recovery, error) {
+	rec := Recovery{Fenced: []ledger.Fence{}}
+	q := ledger.OperationQuery{State: ledger.OperationOpen, Limit: ledger.MaxListLimit}
+	for {
+		ops, err := s.cfg.Ledger.ListOperations(ctx, q)
+		if err != nil {
+			return rec, fmt.Errorf("supervise: recover: listing operations: %w", err)
+		}
+		for _, op := range ops {
+			f, err := s.recoverOne(ctx, op)
+			if err != nil {
+				return rec, err
+			}
+			if f != nil {
+				rec.Fenced = append(rec.Fenced, *f)
+			}
+		}
+		if len(ops) < q.Limit {
+			break
+		}
+		last := ops[len(ops)-1]
+		q.After = ledger.OperationRef{Scope: last.Scope, OperationID: last.OperationID}
+	}
+	unknown, err := s.cfg.Ledger.ListUnknown(ctx)
+	if err != nil {
+		return rec, fmt.Errorf("supervise: recover: listing effects to reconcile: %w", err)
+	}
+	rec.Unknown = unknown
+	return rec, nil
+}
+
+// recoverOne fences op's current attempt off when it was left open, and
+// returns its fence; nil when there was nothing to do.
+func (s *Supervisor) recoverOne(ctx context.Context, op ledger.Operation) (*ledger.Fence, error) {
+	if op.CurrentAttemptID == "" {
+		return nil, nil
+	}
+	s.mu.Lock()
+	_, running := s.running[opKey{op.Scope, op.OperationID}]
+	s.mu.Unlock()
+	if running {
+		return nil, nil
+	}
+	view, err := s.cfg.Ledger.Operation(ctx, op.Scope, op.OperationID)
+	if err != nil {
+		return nil, fmt.Errorf("supervise: recover: operation %q: %w", op.OperationID, err)
+	}
+	launched := false
+	for _, b := range view.Bootstraps {
+		launched = launched || (b.AttemptID == op.CurrentAttemptID && b.Generation == op.CurrentGeneration)
+	}
+	if !launched {
+		return nil, nil
+	}
+	evs, err := s.cfg.Ledger.Evidence(ctx, op.Scope, op.OperationID)
+	if err != nil {
+		return nil, fmt.Errorf("supervise: recover: operation %q: %w", op.OperationID, err)
+	}
+	for _, e := range evs {
+		if e.AttemptID == op.CurrentAttemptID {
+			return nil, nil
+		}
+	}
+	id, err := newID("recover")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.cfg.Ledger.StartAttempt(ctx, op.Scope, op.OperationID, id); err != nil {
+		if errors.Is(err, ledger.ErrCancelled) || errors.Is(err, ledger.ErrResultAlreadyAccepted) {
+			return nil, nil // settled since it was listed: nothing to fence
+		}
+		return nil, fmt.Errorf("supervise: recover: fencing operation %q: %w", op.OperationID, err)
+	}
+	old := ledger.Fence{Scope: op.Scope, OperationID: op.OperationID, AttemptID: op.CurrentAttemptID, Generation: op.CurrentGeneration}
+	s.log.Info("supervise: recover: fenced off an attempt left open", "operation", op.OperationID, "attempt", op.CurrentAttemptID)
+	return &old, nil
+}

@@ -1,0 +1,234 @@
+package supervise_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+// lower is the lower layer used on its own, as a team with its own
+// controller would: an attempt started, its context built, its bootstrap id
+// issued, and a Handler for it.
+type lower struct {
+	l     ledger.Ledger
+	ln    *launch.Launcher
+	fence ledger.Fence
+	inv   launch.Invocation
+	cfg   supervise.HandlerConfig
+}
+
+// startLower creates operation op (when missing) for capability with
+// args and budget, starts attempt attemptID and prepares its launch.
+func startLower(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, attemptID, capability string, args map[string]any, budget int64) *lower {
+	t.Helper()
+	ctx := testCtx(t)
+	b := testBinding(t)
+	m, err := manifest.Describe(b.Manifests, capability)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep, err := manifest.PrepareRequest(m, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := call(op, capability, args, budget)
+	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: capability,
+		RequestDigest: prep.RequestDigest, ManifestDigest: b.ManifestDigest, EffectBudget: budget, Deadline: c.Deadline}); err != nil && !errors.Is(err, ledger.ErrChangedInput) {
+		t.Fatal(err)
+	}
+	f, err := l.StartAttempt(ctx, scope, op, attemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := l.Operation(ctx, scope, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding := ipc.AttemptBinding{OrganizationID: scope.OrganizationID, ProjectID: scope.ProjectID, SeatID: "seat-a",
+		RuntimeBindingID: "runtime-a", PacketID: op, OperationID: op, AttemptID: attemptID, FencingGeneration: f.Generation,
+		CapabilityID: capability, RequestDigest: prep.RequestDigest, ManifestDigest: b.ManifestDigest}
+	bootID := "bootstrap-" + op + "-" + attemptID
+	lc, err := supervise.BuildContext(supervise.ContextSpec{Provider: b, Manifest: m, Binding: binding, Operation: view,
+		BootstrapID: bootID, Workspace: "/workspace-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := lc.LaunchDigest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.IssueBootstrap(ctx, f, bootID, d); err != nil {
+		t.Fatal(err)
+	}
+	req, err := launch.EncodeRequest(capability, prep.Arguments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lower{l: l, ln: ln, fence: f, inv: launch.Invocation{Context: lc, Request: req},
+		cfg: supervise.HandlerConfig{Ledger: l, Fence: f, Binding: binding, BootstrapID: bootID, Manifest: &m}}
+}
+
+// run launches the attempt's host with a fresh Handler (a fresh process
+// and session) and returns the outcome and the Handler.
+func (w *lower) run(t *testing.T) (*launch.Outcome, *supervise.Handler) {
+	t.Helper()
+	out, h, err := w.try()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, h
+}
+
+// try is run for another goroutine than the test's: it returns the error.
+func (w *lower) try() (*launch.Outcome, *supervise.Handler, error) {
+	h, err := supervise.NewHandler(w.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	inv := w.inv
+	inv.Handler = h
+	out, err := w.ln.Invoke(context.Background(), inv)
+	if err != nil {
+		return out, h, fmt.Errorf("launch: %w", err)
+	}
+	return out, h, nil
+}
+
+// background runs w.try on another goroutine; the returned function waits
+// for it and fails the test on error.
+func (w *lower) background(t *testing.T) func() *supervise.Handler {
+	type res struct {
+		h   *supervise.Handler
+		err error
+	}
+	done := make(chan res, 1)
+	go func() { _, h, err := w.try(); done <- res{h, err} }()
+	return func() *supervise.Handler {
+		t.Helper()
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.h
+	}
+}
+
+// lastDecision returns the last decision, which must be method's, refused
+// by the ledger with want.
+func lastDecision(t *testing.T, h *supervise.Handler, method ipc.Method, want error) supervise.Event {
+	t.Helper()
+	evs := h.Decisions()
+	if len(evs) == 0 {
+		t.Fatal("no decisions")
+	}
+	ev := evs[len(evs)-1]
+	if ev.Method != method || ev.State != ipc.StateRefused || !errors.Is(ev.Refusal, want) {
+		t.Fatalf("last decision %s %s (%v), want %s refused with %v", ev.Method, ev.State, ev.Refusal, method, want)
+	}
+	return ev
+}
+
+// TestStaleAttemptRefusedOnEveryMethod: the host of an attempt keeps
+// talking after a newer attempt of its operation started; whichever method
+// it sends next is refused with the ledger's stale-fence error, and the
+// host ends refused.
+func TestStaleAttemptRefusedOnEveryMethod(t *testing.T) {
+	t.Parallel()
+	two := map[string]any{"target": "doc-1"}
+	t.Run("bootstrap", func(t *testing.T) {
+		t.Parallel()
+		l := openBolt(t, t.TempDir())
+		old := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
+		startLower(t, l, old.ln, "op", "attempt-2", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
+		out, h := old.run(t)
+		lastDecision(t, h, ipc.MethodBootstrap, ledger.ErrStaleFence)
+		if out.Result.State != launch.StateRefused || out.Session.Frames != 1 {
+			t.Fatalf("host %+v after %d frames", out.Result, out.Session.Frames)
+		}
+	})
+	t.Run("invoke.admit", func(t *testing.T) {
+		t.Parallel()
+		l := openBolt(t, t.TempDir())
+		old := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
+		a := newAuthority()
+		a.block = "admit"
+		old.cfg.Authority = a
+		wait := old.background(t)
+		<-a.entered
+		startLower(t, l, old.ln, "op", "attempt-2", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
+		close(a.release)
+		lastDecision(t, wait(), ipc.MethodAdmit, ledger.ErrStaleFence)
+	})
+	t.Run("effect.request", func(t *testing.T) {
+		t.Parallel()
+		l := openBolt(t, t.TempDir())
+		old := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.two_effects@1.0.0", two, 2)
+		a, d := newAuthority(), newDispatcher()
+		a.block = "effect-1"
+		old.cfg.Authority, old.cfg.Dispatcher = a, d
+		wait := old.background(t)
+		<-a.entered
+		startLower(t, l, old.ln, "op", "attempt-2", "example.two_effects@1.0.0", two, 2)
+		close(a.release)
+		lastDecision(t, wait(), ipc.MethodEffect, ledger.ErrStaleFence)
+		if d.total() != 0 {
+			t.Fatalf("a stale attempt's effect was dispatched %d times", d.total())
+		}
+	})
+	t.Run("result.publish", func(t *testing.T) {
+		t.Parallel()
+		l := openBolt(t, t.TempDir())
+		old := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.two_effects@1.0.0", two, 2)
+		d := newDispatcher()
+		d.set("effect-2", "block")
+		old.cfg.Dispatcher = d
+		wait := old.background(t)
+		<-d.entered
+		startLower(t, l, old.ln, "op", "attempt-2", "example.two_effects@1.0.0", two, 2)
+		close(d.release)
+		lastDecision(t, wait(), ipc.MethodPublish, ledger.ErrStaleFence)
+		// The effect consumed while the attempt was being fenced off is
+		// recorded all the same (through Resolve): the truth is kept.
+		view, err := l.Operation(context.Background(), scope, "op")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if view.Result != nil || len(view.Effects) != 2 || view.Effects[1].State != ledger.EffectConfirmed || view.Effects[1].ReceiptID != "rcpt-effect-2" {
+			t.Fatalf("ledger after the stale publish: %+v", view)
+		}
+	})
+}
+
+// TestBootstrapReplay: a second child presenting a bootstrap id another
+// child redeemed is refused, and the first redemption stands.
+func TestBootstrapReplay(t *testing.T) {
+	t.Parallel()
+	l := openBolt(t, t.TempDir())
+	w := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
+	a := newAuthority()
+	a.admit = supervise.Refuse // the first child ends after its admission, unpublished
+	w.cfg.Authority = a
+	first, h1 := w.run(t)
+	if evs := h1.Decisions(); len(evs) != 2 || evs[0].State != ipc.StateAllowed || first.Result.State != launch.StateRefused {
+		t.Fatalf("first child: %+v, %+v", evs, first.Result)
+	}
+	second, h2 := w.run(t)
+	lastDecision(t, h2, ipc.MethodBootstrap, ledger.ErrBootstrapRedeemed)
+	if second.Process.PID == first.Process.PID || second.Result.State != launch.StateRefused {
+		t.Fatalf("second child %d: %+v", second.Process.PID, second.Result)
+	}
+	view, err := l.Operation(context.Background(), scope, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Bootstraps) != 1 || view.Bootstraps[0].RedeemedPID != first.Process.PID || view.Bootstraps[0].RedeemedSessionID != h1.Decisions()[0].SessionID {
+		t.Fatalf("bootstrap record %+v, first child %d", view.Bootstraps, first.Process.PID)
+	}
+}

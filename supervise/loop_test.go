@@ -1,0 +1,175 @@
+package supervise_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents) - 1 // the directory being read
+}
+
+// children lists the processes whose parent is this one, zombies included.
+func children(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(self) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestThousandInvocations runs 1,000 invocations with mixed outcomes on one
+// bolt ledger — successes with no and with two effects, business failures,
+// uncertain dispatches, and hosts killed at their deadline — four at a time,
+// and checks that nothing leaked: descriptors, goroutines, processes.
+func TestThousandInvocations(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	ctx := testCtx(t)
+	l := openBolt(t, t.TempDir())
+	okCfg := config(t, l, newLauncher(t, 0))
+	okCfg.Dispatcher = newDispatcher()
+	ok := newSupervisor(t, okCfg)
+	uncertain := newDispatcher()
+	for _, id := range []string{"effect-1", "effect-2"} {
+		uncertain.set(id, "uncertain")
+	}
+	uncCfg := config(t, l, newLauncher(t, 0))
+	uncCfg.Dispatcher = uncertain
+	unc := newSupervisor(t, uncCfg)
+	hang := newSupervisor(t, config(t, l, newLauncher(t, 50*time.Millisecond, hostproc.EnvScenario+"=hang")))
+
+	runtime.GC()
+	fds, goroutines, kids := openFDs(t), runtime.NumGoroutine(), children(t)
+	if len(kids) != 0 {
+		t.Fatalf("children before the loop: %v", kids)
+	}
+	type kind struct {
+		s     *supervise.Supervisor
+		cap   string
+		args  map[string]any
+		state launch.State
+	}
+	echo, two := map[string]any{"text": "hello"}, map[string]any{"target": "doc-1"}
+	kinds := []kind{
+		{ok, "example.echo@1.0.0", echo, launch.StateSucceeded},
+		{ok, "example.two_effects@1.0.0", two, launch.StateSucceeded},
+		{ok, "example.fail@1.0.0", map[string]any{}, launch.StateFailed},
+		{unc, "example.two_effects@1.0.0", two, launch.StateNeedsReconciliation},
+		{hang, "example.echo@1.0.0", echo, launch.StateTimedOut},
+	}
+	// Mostly successes, 1 in 25 killed at its deadline.
+	pick := func(i int) kind {
+		switch r := i % 25; {
+		case r == 0:
+			return kinds[4]
+		case r < 4:
+			return kinds[2]
+		case r < 6:
+			return kinds[3]
+		case r < 13:
+			return kinds[1]
+		}
+		return kinds[0]
+	}
+	var mu sync.Mutex
+	counts := map[launch.State]int{}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	// Four at a time: the ledger's group commit shares its fsyncs between
+	// concurrent writers, which is what bounds this loop's time.
+	const workers = 4
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				k := pick(i)
+				c := call(fmt.Sprintf("op-%d", i), k.cap, k.args, 2)
+				if k.state == launch.StateTimedOut {
+					c.Deadline = time.Now().Add(30 * time.Millisecond)
+				}
+				o, err := k.s.Invoke(ctx, c)
+				if o == nil || o.State != k.state || (err == nil) != (k.state == launch.StateSucceeded) || o.EvidenceErr != nil {
+					errs <- fmt.Errorf("invocation %d (%s): outcome %+v, err %v", i, k.cap, o, err)
+					return
+				}
+				mu.Lock()
+				counts[o.State]++
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range n {
+		select {
+		case work <- i:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			t.Fatal(err)
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	t.Logf("%d invocations: %v", n, counts)
+
+	// Goroutines end asynchronously after the last call returns (timers,
+	// the runtime's own); wait for the count to come back down.
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > goroutines {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after the loop, %d before:\n%s", g, goroutines, buf[:runtime.Stack(buf, true)])
+	}
+	if f := openFDs(t); f != fds {
+		t.Fatalf("%d open descriptors after the loop, %d before", f, fds)
+	}
+	if k := children(t); len(k) != 0 {
+		t.Fatalf("child processes after the loop: %v", k)
+	}
+}

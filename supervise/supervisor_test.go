@@ -1,0 +1,156 @@
+package supervise_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+// TestSuccessNoEffects: echo succeeds; its data is the operation's
+// artifact; the attempt's evidence is recorded; invoking the operation
+// again returns the accepted result without launching.
+func TestSuccessNoEffects(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	l := openBolt(t, t.TempDir())
+	d := newDispatcher()
+	cfg := config(t, l, newLauncher(t, 0))
+	cfg.Dispatcher = d
+	s := newSupervisor(t, cfg)
+	c := call("op-echo", "example.echo@1.0.0", map[string]any{"text": "hello"}, 0)
+	o, err := s.Invoke(ctx, c)
+	wantState(t, o, err, launch.StateSucceeded, nil)
+	if !o.Launched || o.Reconnected || o.Result == nil || len(o.Result.ArtifactRefs) != 1 || d.total() != 0 {
+		t.Fatalf("outcome %+v, %d dispatches", o, d.total())
+	}
+	if o.Host == nil || o.Host.State != launch.StateSucceeded || o.Host.ArtifactRefs[0] != o.Result.ArtifactRefs[0] {
+		t.Fatalf("host result %+v, accepted %+v", o.Host, o.Result)
+	}
+	a, err := s.Artifact(ctx, scope, o.Result.ArtifactRefs[0])
+	if err != nil || !bytes.Equal(a.Bytes, []byte(`{"text":"hello"}`)) || a.Digest != canon.Sum(a.Bytes) {
+		t.Fatalf("artifact %+v, %v", a, err)
+	}
+	if o.Evidence == nil || o.EvidenceErr != nil || o.Evidence.State != "succeeded" || o.Evidence.Session.Frames != 3 ||
+		o.Evidence.PID != o.Launch.Process.PID || !bytes.Equal(o.Evidence.HostResult, o.Launch.Process.Stdout) {
+		t.Fatalf("evidence %+v, err %v", o.Evidence, o.EvidenceErr)
+	}
+	// The recorded evidence rebuilds the attempt's binding, and the host's
+	// result parses against it.
+	evs, err := l.Evidence(ctx, scope, "op-echo")
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("evidence %+v, %v", evs, err)
+	}
+	view, err := l.Operation(ctx, scope, "op-echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := evs[0]
+	b := ipc.AttemptBinding{OrganizationID: scope.OrganizationID, ProjectID: scope.ProjectID, SeatID: ev.SeatID,
+		RuntimeBindingID: ev.RuntimeBindingID, PacketID: ev.PacketID, OperationID: "op-echo", AttemptID: ev.AttemptID,
+		FencingGeneration: ev.Generation, CapabilityID: view.Operation.CapabilityID,
+		RequestDigest: view.Operation.RequestDigest, ManifestDigest: view.Operation.ManifestDigest}
+	if _, err := launch.ParseResult(ev.HostResult, ev.ExitCode, b); err != nil {
+		t.Fatalf("ParseResult against the rebuilt binding: %v", err)
+	}
+	// Same operation again: the accepted result, nothing launched.
+	again, err := s.Invoke(ctx, c)
+	wantState(t, again, err, launch.StateSucceeded, nil)
+	if again.Launched || !again.Reconnected || again.Result.ArtifactRefs[0] != o.Result.ArtifactRefs[0] {
+		t.Fatalf("reconnect %+v", again)
+	}
+	if v, _ := l.Operation(ctx, scope, "op-echo"); len(v.Attempts) != 1 {
+		t.Fatalf("%d attempts after the reconnect, want 1", len(v.Attempts))
+	}
+}
+
+// TestSuccessTwoEffects: each effect is dispatched once, confirmed with
+// its receipt, and the budget is spent.
+func TestSuccessTwoEffects(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	l := openBolt(t, t.TempDir())
+	d := newDispatcher()
+	cfg := config(t, l, newLauncher(t, 0))
+	cfg.Dispatcher = d
+	s := newSupervisor(t, cfg)
+	o, err := s.Invoke(ctx, call("op-two", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 2))
+	wantState(t, o, err, launch.StateSucceeded, nil)
+	if d.count("effect-1") != 1 || d.count("effect-2") != 1 || o.BudgetUsed != 2 || o.Budget != 2 {
+		t.Fatalf("dispatches %v, budget %d/%d", d.calls, o.BudgetUsed, o.Budget)
+	}
+	for _, e := range o.Effects {
+		if e.State != ledger.EffectConfirmed || e.ReceiptID != "rcpt-"+e.LogicalEffectID || e.AttemptID != o.AttemptID {
+			t.Fatalf("effect %+v", e)
+		}
+	}
+	if o.Host.EffectDisposition != launch.EffectConfirmed {
+		t.Fatalf("host disposition %s", o.Host.EffectDisposition)
+	}
+	a, err := s.Artifact(ctx, scope, o.Result.ArtifactRefs[0])
+	if err != nil || !bytes.Equal(a.Bytes, []byte(`{"receipts":["rcpt-effect-1","rcpt-effect-2"],"target":"doc-1"}`)) {
+		t.Fatalf("artifact %q, %v", a.Bytes, err)
+	}
+}
+
+// TestRedeliveryWithinAttempt: the host sends the same logical effect
+// twice in one attempt; the second is answered from the ledger with the
+// same authorization and receipt, and the dispatcher is not called again.
+func TestRedeliveryWithinAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	l := openBolt(t, t.TempDir())
+	d := newDispatcher()
+	cfg := config(t, l, newLauncher(t, 0))
+	cfg.Dispatcher = d
+	s := newSupervisor(t, cfg)
+	o, err := s.Invoke(ctx, call("op-redeliver", "example.redeliver@1.0.0", map[string]any{"target": "doc-1"}, 1))
+	wantState(t, o, err, launch.StateSucceeded, nil)
+	if d.count("effect-1") != 1 || o.BudgetUsed != 1 {
+		t.Fatalf("dispatched %d times, budget used %d; want 1 and 1", d.count("effect-1"), o.BudgetUsed)
+	}
+	var effects []supervise.Event
+	for _, ev := range o.Decisions {
+		if ev.Method == ipc.MethodEffect {
+			effects = append(effects, ev)
+		}
+	}
+	if len(effects) != 2 || effects[0].Redelivery || !effects[0].Dispatched || !effects[1].Redelivery || effects[1].Dispatched ||
+		effects[0].Effect.AuthorizationID != effects[1].Effect.AuthorizationID || effects[1].Effect.ReceiptID != "rcpt-effect-1" {
+		t.Fatalf("effect decisions %+v", effects)
+	}
+	a, err := s.Artifact(ctx, scope, o.Result.ArtifactRefs[0])
+	if err != nil || !bytes.Equal(a.Bytes, []byte(`{"receipts":["rcpt-effect-1","rcpt-effect-1"],"target":"doc-1"}`)) {
+		t.Fatalf("artifact %q, %v", a.Bytes, err)
+	}
+}
+
+// TestArtifactScope: an artifact is retrieved only under the organization
+// and project of its operation.
+func TestArtifactScope(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	l := openBolt(t, t.TempDir())
+	s := newSupervisor(t, config(t, l, newLauncher(t, 0)))
+	o, err := s.Invoke(ctx, call("op-scope", "example.echo@1.0.0", map[string]any{"text": "secret"}, 0))
+	wantState(t, o, err, launch.StateSucceeded, nil)
+	ref := o.Result.ArtifactRefs[0]
+	for _, other := range []ledger.Scope{
+		{OrganizationID: "org-b", ProjectID: scope.ProjectID},
+		{OrganizationID: scope.OrganizationID, ProjectID: "project-b"},
+	} {
+		a, err := s.Artifact(ctx, other, ref)
+		if !errors.Is(err, ledger.ErrOutOfScope) || a.Bytes != nil {
+			t.Fatalf("Artifact from %+v = %q, %v; want ErrOutOfScope and no bytes", other, a.Bytes, err)
+		}
+	}
+	if a, err := s.Artifact(ctx, scope, ref); err != nil || !strings.Contains(string(a.Bytes), "secret") {
+		t.Fatalf("Artifact from its own scope = %q, %v", a.Bytes, err)
+	}
+}
