@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -240,7 +241,7 @@ func TestCredentialsPassedDescriptor(t *testing.T) {
 	f := newFixture(t)
 	rt, host := socketpair(t)
 	s := ipc.NewSession(rt, f.config())
-	before := openFDs(t)
+	before := leaktest.OpenFDs(t)
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
@@ -256,15 +257,7 @@ func TestCredentialsPassedDescriptor(t *testing.T) {
 		t.Fatalf("Serve = %v", err)
 	}
 	host.Close()
-	if after := openFDs(t); after > before-2 { // Serve closed rt, we closed host
+	if after := leaktest.OpenFDs(t); after > before-2 { // Serve closed rt, we closed host
 		t.Errorf("open descriptors: %d before, %d after", before, after)
 	}
-}
-
-func openFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd")
-	}
-	return len(ents)
 }

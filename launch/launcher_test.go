@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -338,45 +339,6 @@ func TestGrandchildEscapingTheGroup(t *testing.T) {
 	}
 }
 
-// openFDs counts this process's open descriptors.
-func openFDs(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents) - 1 // the directory being read
-}
-
-// children lists the live processes whose parent is this process.
-func children(t testing.TB) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self := os.Getpid()
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		fields := strings.Fields(string(b[i+1:]))
-		if len(fields) > 1 {
-			if ppid, _ := strconv.Atoi(fields[1]); ppid == self {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
-
 // TestNoLeaksAcrossLaunches launches the host 500 times (20 under -short;
 // ZEO_LAUNCH_LEAK_N sets any other count) and checks that this process's
 // descriptors, goroutines and child processes are back to where they
@@ -400,7 +362,7 @@ func TestNoLeaksAcrossLaunches(t *testing.T) {
 	if _, err := l.Invoke(ctx, inv); err != nil {
 		t.Fatal(err)
 	}
-	fds0, gr0, ch0 := openFDs(t), runtime.NumGoroutine(), len(children(t))
+	fds0, gr0, ch0 := leaktest.OpenFDs(t), runtime.NumGoroutine(), len(leaktest.Children(t))
 	start := time.Now()
 	for i := range n {
 		inv.Context.DeadlineUnixMS = time.Now().Add(20 * time.Second).UnixMilli()
@@ -415,7 +377,7 @@ func TestNoLeaksAcrossLaunches(t *testing.T) {
 	elapsed := time.Since(start)
 	var fds, gr, ch int
 	for range 100 {
-		fds, gr, ch = openFDs(t), runtime.NumGoroutine(), len(children(t))
+		fds, gr, ch = leaktest.OpenFDs(t), runtime.NumGoroutine(), len(leaktest.Children(t))
 		if fds <= fds0 && gr <= gr0 && ch <= ch0 {
 			break
 		}

@@ -186,6 +186,13 @@ func (h *Handler) record(ev Event) {
 		"method", ev.Method, "sequence", ev.Sequence, "state", ev.State, "reason", ev.Reason)
 }
 
+// noted records ev as answered st for reason and returns the reply data.
+func (h *Handler) noted(ev Event, st ipc.ReplyState, reason string) map[string]any {
+	ev.State, ev.Reason = st, reason
+	h.record(ev)
+	return reasonData(reason)
+}
+
 // reasonData is the reply data of a request that is not allowed.
 func reasonData(reason string) map[string]any {
 	if reason == "" {
@@ -221,9 +228,7 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 	h.mu.Unlock()
 	ev := Event{Method: req.Method, Sequence: req.Sequence, PID: req.Payload.PID, SessionID: req.SessionID}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
-		ev.State, ev.Reason = st, reason
-		h.record(ev)
-		return ipc.Decision{State: st, Data: reasonData(reason)}, nil
+		return ipc.Decision{State: st, Data: h.noted(ev, st, reason)}, nil
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled")
@@ -249,9 +254,7 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision, error) {
 	ev := Event{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
-		ev.State, ev.Reason = st, reason
-		h.record(ev)
-		return ipc.Decision{State: st, Data: reasonData(reason)}, nil
+		return ipc.Decision{State: st, Data: h.noted(ev, st, reason)}, nil
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled")
@@ -325,9 +328,8 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDec
 	id := req.Effect.LogicalEffectID
 	ev := Event{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string, e *ledger.Effect) (ipc.EffectDecision, error) {
-		ev.State, ev.Reason, ev.Effect = st, reason, e
-		h.record(ev)
-		return ipc.EffectDecision{State: st, Data: reasonData(reason)}, nil
+		ev.Effect = e
+		return ipc.EffectDecision{State: st, Data: h.noted(ev, st, reason)}, nil
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled", nil)
@@ -437,9 +439,8 @@ func (h *Handler) settle(ctx context.Context, id string, d canon.Digest, res led
 // without dispatching.
 func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Effect, ev *Event) (ipc.EffectDecision, error) {
 	answer := func(st ipc.ReplyState, reason string, e ledger.Effect) (ipc.EffectDecision, error) {
-		ev.State, ev.Reason, ev.Effect = st, reason, &e
-		h.record(*ev)
-		return ipc.EffectDecision{State: st, Data: reasonData(reason)}, nil
+		ev.Effect = &e
+		return ipc.EffectDecision{State: st, Data: h.noted(*ev, st, reason)}, nil
 	}
 	switch e.State {
 	case ledger.EffectConfirmed:
@@ -489,9 +490,7 @@ func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Ef
 func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (ipc.PublishDecision, error) {
 	ev := Event{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.PublishDecision, error) {
-		ev.State, ev.Reason = st, reason
-		h.record(ev)
-		return ipc.PublishDecision{State: st, Data: reasonData(reason)}, nil
+		return ipc.PublishDecision{State: st, Data: h.noted(ev, st, reason)}, nil
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled")

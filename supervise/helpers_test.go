@@ -224,3 +224,18 @@ func wantState(t testing.TB, o *supervise.Outcome, err error, st launch.State, s
 		t.Fatalf("err = %v, want an *OutcomeError wrapping %v", err, sentinel)
 	}
 }
+
+// setup returns a test context and a Supervisor of the simulated host on a
+// fresh bolt ledger with a scripted dispatcher; mutate, when set, changes
+// the config first.
+func setup(t *testing.T, mutate func(*supervise.Config)) (context.Context, *bolt.Ledger, *dispatcher, *supervise.Supervisor) {
+	t.Helper()
+	l := openBolt(t, t.TempDir())
+	d := newDispatcher()
+	cfg := config(t, l, newLauncher(t, 0))
+	cfg.Dispatcher = d
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return testCtx(t), l, d, newSupervisor(t, cfg)
+}

@@ -19,14 +19,10 @@ import (
 // call.
 func TestCancelMidEffect(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	l := openBolt(t, t.TempDir())
-	d := newDispatcher()
+	ctx, l, d, s := setup(t, func(c *supervise.Config) {
+		c.CancelGrace = 20 * time.Second // the host must end by itself, not be killed
+	})
 	d.set("effect-1", "block")
-	cfg := config(t, l, newLauncher(t, 0))
-	cfg.Dispatcher = d
-	cfg.CancelGrace = 20 * time.Second // the host must end by itself, not be killed
-	s := newSupervisor(t, cfg)
 	c := call("op-cancel", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 2)
 	type result struct {
 		o   *supervise.Outcome
@@ -152,13 +148,8 @@ func TestWaitingApprovalThenApprove(t *testing.T) {
 // rest, each once.
 func TestUncertainThenResolve(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	l := openBolt(t, t.TempDir())
-	d := newDispatcher()
+	ctx, _, d, s := setup(t, nil)
 	d.set("effect-1", "uncertain")
-	cfg := config(t, l, newLauncher(t, 0))
-	cfg.Dispatcher = d
-	s := newSupervisor(t, cfg)
 	c := call("op-uncertain", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 2)
 	o, err := s.Invoke(ctx, c)
 	wantState(t, o, err, launch.StateNeedsReconciliation, supervise.ErrNeedsReconciliation)
@@ -191,13 +182,8 @@ func TestUncertainThenResolve(t *testing.T) {
 // later attempt is answered refused again without dispatching.
 func TestNotConsumed(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	l := openBolt(t, t.TempDir())
-	d := newDispatcher()
+	ctx, _, d, s := setup(t, nil)
 	d.set("effect-1", "not-consumed")
-	cfg := config(t, l, newLauncher(t, 0))
-	cfg.Dispatcher = d
-	s := newSupervisor(t, cfg)
 	c := call("op-nc", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 2)
 	for range 2 {
 		o, err := s.Invoke(ctx, c)
@@ -215,12 +201,7 @@ func TestNotConsumed(t *testing.T) {
 // by the ledger without dispatching, and the reason says so.
 func TestBudgetRefusal(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	l := openBolt(t, t.TempDir())
-	d := newDispatcher()
-	cfg := config(t, l, newLauncher(t, 0))
-	cfg.Dispatcher = d
-	s := newSupervisor(t, cfg)
+	ctx, _, d, s := setup(t, nil)
 	o, err := s.Invoke(ctx, call("op-budget", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 1))
 	// The host's own counter (total_dispatch_budget 1) refuses effect-2
 	// locally: the capability fails without a second request.

@@ -2,55 +2,16 @@ package supervise_test
 
 import (
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
-
-// openFDs counts this process's open descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents) - 1 // the directory being read
-}
-
-// children lists the processes whose parent is this one, zombies included.
-func children(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self := os.Getpid()
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(self) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
 
 // TestThousandInvocations runs 1,000 invocations with mixed outcomes on one
 // bolt ledger — successes with no and with two effects, business failures,
@@ -76,7 +37,7 @@ func TestThousandInvocations(t *testing.T) {
 	hang := newSupervisor(t, config(t, l, newLauncher(t, 50*time.Millisecond, hostproc.EnvScenario+"=hang")))
 
 	runtime.GC()
-	fds, goroutines, kids := openFDs(t), runtime.NumGoroutine(), children(t)
+	fds, goroutines, kids := leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
 	if len(kids) != 0 {
 		t.Fatalf("children before the loop: %v", kids)
 	}
@@ -166,10 +127,10 @@ func TestThousandInvocations(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines after the loop, %d before:\n%s", g, goroutines, buf[:runtime.Stack(buf, true)])
 	}
-	if f := openFDs(t); f != fds {
+	if f := leaktest.OpenFDs(t); f != fds {
 		t.Fatalf("%d open descriptors after the loop, %d before", f, fds)
 	}
-	if k := children(t); len(k) != 0 {
+	if k := leaktest.Children(t); len(k) != 0 {
 		t.Fatalf("child processes after the loop: %v", k)
 	}
 }

@@ -18,12 +18,7 @@ import (
 // again returns the accepted result without launching.
 func TestSuccessNoEffects(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	l := openBolt(t, t.TempDir())
-	d := newDispatcher()
-	cfg := config(t, l, newLauncher(t, 0))
-	cfg.Dispatcher = d
-	s := newSupervisor(t, cfg)
+	ctx, l, d, s := setup(t, nil)
 	c := call("op-echo", "example.echo@1.0.0", map[string]any{"text": "hello"}, 0)
 	o, err := s.Invoke(ctx, c)
 	wantState(t, o, err, launch.StateSucceeded, nil)
@@ -74,12 +69,7 @@ func TestSuccessNoEffects(t *testing.T) {
 // its receipt, and the budget is spent.
 func TestSuccessTwoEffects(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	l := openBolt(t, t.TempDir())
-	d := newDispatcher()
-	cfg := config(t, l, newLauncher(t, 0))
-	cfg.Dispatcher = d
-	s := newSupervisor(t, cfg)
+	ctx, _, d, s := setup(t, nil)
 	o, err := s.Invoke(ctx, call("op-two", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 2))
 	wantState(t, o, err, launch.StateSucceeded, nil)
 	if d.count("effect-1") != 1 || d.count("effect-2") != 1 || o.BudgetUsed != 2 || o.Budget != 2 {
@@ -104,12 +94,7 @@ func TestSuccessTwoEffects(t *testing.T) {
 // same authorization and receipt, and the dispatcher is not called again.
 func TestRedeliveryWithinAttempt(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	l := openBolt(t, t.TempDir())
-	d := newDispatcher()
-	cfg := config(t, l, newLauncher(t, 0))
-	cfg.Dispatcher = d
-	s := newSupervisor(t, cfg)
+	ctx, _, d, s := setup(t, nil)
 	o, err := s.Invoke(ctx, call("op-redeliver", "example.redeliver@1.0.0", map[string]any{"target": "doc-1"}, 1))
 	wantState(t, o, err, launch.StateSucceeded, nil)
 	if d.count("effect-1") != 1 || o.BudgetUsed != 1 {
