@@ -83,8 +83,9 @@
 // error → MarkUnknown → needs_reconciliation. If a newer attempt fenced this
 // one off while it dispatched, the dispatcher's certain outcome is recorded
 // with Resolve instead, so it is never lost. A redelivery (the ledger holds
-// the id with the same digest) is answered by its recorded state without
-// dispatching: confirmed → allowed with the recorded ids (the result object
+// the id with the same digest) is answered cancelled once the operation is
+// cancelled (by any controller), and otherwise by its recorded state,
+// without dispatching: confirmed → allowed with the recorded ids (the result object
 // only if the Dispatcher is a Replayer); not consumed → its reason's state;
 // unknown → needs_reconciliation; authorized but never settled (a
 // controller died mid-dispatch) → MarkUnknown → needs_reconciliation.
@@ -103,9 +104,15 @@
 // ErrOperationMismatch. A completed operation returns its accepted result
 // (Outcome.Reconnected) and a cancelled or expired one its state, without
 // launching. Otherwise a new attempt starts (a new fence, which fences off
-// every older attempt), BuildContext makes its LaunchContext, its bootstrap
-// id is issued with the launch digest, and the host is launched and served
-// by a Handler.
+// every older attempt), BuildContext makes its LaunchContext, and the host
+// is launched and served by a Handler. Its bootstrap id is issued with the
+// launch digest while the host starts; the Handler redeems it only once
+// that write is durable, so the write costs the invocation no wait.
+//
+// Ledger writes of one invocation of a new operation, each fsynced by a
+// durable ledger: CreateOperation, StartAttempt, IssueBootstrap (beside
+// the host's start), RedeemBootstrap, Admit, two per effect (BeginEffect,
+// ConfirmEffect), AcceptResult and RecordAttempt.
 //
 // Before anything is recorded, preflight refuses what the host would refuse
 // anyway, saying why: a capability not in the inventory (refused),

@@ -112,6 +112,16 @@ type Handler struct {
 	admitted  bool
 	published *ledger.Result
 	sessionID string // of the Session that asked
+
+	// issue, when set by a Supervisor, is the bootstrap id's issuing write
+	// running while the host starts; Bootstrap waits for it.
+	issue *issue
+}
+
+// issue is a write in flight: err is set before done is closed.
+type issue struct {
+	done chan struct{}
+	err  error
 }
 
 // NewHandler validates cfg and returns the Handler. Errors wrap
@@ -232,6 +242,20 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled")
+	}
+	if h.issue != nil {
+		select {
+		case <-h.issue.done:
+		case <-ctx.Done():
+			return ipc.Decision{}, fmt.Errorf("supervise: waiting for the bootstrap id to be issued: %w", context.Cause(ctx))
+		}
+		if err := h.issue.err; err != nil {
+			if st, ok := refusal(err); ok {
+				ev.Refusal = err
+				return answer(st, "issuing the bootstrap id was refused: "+err.Error())
+			}
+			return ipc.Decision{}, fmt.Errorf("supervise: issuing the bootstrap id: %w", err)
+		}
 	}
 	_, err := h.cfg.Ledger.RedeemBootstrap(ctx, h.cfg.Fence, ledger.Redemption{
 		BootstrapID: req.Payload.BootstrapID, LaunchDigest: req.Payload.LaunchDigest,
@@ -441,6 +465,14 @@ func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Ef
 	answer := func(st ipc.ReplyState, reason string, e ledger.Effect) (ipc.EffectDecision, error) {
 		ev.Effect = &e
 		return ipc.EffectDecision{State: st, Data: h.noted(*ev, st, reason)}, nil
+	}
+	// BeginEffect answers a redelivery even once the operation is over;
+	// a cancellation made by another controller must still be heard.
+	f := h.cfg.Fence
+	if v, err := h.cfg.Ledger.Operation(ctx, f.Scope, f.OperationID); err != nil {
+		return ipc.EffectDecision{}, fmt.Errorf("supervise: reading the operation for a redelivery of effect %q: %w", e.LogicalEffectID, err)
+	} else if v.Operation.State == ledger.OperationCancelled {
+		return answer(ipc.StateCancelled, "the operation was cancelled: "+v.Operation.CancelReason, e)
 	}
 	switch e.State {
 	case ledger.EffectConfirmed:

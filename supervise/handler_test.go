@@ -232,3 +232,28 @@ func TestBootstrapReplay(t *testing.T) {
 		t.Fatalf("bootstrap record %+v, first child %d", view.Bootstraps, first.Process.PID)
 	}
 }
+
+// TestCancelSeenThroughTheLedger: a cancellation made by another
+// controller (straight in the ledger, no signal in this process) is heard
+// at the attempt's next request, a redelivery included.
+func TestCancelSeenThroughTheLedger(t *testing.T) {
+	t.Parallel()
+	l := openBolt(t, t.TempDir())
+	w := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.redeliver@1.0.0", map[string]any{"target": "doc-1"}, 1)
+	d := newDispatcher()
+	d.set("effect-1", "block")
+	w.cfg.Dispatcher = d
+	wait := w.background(t)
+	<-d.entered
+	if _, err := l.Cancel(context.Background(), scope, "op", "cancelled by another controller"); err != nil {
+		t.Fatal(err)
+	}
+	close(d.release)
+	evs := wait().Decisions()
+	if len(evs) != 4 || evs[2].State != ipc.StateAllowed || !evs[3].Redelivery || evs[3].State != ipc.StateCancelled {
+		t.Fatalf("decisions %+v: want the consumed effect allowed, then its redelivery cancelled", evs)
+	}
+	if d.count("effect-1") != 1 {
+		t.Fatalf("dispatched %d times", d.count("effect-1"))
+	}
+}

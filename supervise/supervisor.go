@@ -381,14 +381,6 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	if err != nil {
 		return nil, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
 	}
-	if _, err := s.cfg.Ledger.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest); err != nil {
-		if st, ok := refusal(err); ok {
-			o.State, o.Reason = launchState(st), "issuing the bootstrap id was refused: "+err.Error()
-			s.record(ctx, fence, o, evidence(o, binding, "", "", nil, nil, started))
-			return o.result(err)
-		}
-		return nil, fmt.Errorf("supervise: operation %q: issuing the bootstrap id: %w", c.OperationID, err)
-	}
 	req, err := launch.EncodeRequest(c.CapabilityID, prep.Arguments)
 	if err != nil {
 		return nil, err
@@ -411,7 +403,25 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	if err != nil {
 		return nil, err
 	}
+	// The bootstrap id is made durable while the host starts: the Handler
+	// redeems it only after the write has landed, so a host can do
+	// nothing with an id that is not issued, and the write's fsync is off
+	// the invocation's critical path.
+	h.issue = &issue{done: make(chan struct{})}
+	go func() {
+		defer close(h.issue.done)
+		_, h.issue.err = s.cfg.Ledger.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest)
+	}()
 	lo, lerr := s.cfg.Launcher.Invoke(lctx, launch.Invocation{Context: lc, Request: req, Handler: h})
+	<-h.issue.done
+	if h.issue.err != nil {
+		// The id was never issued: the evidence must not name it.
+		bootstrapID = ""
+		if lo == nil && lerr == nil {
+			lerr = h.issue.err
+		}
+		s.log.Warn("supervise: issuing the bootstrap id failed", "operation", c.OperationID, "attempt", fence.AttemptID, "err", h.issue.err)
+	}
 	r.once.Do(func() {}) // a Cancel from now on finds nothing to stop
 	if r.timer != nil {
 		r.timer.Stop()
@@ -422,7 +432,7 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 			return nil, fmt.Errorf("supervise: operation %q: %w", c.OperationID, context.Cause(ctx))
 		}
 		o.State, o.Reason = launch.StateUnavailable, "the host could not be started: "+lerr.Error()
-		s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, nil, h, started))
+		s.record(ctx, fence, o, evidence(o, binding, bootstrapID, launchDigestIf(bootstrapID, enc.LaunchDigest), nil, h, started))
 		return o.result(lerr)
 	}
 	o.Launched, o.Launch = true, lo
@@ -436,9 +446,17 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	defer cancel()
 	after, verr := s.cfg.Ledger.Operation(wctx, c.Scope, c.OperationID)
 	cause := s.judge(o, lo, lerr, after, verr, cancelled, h)
-	s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, lo, h, started))
+	s.record(ctx, fence, o, evidence(o, binding, bootstrapID, launchDigestIf(bootstrapID, enc.LaunchDigest), lo, h, started))
 	s.emit(Event{Kind: EventOutcome, Scope: c.Scope, OperationID: c.OperationID, AttemptID: o.AttemptID, Generation: o.Generation, Outcome: o})
 	return o.result(cause)
+}
+
+// launchDigestIf is d when a bootstrap id was issued with it, else empty.
+func launchDigestIf(bootstrapID string, d canon.Digest) canon.Digest {
+	if bootstrapID == "" {
+		return ""
+	}
+	return d
 }
 
 func or(s, def string) string {

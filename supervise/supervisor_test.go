@@ -139,3 +139,28 @@ func TestArtifactScope(t *testing.T) {
 		t.Fatalf("Artifact from its own scope = %q, %v", a.Bytes, err)
 	}
 }
+
+// TestLedgerWritesPerInvocation counts the fsynced ledger writes of one
+// invocation of a new operation, so that a change that adds one is seen:
+// create the operation, start the attempt, issue and redeem the bootstrap
+// id, admit, accept the result, record the evidence; and two per effect
+// (authorize, confirm).
+func TestLedgerWritesPerInvocation(t *testing.T) {
+	t.Parallel()
+	ctx, l, _, s := setup(t, nil)
+	for _, tt := range []struct {
+		capability string
+		args       map[string]any
+		writes     int64
+	}{
+		{"example.echo@1.0.0", map[string]any{"text": "x"}, 7},
+		{"example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 7 + 2*2},
+	} {
+		before := l.Stats().Writes
+		o, err := s.Invoke(ctx, call("op-count-"+tt.capability, tt.capability, tt.args, 2))
+		wantState(t, o, err, launch.StateSucceeded, nil)
+		if got := l.Stats().Writes - before; got != tt.writes {
+			t.Errorf("%s: %d ledger writes, want %d", tt.capability, got, tt.writes)
+		}
+	}
+}
