@@ -303,9 +303,37 @@ func TestNoGoroutineLeak(t *testing.T) {
 	t.Fatalf("goroutines: %d before, %d after Close\n%s", before, after, buf[:runtime.Stack(buf, true)])
 }
 
-// TestContextEndsWhileQueued checks that a write abandoned by its context
-// while a commit holds the writer never runs.
+// TestContextEndsWhileQueued: a write whose context ends while it waits
+// behind a commit never runs, and its error says so with
+// ledger.ErrNotApplied (and the context's error).
 func TestContextEndsWhileQueued(t *testing.T) {
+	l := openTemp(t)
+	defer l.Close(context.Background())
+	s := ledger.Scope{OrganizationID: "o", ProjectID: "p"}
+	release := holdCommit(t, l, s, "first")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := l.CreateOperation(ctx, opSpec(s, "second"))
+		done <- err
+	}()
+	waitQueued(t, l, 1)
+	cancel()
+	err := <-done
+	if !errors.Is(err, ledger.ErrNotApplied) || !errors.Is(err, context.Canceled) || errors.Is(err, ledger.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want ErrNotApplied and context.Canceled", err)
+	}
+	release()
+	if _, err := l.Operation(context.Background(), s, "second"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("abandoned write was applied: %v", err)
+	}
+}
+
+// TestContextEndsWhileCommitting: a write whose context ends while its
+// batch is being committed may still land, and its error says so with
+// ledger.ErrOutcomeUnknown; here it does land, and repeating the call
+// returns the recorded outcome.
+func TestContextEndsWhileCommitting(t *testing.T) {
 	l := openTemp(t)
 	defer l.Close(context.Background())
 	s := ledger.Scope{OrganizationID: "o", ProjectID: "p"}
@@ -313,27 +341,53 @@ func TestContextEndsWhileQueued(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	bolt.SetBeforeCommit(l, func() { once.Do(func() { close(entered); <-release }) })
-	go l.CreateOperation(context.Background(), ledger.OperationSpec{Scope: s, OperationID: "first", CapabilityID: "c",
-		RequestDigest: ledgertest.Digest("r"), ManifestDigest: ledgertest.Digest("m")})
-	<-entered
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		_, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: s, OperationID: "second", CapabilityID: "c",
-			RequestDigest: ledgertest.Digest("r"), ManifestDigest: ledgertest.Digest("m")})
+		_, err := l.CreateOperation(ctx, opSpec(s, "held"))
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // let it queue; the outcome does not depend on it
+	<-entered // the committer holds the write's batch
 	cancel()
 	err := <-done
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+	if !errors.Is(err, ledger.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) || errors.Is(err, ledger.ErrNotApplied) {
+		t.Fatalf("err = %v, want ErrOutcomeUnknown and context.Canceled", err)
 	}
 	close(release)
-	if strings.Contains(err.Error(), "not applied") {
-		if _, err := l.Operation(context.Background(), s, "second"); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("abandoned write was applied: %v", err)
+	if _, err := l.CreateOperation(context.Background(), opSpec(s, "held")); err != nil {
+		t.Fatalf("repeating the call: %v", err)
+	}
+}
+
+func opSpec(s ledger.Scope, op string) ledger.OperationSpec {
+	return ledger.OperationSpec{Scope: s, OperationID: op, CapabilityID: "c",
+		RequestDigest: ledgertest.Digest("r"), ManifestDigest: ledgertest.Digest("m")}
+}
+
+// holdCommit starts a write of operation op and holds its batch's commit
+// until the returned func is called (once).
+func holdCommit(t *testing.T, l *bolt.Ledger, s ledger.Scope, op string) (release func()) {
+	t.Helper()
+	entered := make(chan struct{})
+	ch := make(chan struct{})
+	var once sync.Once
+	bolt.SetBeforeCommit(l, func() { once.Do(func() { close(entered); <-ch }) })
+	go l.CreateOperation(context.Background(), opSpec(s, op))
+	<-entered
+	var rel sync.Once
+	release = func() { rel.Do(func() { close(ch) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// waitQueued waits until n writes wait for the committer.
+func waitQueued(t *testing.T, l *bolt.Ledger, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); bolt.QueuedWrites(l) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", bolt.QueuedWrites(l), n)
 		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

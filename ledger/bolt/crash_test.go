@@ -85,7 +85,6 @@ func TestCrash(t *testing.T) {
 	path := filepath.Join(dir, "ledger.db")
 	reportPath := filepath.Join(dir, "report.jsonl")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	var killedMidWork int
 	for i := range iters {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
@@ -101,6 +100,8 @@ func TestCrash(t *testing.T) {
 		// Kill only once the child is working: it has acknowledged a
 		// durable call in this round (10 s is a hang detector, not a
 		// timing claim). Then a random moment in the middle of its work.
+		// Every round thus kills a child that had acknowledged work; the
+		// wait guarantees it, so nothing counts it afterwards.
 		for wait := time.Now().Add(10 * time.Second); countLines(t, reportPath) == before; {
 			if time.Now().After(wait) {
 				_ = cmd.Process.Kill()
@@ -116,13 +117,7 @@ func TestCrash(t *testing.T) {
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			t.Fatalf("round %d: child did not die by SIGKILL: %v\n%s", i, err, stderr.String())
 		}
-		if countLines(t, reportPath) > before {
-			killedMidWork++
-		}
 		verifyCrash(t, path, reportPath, i)
-	}
-	if killedMidWork != iters {
-		t.Errorf("%d of %d rounds killed the child after it had acknowledged work", killedMidWork, iters)
 	}
 	t.Logf("%d SIGKILL rounds, each after the child had acknowledged work in that round; %d acknowledged calls in all",
 		iters, countLines(t, reportPath))

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
@@ -85,16 +84,11 @@ func TestWriteBackFailureFailsBatch(t *testing.T) {
 		go func() { _, err := l.ConfirmEffect(ctx, f, "e0", d, "rcpt"); errs <- err }()
 		go func() { _, err := l.CreateOperation(ctx, spec("n"+string(rune('0'+i)))); errs <- err }()
 	}
-	for deadline := time.Now().Add(10 * time.Second); bolt.QueuedWrites(l) < 3*n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writes queued, want %d", bolt.QueuedWrites(l), 3*n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, l, 3*n)
 	close(release)
 	for range 1 + 3*n {
-		if err := <-errs; !errors.Is(err, injected) {
-			t.Errorf("write of a batch whose write-back failed: err = %v, want the injected failure", err)
+		if err := <-errs; !errors.Is(err, injected) || !errors.Is(err, ledger.ErrNotApplied) {
+			t.Errorf("write of a batch whose write-back failed: err = %v, want the injected failure and ErrNotApplied", err)
 		}
 	}
 	mu.Lock()
