@@ -173,7 +173,7 @@ func TestValidatorConcurrent(t *testing.T) {
 
 func TestValidatorBound(t *testing.T) {
 	for _, tt := range []struct{ max, want int }{{2, 2}, {-1, 0}, {0, 6}} {
-		v := manifest.Validator{MaxSchemas: tt.max}
+		v := manifest.NewValidator(tt.max)
 		for i := range 6 {
 			p, err := v.PrepareRequest(greetManifest(i), nil)
 			if err != nil {
@@ -184,7 +184,7 @@ func TestValidatorBound(t *testing.T) {
 			}
 		}
 		if v.Len() != tt.want {
-			t.Errorf("MaxSchemas %d: %d entries, want %d", tt.max, v.Len(), tt.want)
+			t.Errorf("NewValidator(%d): %d entries, want %d", tt.max, v.Len(), tt.want)
 		}
 	}
 }

@@ -19,16 +19,21 @@ const DefaultMaxSchemas = 1024
 // Validator validates provider bindings and prepares requests, compiling
 // each distinct JSON Schema once and caching it by its digest (the
 // "sha256:" digest of its canonical JSON). The zero value is ready to use
-// with DefaultMaxSchemas. A Validator is safe for concurrent use by several
-// goroutines; MaxSchemas must not change after first use.
+// with DefaultMaxSchemas; NewValidator sets another bound. A Validator is
+// safe for concurrent use by several goroutines.
 type Validator struct {
-	// MaxSchemas bounds the cache; when it is full an arbitrary entry is
-	// evicted. Zero means DefaultMaxSchemas; a negative value disables
-	// caching.
-	MaxSchemas int
+	maxSchemas int // fixed by NewValidator; 0 means DefaultMaxSchemas
 
 	mu    sync.RWMutex // guards cache
 	cache map[canon.Digest]*compiledSchema
+}
+
+// NewValidator returns a Validator whose cache holds at most maxSchemas
+// compiled schemas; when it is full an arbitrary entry is evicted. Zero
+// means DefaultMaxSchemas, and a negative value disables caching (every
+// schema is compiled on every use). The bound cannot change afterwards.
+func NewValidator(maxSchemas int) *Validator {
+	return &Validator{maxSchemas: maxSchemas}
 }
 
 // compiledSchema is a cache entry: the compiled schema and its plain JSON
@@ -111,7 +116,7 @@ func compileDoc(doc any, digest canon.Digest, capID, ptr string) (*compiledSchem
 }
 
 func (v *Validator) store(d canon.Digest, s *compiledSchema) {
-	limit := v.MaxSchemas
+	limit := v.maxSchemas
 	if limit == 0 {
 		limit = DefaultMaxSchemas
 	}
