@@ -21,7 +21,7 @@ import (
 // json.Marshaler's output (json.RawMessage, json.Number included) is
 // checked strictly and canonicalized.
 func Marshal(v any) ([]byte, error) {
-	return appendValue(nil, reflect.ValueOf(v), "")
+	return AppendMarshal(nil, v)
 }
 
 // DigestOf returns the digest of the canonical bytes of a Go value.

@@ -1,6 +1,9 @@
 package canon
 
-import "strconv"
+import (
+	"reflect"
+	"strconv"
+)
 
 // Hooks for the black-box tests in package canon_test.
 
@@ -49,3 +52,7 @@ func FastNumber(tok []byte) ([]byte, int) {
 // strconv.ParseFloat and AppendFloat, with Canonicalize's refusals: the
 // reference the fast paths must agree with.
 func ReferenceFloat(tok []byte) ([]byte, error) { return strconvFloat(nil, tok, 0) }
+
+// ReflectMarshal is Marshal without the plain-value fast path: every value
+// goes through reflection.
+func ReflectMarshal(v any) ([]byte, error) { return appendValue(nil, reflect.ValueOf(v), "") }

@@ -186,16 +186,12 @@ func (f *fieldSet) walkOptional(v *canon.Value, names []string, optional uint32,
 	return f.walk(v, names, set)
 }
 
-// appendObject appends the canonical form of a map (nil is {}).
+// appendObject appends the canonical form of a map (nil is {}), in place.
 func appendObject(dst []byte, m map[string]any) ([]byte, error) {
 	if len(m) == 0 {
 		return append(dst, '{', '}'), nil
 	}
-	b, err := canon.Marshal(m)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, b...), nil
+	return canon.AppendMarshal(dst, m)
 }
 
 // AppendCanonical appends the RFC 8785 bytes of e (nil arguments as {}).

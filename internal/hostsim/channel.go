@@ -170,14 +170,10 @@ func (c *Channel) encode(method ipc.Method, payload any, seq int64) ([]byte, err
 		body = append(body, m...)
 	}
 	body = append(body, `,"payload":`...)
-	if e, ok := payload.(ipc.EffectRequest); ok {
-		body, err = appendEffect(body, e)
-	} else if a, ok := payload.(canonicalAppender); ok {
+	if a, ok := payload.(canonicalAppender); ok {
 		body, err = a.AppendCanonical(body)
 	} else {
-		var p []byte
-		p, err = canon.Marshal(payload)
-		body = append(body, p...)
+		body, err = canon.AppendMarshal(body, payload)
 	}
 	if err != nil {
 		return nil, err
