@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 )
 
 // canonInputs builds the three documents of the canon benchmarks:
@@ -47,16 +47,9 @@ func canonInputs(tb testing.TB) []struct {
 }
 
 func envelopeDoc(tb testing.TB) []byte {
-	raw, err := os.ReadFile("../canon/testdata/real-host/s02_two_effects_success.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var transcript struct {
+	transcript := testvectors.RealHost[struct {
 		FD3 string `json:"fd3_bytes_utf8"`
-	}
-	if err := json.Unmarshal(raw, &transcript); err != nil {
-		tb.Fatal(err)
-	}
+	}](tb, "s02_two_effects_success")
 	var ctx map[string]any
 	if err := json.Unmarshal([]byte(transcript.FD3), &ctx); err != nil {
 		tb.Fatal(err)

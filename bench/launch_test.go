@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/bench/pluginshared"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -77,17 +77,10 @@ func (allowAll) Publish(context.Context, ipc.PublishRequest) (ipc.PublishDecisio
 // transcript s01 (context, request), answered by an allow-all Runtime.
 func echoInvocation(b *testing.B) launch.Invocation {
 	b.Helper()
-	raw, err := os.ReadFile("../testdata/real-host/s01_echo_success.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var rh struct {
+	rh := testvectors.RealHost[struct {
 		FD3   string `json:"fd3_bytes_utf8"`
 		Stdin string `json:"stdin_bytes_utf8"`
-	}
-	if err := json.Unmarshal(raw, &rh); err != nil {
-		b.Fatal(err)
-	}
+	}](b, "s01_echo_success")
 	c, err := launch.DecodeContext([]byte(rh.FD3))
 	if err != nil {
 		b.Fatal(err)

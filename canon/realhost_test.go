@@ -3,10 +3,10 @@ package canon_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"path/filepath"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 )
 
 type transcript struct {
@@ -33,15 +33,13 @@ type transcript struct {
 
 func realHostTranscripts(t *testing.T) []transcript {
 	t.Helper()
-	paths, err := filepath.Glob("testdata/real-host/*.json")
-	if err != nil || len(paths) != 4 {
-		t.Fatalf("want 4 real-host transcripts, found %d (%v)", len(paths), err)
+	names := testvectors.RealHostNames()
+	if len(names) != 4 {
+		t.Fatalf("want 4 real-host transcripts, found %d", len(names))
 	}
 	var out []transcript
-	for _, p := range paths {
-		var tr transcript
-		readJSON(t, p, &tr)
-		out = append(out, tr)
+	for _, name := range names {
+		out = append(out, testvectors.RealHost[transcript](t, name))
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 )
 
 func readJSON(t *testing.T, path string, v any) {
@@ -57,12 +58,11 @@ func TestCanonicalVectors(t *testing.T) {
 		InvalidJSON []string `json:"invalid_json"`
 	}
 	readJSON(t, "testdata/canonical-vectors.json", &file)
-	var inline struct {
+	inline := testvectors.Inline[struct {
 		Derived struct {
 			Sums map[string]canon.Digest `json:"canonical_vectors_sha256"`
 		}
-	}
-	readJSON(t, "testdata/zeo-inline-vectors.json", &inline)
+	}](t)
 	if len(file.Valid) != 6 || len(file.InvalidJSON) != 7 {
 		t.Fatalf("vector file has %d valid and %d invalid cases, want 6 and 7", len(file.Valid), len(file.InvalidJSON))
 	}
@@ -119,7 +119,7 @@ func TestJCSSharedVectors(t *testing.T) {
 }
 
 func TestInlineVectors(t *testing.T) {
-	var file struct {
+	file := testvectors.Inline[struct {
 		Upstream struct {
 			Refuse struct {
 				Raw []string
@@ -131,8 +131,7 @@ func TestInlineVectors(t *testing.T) {
 				}
 			} `json:"jcs_must_produce"`
 		} `json:"upstream_inline"`
-	}
-	readJSON(t, "testdata/zeo-inline-vectors.json", &file)
+	}](t)
 	if len(file.Upstream.Refuse.Raw) != 7 || len(file.Upstream.Produce.Cases) != 4 {
 		t.Fatalf("inline vectors: %d refusals, %d productions; want 7 and 4", len(file.Upstream.Refuse.Raw), len(file.Upstream.Produce.Cases))
 	}

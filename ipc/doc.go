@@ -9,8 +9,8 @@
 // Both directions carry frames: a 4-byte big-endian length, then that many
 // bytes of UTF-8 JSON. A length of zero or above the limit
 // (SessionConfig.MaxMessageBytes, at most MaxMessageBytes = 1 MiB) is
-// refused before any body byte is allocated (ReadFrame, WriteFrame;
-// WriteFramed sends a body built after room for its header in one write).
+// refused before any body byte is allocated (ReadFrame, WriteFrame; a
+// Session writes each reply, header and body, in one write).
 // The host sends one canonical request at a time and waits for exactly one
 // reply; the Runtime never writes unsolicited bytes.
 //

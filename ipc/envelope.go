@@ -71,10 +71,6 @@ func (s ReplyState) NotConsumed() bool {
 	return s == StateRefused || s == StateCancelled || s == StateWaitingApproval
 }
 
-// EffectDispositionConfirmed is the only effect_disposition an allowed
-// effect reply may carry.
-const EffectDispositionConfirmed = "confirmed"
-
 // Request is the envelope the host sends (doc/protocol.md,
 // “Request envelope”). The host writes it as canonical JSON, so its keys
 // appear in the order of the fields below. Payload is the still-undecoded

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+
+	"github.com/zeoruntime/runtimeipc/internal/wire"
 )
 
 const (
@@ -17,9 +19,6 @@ const (
 	// MinMessageBytes is the smallest max_message_bytes a LaunchContext may
 	// name (doc/protocol.md, “Launch context”).
 	MinMessageBytes = 1024
-	// HeaderBytes is the size of the frame header: the body length as a
-	// big-endian uint32.
-	HeaderBytes = 4
 )
 
 // effectiveMax maps a caller's limit to the one enforced: max ≤ 0 means
@@ -48,7 +47,7 @@ func effectiveMax(max int) int {
 // returned wrapped with the step that failed. ReadFrame does not set
 // deadlines itself: the caller bounds the whole read by setting one on r.
 func ReadFrame(r io.Reader, max int) ([]byte, error) {
-	var hdr [HeaderBytes]byte
+	var hdr [wire.HeaderBytes]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, err
@@ -96,41 +95,16 @@ func WriteFrame(w io.Writer, body []byte, max int) error {
 	if err := checkLength(uint64(len(body)), max); err != nil {
 		return err
 	}
-	var hdr [HeaderBytes]byte
+	var hdr [wire.HeaderBytes]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(body)))
 	bufs := net.Buffers{hdr[:], body}
-	want := int64(HeaderBytes + len(body))
+	want := int64(wire.HeaderBytes + len(body))
 	n, err := bufs.WriteTo(w)
 	if err == nil && n != want {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
 		return fmt.Errorf("ipc: writing %d-byte frame (%d of %d bytes written): %w", len(body), n, want, err)
-	}
-	return nil
-}
-
-// WriteFramed writes frame[HeaderBytes:] as one frame, first filling
-// frame[:HeaderBytes] with its length. A caller that appends its body after
-// HeaderBytes reserved bytes thus sends header and body in one Write, with
-// no copy and no allocation. The limits, errors and short-write rules are
-// those of [WriteFrame]; a frame shorter than HeaderBytes is refused like
-// an empty body.
-func WriteFramed(w io.Writer, frame []byte, max int) error {
-	if len(frame) < HeaderBytes {
-		return checkLength(0, max)
-	}
-	body := len(frame) - HeaderBytes
-	if err := checkLength(uint64(body), max); err != nil {
-		return err
-	}
-	binary.BigEndian.PutUint32(frame, uint32(body))
-	n, err := w.Write(frame)
-	if err == nil && n != len(frame) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return fmt.Errorf("ipc: writing %d-byte frame (%d of %d bytes written): %w", body, n, len(frame), err)
 	}
 	return nil
 }

@@ -143,15 +143,12 @@ type errWriter struct{}
 
 func (errWriter) Write(p []byte) (int, error) { return 0, io.ErrClosedPipe }
 
-// writers are the two ways to write a frame, so that one table tests both.
+// writers are the ways to write a frame, so that one table tests them all.
 var writers = []struct {
 	name  string
 	write func(w io.Writer, body []byte, max int) error
 }{
 	{"WriteFrame", ipc.WriteFrame},
-	{"WriteFramed", func(w io.Writer, body []byte, max int) error {
-		return ipc.WriteFramed(w, append(make([]byte, ipc.HeaderBytes), body...), max)
-	}},
 }
 
 func TestWriteFrame(t *testing.T) {
@@ -184,23 +181,6 @@ func TestWriteFrame(t *testing.T) {
 		if err := wr.write(errWriter{}, []byte("abcdef"), 0); !errors.Is(err, io.ErrClosedPipe) {
 			t.Errorf("%s failing writer: err = %v", wr.name, err)
 		}
-	}
-	var w bytes.Buffer
-	if err := ipc.WriteFramed(&w, []byte{0, 0}, 0); !errors.Is(err, ipc.ErrEmptyFrame) || w.Len() != 0 {
-		t.Errorf("WriteFramed without room for the header: err = %v, wrote %d bytes", err, w.Len())
-	}
-}
-
-// TestWriteFramedNoAlloc: a frame with its header room goes out without
-// allocating.
-func TestWriteFramedNoAlloc(t *testing.T) {
-	frame := append(make([]byte, ipc.HeaderBytes), "body"...)
-	if n := testing.AllocsPerRun(100, func() {
-		if err := ipc.WriteFramed(io.Discard, frame, 0); err != nil {
-			t.Fatal(err)
-		}
-	}); n != 0 {
-		t.Errorf("WriteFramed allocates %v times per frame", n)
 	}
 }
 

@@ -2,16 +2,14 @@ package ipc_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/sockettest"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -58,23 +56,10 @@ type workedExample struct {
 	} `json:"frames"`
 }
 
-func loadVectors(t testing.TB) vectors {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "zeo-inline-vectors.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v vectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // workedBinding is the AttemptBinding of the derived worked example.
 func workedBinding(t testing.TB) ipc.AttemptBinding {
 	t.Helper()
-	w := loadVectors(t).Derived.WorkedExample
+	w := testvectors.Inline[vectors](t).Derived.WorkedExample
 	req, _, err := ipc.DecodeRequest([]byte(w.Frames[0].Body), 0)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
+	"github.com/zeoruntime/runtimeipc/internal/wire"
 )
 
 const (
@@ -488,10 +490,10 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 	st.data = data
 	// The reply is built after room for its frame header, so that it goes
 	// out in one write.
-	header := append(st.out[:0], make([]byte, HeaderBytes)...)
+	header := append(st.out[:0], make([]byte, wire.HeaderBytes)...)
 	frame, err := appendReply(header, s.binding, req.Sequence, req.HostNonce, digest, state, data)
-	if err == nil && len(frame)-HeaderBytes > s.cfg.MaxMessageBytes {
-		err = &FrameSizeError{Length: uint64(len(frame) - HeaderBytes), Max: s.cfg.MaxMessageBytes, Err: ErrFrameTooLarge}
+	if err == nil && len(frame)-wire.HeaderBytes > s.cfg.MaxMessageBytes {
+		err = &FrameSizeError{Length: uint64(len(frame) - wire.HeaderBytes), Max: s.cfg.MaxMessageBytes, Err: ErrFrameTooLarge}
 	}
 	if err != nil {
 		// The decision cannot be sent; fall back to an empty
@@ -505,11 +507,11 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 		}
 	}
 	st.out = frame
-	reply := frame[HeaderBytes:]
+	reply := frame[wire.HeaderBytes:]
 	if ctx.Err() != nil {
 		return s.stopped(ctx, req.Sequence, req.Method)
 	}
-	if err := WriteFramed(s.conn, frame, s.cfg.MaxMessageBytes); err != nil {
+	if err := wire.WriteFramed(s.conn, frame); err != nil { // its size was checked above
 		rule := ErrIO
 		switch {
 		case ctx.Err() != nil:
@@ -699,7 +701,7 @@ func (s *Session) decide(ctx context.Context, h Handler, req *Request, call Call
 		b, err := appendEffectReceipt(buf, EffectReceipt{
 			LogicalEffectID: p.LogicalEffectID, EffectRequestDigest: fp,
 			ReceiptID: d.ReceiptID, AuthorizationID: d.AuthorizationID,
-			EffectDisposition: EffectDispositionConfirmed, Result: d.Result,
+			EffectDisposition: protocol.EffectDispositionConfirmed, Result: d.Result,
 		})
 		if err != nil {
 			return nr(fmt.Errorf("allowed effect %q: %w", p.LogicalEffectID, err))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -36,7 +37,7 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB) fixture {
-	w := loadVectors(t).Derived.WorkedExample
+	w := testvectors.Inline[vectors](t).Derived.WorkedExample
 	return fixture{binding: workedBinding(t), launch: w.LaunchDigest, pid: os.Getpid()}
 }
 
@@ -519,7 +520,7 @@ func TestSessionID(t *testing.T) {
 // from the Runtime's side).
 func TestSessionDribble(t *testing.T) {
 	f := newFixture(t)
-	v := loadVectors(t).Upstream.IPCDribbleTimeout
+	v := testvectors.Inline[vectors](t).Upstream.IPCDribbleTimeout
 	cfg := f.config()
 	cfg.RPCTimeout = time.Duration(v.RPCTimeoutMS) * time.Millisecond
 	rt, host := socketpair(t)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -17,7 +18,7 @@ import (
 // example over a real socketpair and checks, byte for byte, the length
 // prefixes, the request digests and the reply frames the Session writes.
 func TestWorkedExample(t *testing.T) {
-	w := loadVectors(t).Derived.WorkedExample
+	w := testvectors.Inline[vectors](t).Derived.WorkedExample
 	rt, host := socketpair(t)
 	s := ipc.NewSession(rt, ipc.SessionConfig{
 		ChildPID: w.PID, Binding: workedBinding(t), BootstrapID: "bootstrap-a",
@@ -80,7 +81,7 @@ func TestWorkedExample(t *testing.T) {
 // TestWorkedEffectMessage checks the effect.request message of the worked
 // example: its digest, and the EffectRequest fingerprint.
 func TestWorkedEffectMessage(t *testing.T) {
-	w := loadVectors(t).Derived.WorkedExample
+	w := testvectors.Inline[vectors](t).Derived.WorkedExample
 	req, digest, err := ipc.DecodeRequest([]byte(w.EffectMessage), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func TestWorkedEffectMessage(t *testing.T) {
 // DecodeRequest) has no body to slice; its payload digests are computed by
 // re-encoding and must agree.
 func TestRequestBuiltByHand(t *testing.T) {
-	w := loadVectors(t).Derived.WorkedExample
+	w := testvectors.Inline[vectors](t).Derived.WorkedExample
 	var req ipc.Request
 	if err := canon.Unmarshal([]byte(w.EffectMessage), &req); err != nil {
 		t.Fatal(err)

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
 func TestLaunchDigestWorkedExample(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	we := v.Derived.WorkedExample
 	c, err := launch.DecodeContext([]byte(we.LaunchContextCanonical))
 	if err != nil {
@@ -31,7 +32,7 @@ func TestLaunchDigestWorkedExample(t *testing.T) {
 func TestLaunchDigestRealHost(t *testing.T) {
 	for _, name := range []string{"s01_echo_success", "s02_two_effects_success", "s04_effect_needs_reconciliation"} {
 		t.Run(name, func(t *testing.T) {
-			rh := loadRealHost(t, name)
+			rh := testvectors.RealHost[realHost](t, name)
 			c, err := launch.DecodeContext([]byte(rh.FD3))
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +52,7 @@ func TestLaunchDigestRealHost(t *testing.T) {
 // required keys encodes with every default present, and hashes like the
 // fully written one.
 func TestContextDefaultsMaterialized(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	full, err := launch.DecodeContext([]byte(v.Derived.WorkedExample.LaunchContextCanonical))
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestContextDefaultsMaterialized(t *testing.T) {
 }
 
 func TestContextValidate(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	base, err := launch.DecodeContext([]byte(v.Derived.WorkedExample.LaunchContextCanonical))
 	if err != nil {
 		t.Fatal(err)

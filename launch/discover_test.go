@@ -9,13 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 func realHostBinding(t *testing.T) (manifest.ProviderBinding, realHost) {
 	t.Helper()
-	rh := loadRealHost(t, "s08c_list_limit1_offset0")
+	rh := testvectors.RealHost[realHost](t, "s08c_list_limit1_offset0")
 	b, err := manifest.DecodeBinding([]byte(rh.FD3))
 	if err != nil {
 		t.Fatal(err)

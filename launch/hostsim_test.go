@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -66,7 +67,7 @@ type fixture struct {
 // a cancelled provider).
 func newFixture(t testing.TB) fixture {
 	t.Helper()
-	rh := loadRealHost(t, "s01_echo_success")
+	rh := testvectors.RealHost[realHost](t, "s01_echo_success")
 	var ctx struct {
 		Provider struct {
 			Manifests []json.RawMessage `json:"manifests"`
@@ -339,7 +340,7 @@ func runScenario(t *testing.T, f fixture, sc scenario) {
 // TestInvocationSequences runs every case of invocation_sequences against
 // the simulated host through the launcher: state and frame count.
 func TestInvocationSequences(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	f := newFixture(t)
 	cases := v.Upstream.InvocationSequences.Cases
 	if len(cases) != 9 {
@@ -413,7 +414,7 @@ func TestInvocationSequences(t *testing.T) {
 
 // TestCreatorHostScenarios runs every case of creator_host_scenarios.
 func TestCreatorHostScenarios(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	f := newFixture(t)
 	hello := map[string]any{"text": "hello"}
 	build := map[string]scenario{

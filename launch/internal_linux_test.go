@@ -2,9 +2,6 @@ package launch
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -12,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -24,17 +22,9 @@ func TestLaunchDigestMatchesSentBytes(t *testing.T) {
 	// s01 with strings that spell the spliced member.
 	for _, name := range []string{"s01_echo_success", "s02_two_effects_success", "s04_effect_needs_reconciliation", "s01_echo_success+member"} {
 		name, tricky := strings.CutSuffix(name, "+member")
-		file := filepath.Join("testdata", "real-host", name+".json")
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rh struct {
+		rh := testvectors.RealHost[struct {
 			FD3 string `json:"fd3_bytes_utf8"`
-		}
-		if err := json.Unmarshal(raw, &rh); err != nil {
-			t.Fatal(err)
-		}
+		}](t, name)
 		c, err := DecodeContext([]byte(rh.FD3))
 		if err != nil {
 			t.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,11 +12,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
-// vectors is the part of testdata/zeo-inline-vectors.json these tests read.
+// vectors is the part of the inline vectors these tests read.
 type vectors struct {
 	Upstream struct {
 		ResultEnvelopeExitChecks struct {
@@ -47,20 +46,7 @@ type vectors struct {
 	} `json:"derived"`
 }
 
-func loadVectors(t testing.TB) vectors {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "zeo-inline-vectors.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v vectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// realHost is one transcript of testdata/real-host.
+// realHost is the part of a real-host transcript these tests read.
 type realHost struct {
 	Argv         []string `json:"argv"`
 	FD3          string   `json:"fd3_bytes_utf8"`
@@ -72,23 +58,10 @@ type realHost struct {
 	} `json:"launch_digest"`
 }
 
-func loadRealHost(t testing.TB, name string) realHost {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "real-host", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r realHost
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // fixtureAttempt is the attempt of the derived worked example.
 func fixtureAttempt(t testing.TB) ipc.AttemptBinding {
 	t.Helper()
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	var ctx struct {
 		Attempt ipc.AttemptBinding `json:"attempt"`
 	}
@@ -112,7 +85,7 @@ func envelope(t testing.TB, b *ipc.AttemptBinding, state, disposition string, ex
 }
 
 func TestParseResultWorkedExample(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	want := fixtureAttempt(t)
 	line := []byte(v.Derived.WorkedExample.SuccessStdoutLine)
 	r, err := launch.ParseResult(line, 0, want)
@@ -137,7 +110,7 @@ func TestParseResultWorkedExample(t *testing.T) {
 func TestParseResultRealHost(t *testing.T) {
 	for _, name := range []string{"s01_echo_success", "s02_two_effects_success", "s04_effect_needs_reconciliation"} {
 		t.Run(name, func(t *testing.T) {
-			rh := loadRealHost(t, name)
+			rh := testvectors.RealHost[realHost](t, name)
 			var ctx struct {
 				Attempt ipc.AttemptBinding `json:"attempt"`
 			}
@@ -165,7 +138,7 @@ func TestParseResultRealHost(t *testing.T) {
 }
 
 func TestParseResultUpstreamPairs(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[vectors](t)
 	want := fixtureAttempt(t)
 	pairs := v.Upstream.ResultEnvelopeExitChecks.ValidPairs
 	if len(pairs) != 4 {
@@ -367,16 +340,11 @@ func TestParseResultModel(t *testing.T) {
 	})
 }
 
-// hostResultSchema compiles testdata/host-result.schema.json, the upstream
+// hostResultSchema compiles host-result.schema.json, the upstream
 // generated schema, with a loader that resolves nothing remote.
 func hostResultSchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "host-result.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(testvectors.File(t, "host-result.schema.json")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,12 +364,12 @@ func hostResultSchema(t testing.TB) *jsonschema.Schema {
 // carry the expected binding, agree with the exit status, and parse again to
 // the same result after canonical re-encoding.
 func FuzzParseResult(f *testing.F) {
-	v := loadVectors(f)
+	v := testvectors.Inline[vectors](f)
 	want := fixtureAttempt(f)
 	schema := hostResultSchema(f)
 	f.Add([]byte(v.Derived.WorkedExample.SuccessStdoutLine), 0)
 	for _, name := range []string{"s01_echo_success", "s04_effect_needs_reconciliation"} {
-		rh := loadRealHost(f, name)
+		rh := testvectors.RealHost[realHost](f, name)
 		f.Add([]byte(rh.Stdout), rh.ExitStatus)
 	}
 	for _, p := range v.Upstream.ResultEnvelopeExitChecks.ValidPairs {

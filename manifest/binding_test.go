@@ -3,12 +3,12 @@ package manifest_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -19,15 +19,7 @@ type realHost struct {
 
 func loadRealHost(t testing.TB) realHost {
 	t.Helper()
-	b, err := os.ReadFile("testdata/s08c_list_limit1_offset0.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r realHost
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return testvectors.RealHost[realHost](t, "s08c_list_limit1_offset0")
 }
 
 const realInventoryDigest = "sha256:74121e0354ca6e85adf931c872d58c6d9e5ebfbeb62e890e03dd4df86d335753"

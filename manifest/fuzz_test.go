@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -65,7 +66,7 @@ func FuzzDecodeBinding(f *testing.F) {
 // FuzzDecodeManifest: arbitrary bytes never panic; an accepted manifest is
 // projected and digested without error and its encoding is a fixed point.
 func FuzzDecodeManifest(f *testing.F) {
-	v := loadVectors(f)
+	v := testvectors.Inline[inlineVectors](f)
 	var raw []json.RawMessage
 	if err := json.Unmarshal(v.Derived.Normalization.ManifestsAsSent, &raw); err != nil {
 		f.Fatal(err)

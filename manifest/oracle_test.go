@@ -3,13 +3,13 @@ package manifest_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"pgregory.net/rapid"
 )
@@ -40,11 +40,7 @@ func rustWordEngine(s string) (jsonschema.Regexp, error) {
 
 func bindingOracle(t testing.TB) *jsonschema.Schema {
 	t.Helper()
-	b, err := os.ReadFile("testdata/provider-binding.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := canon.Parse(b)
+	v, err := canon.Parse(testvectors.File(t, "provider-binding.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 func TestPrepareEchoRequest(t *testing.T) {
-	v := loadVectors(t).Derived.WorkedExample
+	v := testvectors.Inline[inlineVectors](t).Derived.WorkedExample
 	echo := echoManifests(t)[0]
 	var val manifest.Validator
 	for _, raw := range []map[string]any{
@@ -48,7 +49,7 @@ func TestPrepareEchoRequest(t *testing.T) {
 }
 
 func TestPrepareCatalogueRequest(t *testing.T) {
-	v := loadVectors(t).Derived.Catalogue
+	v := testvectors.Inline[inlineVectors](t).Derived.Catalogue
 	// demo.greet@1.0.0: a pydantic model with name: str = "World".
 	m := manifest.CapabilityManifest{
 		SchemaVersion: manifest.SchemaVersion,
@@ -182,7 +183,7 @@ func assertErr(t *testing.T, err, sentinel error, capID, ptr string) {
 }
 
 func TestPreparer(t *testing.T) {
-	want := loadVectors(t).Derived.WorkedExample.RequestDigest
+	want := testvectors.Inline[inlineVectors](t).Derived.WorkedExample.RequestDigest
 	echo := echoManifests(t)[0]
 	var v manifest.Validator
 	p, err := v.Preparer(echo)

@@ -2,11 +2,11 @@ package manifest_test
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -33,23 +33,10 @@ type inlineVectors struct {
 	} `json:"derived"`
 }
 
-func loadVectors(t testing.TB) inlineVectors {
-	t.Helper()
-	b, err := os.ReadFile("testdata/zeo-inline-vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v inlineVectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // echoManifests decodes the echo inventory of the worked example.
 func echoManifests(t testing.TB) []manifest.CapabilityManifest {
 	t.Helper()
-	v := loadVectors(t)
+	v := testvectors.Inline[inlineVectors](t)
 	var ms []manifest.CapabilityManifest
 	if err := canon.Unmarshal([]byte(v.Derived.WorkedExample.EchoInventoryCanonical), &ms); err != nil {
 		t.Fatal(err)
@@ -58,7 +45,7 @@ func echoManifests(t testing.TB) []manifest.CapabilityManifest {
 }
 
 func TestEmptyInventoryDigest(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[inlineVectors](t)
 	for _, ms := range [][]manifest.CapabilityManifest{nil, {}} {
 		d, err := manifest.InventoryDigest(ms)
 		if err != nil {
@@ -71,7 +58,7 @@ func TestEmptyInventoryDigest(t *testing.T) {
 }
 
 func TestEchoManifestDigest(t *testing.T) {
-	v := loadVectors(t)
+	v := testvectors.Inline[inlineVectors](t)
 	ms := echoManifests(t)
 	got, err := manifest.InventoryJSON(ms)
 	if err != nil {
@@ -90,7 +77,7 @@ func TestEchoManifestDigest(t *testing.T) {
 }
 
 func TestManifestNormalizationExample(t *testing.T) {
-	v := loadVectors(t).Derived.Normalization
+	v := testvectors.Inline[inlineVectors](t).Derived.Normalization
 	// Both decoders must agree.
 	var viaCanon, viaJSON []manifest.CapabilityManifest
 	if err := canon.Unmarshal(v.ManifestsAsSent, &viaCanon); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/wire"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -54,7 +55,7 @@ type Channel struct {
 	prefix []byte
 	// replies decodes replies as ipc.DecodeReply does, fast for canonical
 	// replies that carry cfg.Binding.
-	replies *ipc.ReplyDecoder
+	replies *ReplyDecoder
 
 	mu          sync.Mutex // serializes exchanges and guards the fields below
 	seq         int64      // last sequence sent
@@ -109,7 +110,7 @@ func NewChannel(conn net.Conn, cfg ChannelConfig) (*Channel, error) {
 	prefix = append(prefix, `,"host_nonce":"`...)
 	prefix = append(prefix, cfg.HostNonce...)
 	prefix = append(prefix, `","method":`...)
-	replies, err := ipc.NewReplyDecoder(cfg.Binding, cfg.MaxMessageBytes)
+	replies, err := NewReplyDecoder(cfg.Binding, cfg.MaxMessageBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -151,10 +152,10 @@ type canonicalAppender interface {
 // order are binding, host_nonce, method, payload, protocol_version,
 // sequence.
 //
-// It returns the request as a frame: the body after ipc.HeaderBytes bytes
-// of room for the header, so that ipc.WriteFramed sends it in one write.
+// It returns the request as a frame: the body after wire.HeaderBytes bytes
+// of room for the header, so that wire.WriteFramed sends it in one write.
 func (c *Channel) encode(method ipc.Method, payload any, seq int64) ([]byte, error) {
-	body := append(c.buf[:0], make([]byte, ipc.HeaderBytes)...)
+	body := append(c.buf[:0], make([]byte, wire.HeaderBytes)...)
 	body = append(body, c.prefix...)
 	var err error
 	if method.Valid() {
@@ -227,7 +228,7 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 	if err != nil {
 		return nil, fmt.Errorf("hostsim: encoding %s request: %w", method, err)
 	}
-	body := frame[ipc.HeaderBytes:]
+	body := frame[wire.HeaderBytes:]
 	if len(body) > c.cfg.MaxMessageBytes {
 		return nil, fmt.Errorf("%w: %d bytes > %d", ErrRequestTooLarge, len(body), c.cfg.MaxMessageBytes)
 	}
@@ -247,7 +248,7 @@ func (c *Channel) exchange(ctx context.Context, method ipc.Method, payload any) 
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if err := ipc.WriteFramed(c.conn, frame, c.cfg.MaxMessageBytes); err != nil {
+	if err := wire.WriteFramed(c.conn, frame); err != nil {
 		return nil, c.ioErr(ctx, err)
 	}
 	rbody, err := ipc.ReadFrame(c.in, c.cfg.MaxMessageBytes)

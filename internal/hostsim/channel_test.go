@@ -6,13 +6,13 @@ import (
 	"errors"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -108,14 +108,7 @@ type overridesFile struct {
 // otherwise valid bootstrap reply makes the exchange fail and poisons the
 // channel; a second bootstrap is refused without sending anything.
 func TestReplyBindingMismatchOverrides(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "zeo-inline-vectors.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v overridesFile
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
+	v := testvectors.Inline[overridesFile](t)
 	if len(v.Upstream.Overrides.Overrides) != 4 {
 		t.Fatalf("%d overrides in the vectors", len(v.Upstream.Overrides.Overrides))
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -122,7 +123,7 @@ func checkReceipt(data map[string]any, id string, fp canon.Digest) error {
 		return fmt.Errorf("%w: receipt_id", ErrReceipt)
 	case !nonEmpty("authorization_id"):
 		return fmt.Errorf("%w: authorization_id", ErrReceipt)
-	case data["effect_disposition"] != ipc.EffectDispositionConfirmed:
+	case data["effect_disposition"] != protocol.EffectDispositionConfirmed:
 		return fmt.Errorf("%w: effect_disposition", ErrReceipt)
 	}
 	return nil

@@ -6,13 +6,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net"
-	"os"
-	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/sockettest"
+	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -108,14 +108,7 @@ type invocationRequest struct {
 
 func loadTranscript(t testing.TB, name string) (transcript, launchContext, invocationRequest) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "real-host", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr transcript
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := testvectors.RealHost[transcript](t, strings.TrimSuffix(name, ".json"))
 	var lc launchContext
 	if err := json.Unmarshal([]byte(tr.FD3), &lc); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,10 @@ import (
 // Version is the only protocol_version of the runtime host protocol.
 const Version = 1
 
+// EffectDispositionConfirmed is the only effect_disposition an allowed
+// effect reply may carry.
+const EffectDispositionConfirmed = "confirmed"
+
 // MaxIdentifierRunes is the longest Identifier, counted in Unicode code
 // points (not bytes, not UTF-16 units). The shortest is one code point.
 const MaxIdentifierRunes = 256
