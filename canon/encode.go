@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"slices"
 	"strconv"
 )
 
@@ -135,7 +134,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 			}
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, func(a, b string) int { return compareUTF16([]byte(a), []byte(b)) })
+		sortKeys(keys)
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {

@@ -3,6 +3,7 @@ package canon
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // compareUTF16 orders two valid UTF-8 strings by their UTF-16 code units,
@@ -30,6 +31,11 @@ func compareUTF16(a, b []byte) int {
 		}
 	}
 	return len(a) - len(b)
+}
+
+// sortKeys sorts object keys in RFC 8785 order.
+func sortKeys(keys []string) {
+	slices.SortFunc(keys, func(a, b string) int { return compareUTF16([]byte(a), []byte(b)) })
 }
 
 // compareAt orders two different bytes found at the first difference of

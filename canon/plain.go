@@ -2,7 +2,6 @@ package canon
 
 import (
 	"reflect"
-	"slices"
 	"strconv"
 )
 
@@ -58,7 +57,7 @@ func appendPlain(dst []byte, v any) ([]byte, bool) {
 		for k := range v {
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, func(a, b string) int { return compareUTF16([]byte(a), []byte(b)) })
+		sortKeys(keys)
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
