@@ -14,7 +14,7 @@ import (
 
 // EffectsService is the one service the host can inject into a provider:
 // the effect port, served by the Handler (see doc/protocol.md,
-// “Requirements”).
+// “Requirements check”).
 const EffectsService = "runtime.effects"
 
 // Grants are what the Runtime lets a capability use besides the effect

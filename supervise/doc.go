@@ -2,7 +2,7 @@
 // truth: it composes the ledger (package ledger), the trusted launcher
 // (package launch) and the embedder's policy ports, so that a Runtime
 // team does not write the attempt loop and the ledger-backed IPC handler
-// by hand (see doc/design.md, “Layers”).
+// by hand (see doc/design.md, “Layering”).
 //
 // It has two layers; a team with its own controller can take the lower one
 // alone:

@@ -168,3 +168,18 @@ func (s *Supervisor) recoverOne(ctx context.Context, op ledger.Operation) (*ledg
 	s.log.Info("supervise: recover: fenced off an attempt left open", "operation", op.OperationID, "attempt", op.CurrentAttemptID)
 	return &old, nil
 }
+
+// BindingOf rebuilds the wire AttemptBinding of an attempt from the
+// ledger alone, as after a restart: the operation gives the scope, the
+// capability and the digests, the evidence the attempt and the binding
+// fields the ledger holds nowhere else. launch.ParseResult of the
+// evidence's HostResult and ExitCode against it judges the host's result
+// again.
+func BindingOf(op ledger.Operation, ev ledger.AttemptEvidence) ipc.AttemptBinding {
+	return ipc.AttemptBinding{
+		OrganizationID: op.Scope.OrganizationID, ProjectID: op.Scope.ProjectID,
+		SeatID: ev.SeatID, RuntimeBindingID: ev.RuntimeBindingID, PacketID: ev.PacketID,
+		OperationID: op.OperationID, AttemptID: ev.AttemptID, FencingGeneration: ev.Generation,
+		CapabilityID: op.CapabilityID, RequestDigest: op.RequestDigest, ManifestDigest: op.ManifestDigest,
+	}
+}

@@ -79,6 +79,8 @@ func (s *Supervisor) judge(o *Outcome, lo *launch.Outcome, lerr error, after led
 			o.State, o.Reason = launch.StateTimedOut, "the host was stopped at the attempt deadline"
 		case cancelled || after.Operation.State == ledger.OperationCancelled:
 			o.State, o.Reason = launch.StateCancelled, "the operation was cancelled and the host was stopped"
+		case lo.Process.Stopped == launch.StopCancelled:
+			o.State, o.Reason = launch.StateProtocolError, "the call's context ended and the host was stopped; invoke the operation again to go on"
 		default:
 			o.State, o.Reason = launch.StateProtocolError, "what the host left behind proves no outcome; nothing is redispatched: invoke the operation again"
 			if len(lo.Process.StderrTail) > 0 {

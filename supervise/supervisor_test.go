@@ -47,10 +47,10 @@ func TestSuccessNoEffects(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := evs[0]
-	b := ipc.AttemptBinding{OrganizationID: scope.OrganizationID, ProjectID: scope.ProjectID, SeatID: ev.SeatID,
-		RuntimeBindingID: ev.RuntimeBindingID, PacketID: ev.PacketID, OperationID: "op-echo", AttemptID: ev.AttemptID,
-		FencingGeneration: ev.Generation, CapabilityID: view.Operation.CapabilityID,
-		RequestDigest: view.Operation.RequestDigest, ManifestDigest: view.Operation.ManifestDigest}
+	b := supervise.BindingOf(view.Operation, ev)
+	if b != *o.Host.Binding {
+		t.Fatalf("rebuilt binding %+v, the attempt's %+v", b, *o.Host.Binding)
+	}
 	if _, err := launch.ParseResult(ev.HostResult, ev.ExitCode, b); err != nil {
 		t.Fatalf("ParseResult against the rebuilt binding: %v", err)
 	}
