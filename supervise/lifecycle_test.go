@@ -1,6 +1,7 @@
 package supervise_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -274,5 +275,29 @@ func TestHostClaimIsEvidence(t *testing.T) {
 	}
 	if v, err := l.Operation(ctx, scope, "op-claimed"); err != nil || v.Result != nil || v.Operation.State != ledger.OperationOpen {
 		t.Fatalf("ledger after a false claim: %+v, %v", v, err)
+	}
+}
+
+// TestCallerGivesUp: when the caller's context ends, the host is stopped,
+// the outcome says why, and the attempt's evidence is recorded all the
+// same.
+func TestCallerGivesUp(t *testing.T) {
+	t.Parallel()
+	l := openBolt(t, t.TempDir())
+	started := make(chan struct{}, 1)
+	cfg := config(t, l, newLauncher(t, 50*time.Millisecond, "ZEO_HOSTSIM_SCENARIO=hang"))
+	cfg.Observer = func(ev supervise.Event) {
+		if ev.Kind == supervise.EventLaunch {
+			started <- struct{}{}
+		}
+	}
+	s := newSupervisor(t, cfg)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() { <-started; cancel() }()
+	o, err := s.Invoke(ctx, call("op-gave-up", "example.echo@1.0.0", map[string]any{"text": "x"}, 0))
+	wantState(t, o, err, launch.StateProtocolError, supervise.ErrProtocol)
+	if o.Launch.Process.Stopped != launch.StopCancelled || !strings.Contains(o.Reason, "context ended") ||
+		o.Evidence == nil || o.Evidence.State != string(launch.StateProtocolError) {
+		t.Fatalf("outcome %+v, evidence %+v", o, o.Evidence)
 	}
 }
