@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -131,8 +132,12 @@ func pyManifest(name string, schema map[string]any) manifest.CapabilityManifest 
 	}
 }
 
-// casesPerModel is how many arguments are generated for each model.
-const casesPerModel = 600
+// The generator's seed and size; other values explore further, e.g.
+// go test ./manifest -run PydanticDifferential -pydantic.seed=5 -pydantic.cases=5000
+var (
+	pydanticSeed  = flag.Uint64("pydantic.seed", 17, "seed of the arguments generated for the differential test against pydantic")
+	pydanticCases = flag.Int("pydantic.cases", 600, "arguments generated per model for the differential test against pydantic")
+)
 
 func generateCases(schemas map[string]map[string]any, perModel int, seed uint64) []oracleCase {
 	var cases []oracleCase
@@ -264,7 +269,7 @@ func TestPydanticDifferential(t *testing.T) {
 	for name, s := range schemas.Claimed {
 		manifests[name] = pyManifest(name, s)
 	}
-	cases := generateCases(schemas.Claimed, casesPerModel, 17)
+	cases := generateCases(schemas.Claimed, *pydanticCases, *pydanticSeed)
 	compareBatch(t, &v, manifests, cases).report(t, "generated arguments")
 
 	// Round two: the prepared arguments, as canonical JSON, are arguments

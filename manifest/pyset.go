@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -161,7 +162,8 @@ func pyEqKey(n *pyNode, v any) string {
 	case kindDuration:
 		if s, isStr := v.(string); isStr {
 			if d, reason := parsePyDuration(s); reason == "" {
-				return "td:" + strconv.FormatInt(d.totalMicros(), 10)
+				days, secs, micros := d.pyState()
+				return fmt.Sprintf("td:%d:%d:%d", days, secs, micros)
 			}
 		}
 	case kindUnion, kindAllOf:
@@ -244,10 +246,8 @@ func pyHash(n *pyNode, v any) (uint64, bool) {
 	case kindDuration:
 		if s, isStr := v.(string); isStr {
 			if d, reason := parsePyDuration(s); reason == "" {
-				t := d.totalMicros()
-				days := floorDiv(t, 86_400_000_000)
-				rem := t - days*86_400_000_000
-				return hashTuple([]uint64{hashInt(days), hashInt(rem / 1_000_000), hashInt(rem % 1_000_000)}), true
+				days, secs, micros := d.pyState()
+				return hashTuple([]uint64{hashInt(days), hashInt(secs), hashInt(micros)}), true
 			}
 		}
 	case kindIPv4Net, kindIPv6Net:
@@ -280,14 +280,6 @@ func pyHash(n *pyNode, v any) (uint64, bool) {
 		return hashTuple(lanes), true
 	}
 	return 0, false
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
 }
 
 func hashInt(n int64) uint64 { return hashRat(new(big.Rat).SetInt64(n)) }

@@ -621,6 +621,7 @@ func durNumber(s string, i int) (v int64, end int, reason string) {
 }
 
 func (d *pyDuration) parseISO(s string, i int) string {
+	start := i
 	gotT, lastFrac := false, false
 	for i < len(s) {
 		if s[i] == 'T' {
@@ -682,7 +683,7 @@ func (d *pyDuration) parseISO(s string, i int) string {
 		}
 		i++
 	}
-	if i < 3 {
+	if i-start < 2 { // "P", "PT", after any sign
 		return "input is too short"
 	}
 	return ""
@@ -856,12 +857,21 @@ func (d pyDuration) String() string {
 	return string(b)
 }
 
-// totalMicros is the signed length in microseconds (the key Python
-// compares timedeltas by); durations fit easily in int64.
-func (d pyDuration) totalMicros() int64 {
-	t := (d.day*86400+d.second)*1_000_000 + d.micro
-	if d.negative {
-		return -t
+// pyState is the timedelta as Python holds it: days (signed), seconds in
+// 0..86399 and microseconds in 0..999999. Python hashes and compares
+// timedeltas by it.
+func (d pyDuration) pyState() (days, seconds, micros int64) {
+	if !d.negative {
+		return d.day, d.second, d.micro
 	}
-	return t
+	days, seconds, micros = -d.day, -d.second, -d.micro
+	if micros < 0 {
+		micros += 1_000_000
+		seconds--
+	}
+	if seconds < 0 {
+		seconds += 86400
+		days--
+	}
+	return days, seconds, micros
 }
