@@ -9,6 +9,7 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/net v0.38.0
 	golang.org/x/sys v0.50.0
 	pgregory.net/rapid v1.3.0
 )

@@ -721,17 +721,31 @@ func (g *gen) network(v6, strict bool) string {
 }
 
 func (g *gen) url() string {
-	scheme := oneOf(g, "http", "https", "HTTP", "ftp", "ws", "file", "mailto", "foo")
-	host := oneOf(g, "example.com", "EXAMPLE.com", "a.b.c", "127.0.0.1", "0x7f.1", "[::1]", "[0:0::1]", "xn--4ca0bs.com", "ÄÖ.com", "ex%41mple.com", "a_b.com", "")
-	port := oneOf(g, "", "", ":80", ":443", ":8080", ":0", ":65536", ":")
-	path := oneOf(g, "", "/", "/a/b/../c/./d", "/~ b", "/ä", "/%7e", "/b/%2e/c", "/a//b")
-	query := oneOf(g, "", "", "?q=a b&c=ä", "?", "?x=1")
-	frag := oneOf(g, "", "", "#frag ment", "#")
-	user := oneOf(g, "", "", "", "user:pass@", "user@", ":@")
-	if scheme == "mailto" {
-		return "mailto:" + oneOf(g, "foo@bar.com", "a b@c")
+	if g.chance(0.12) {
+		return oneOf(g, "mailto:foo@bar.com", "mailto:a b@c", "urn:isbn:123", "foo:bar", "foo:a b ", "data:text/plain,hi",
+			"javascript:alert(1)", "foo:/bar", "foo://", "foo:", "a:", "sc:\\\\../", "x://a%zz", "", "example.com", "//h/p", "1http://a",
+			"http://", "http://@", "http:// /", "file:", "file://", "file:///etc/passwd", "file://localhost/etc", "file://host/p",
+			"file://HOST/C:/x/../..", "file:///C|/x", "foo:a\tb", " http://h/ ")
 	}
-	return scheme + "://" + user + host + port + path + query + frag
+	scheme := oneOf(g, "http", "https", "HTTP", "Https", "ftp", "ws", "wss", "foo", "sc", "git+ssh")
+	sep := oneOf(g, "://", "://", "://", ":/", ":", ":\\\\", ":///")
+	host := oneOf(g, "example.com", "EXAMPLE.com", "a.b.c", "xn--4ca0bs.com", "ÄÖ.com", "ÉCOLE.fr", "faß.de", "ex%41mple.com",
+		"%C3%A4.com", "a_b.com", "-.com", "a..", ".", "a.com.", "h", "a b.com", "a<b.com", "xn--a.com", "a\u200db.com",
+		"127.0.0.1", "0x7f.1", "0x7F000001", "0177.0.0.1", "4294967295", "4294967296", "1.2.3.4.", "1.2.3.4..", "09.1.1.1",
+		"1.2.3.0x10", "1.2.3.256", "999999999999", "127.1",
+		"[::1]", "[0:0::1]", "[::1.2.3.4]", "[::ffff:1.2.3.4]", "[1:0:0:0:0:0:0:0]", "[2001:DB8::1]", "[:::1]", "[1::2::3]", "[fe80::1%25eth0]")
+	port := oneOf(g, "", "", "", ":80", ":443", ":21", ":8080", ":0", ":00080", ":65535", ":65536", ":", ":+80", ":8080abc")
+	user := oneOf(g, "", "", "", "", "user:pass@", "user@", ":@", "@", "a:b@c:d@", "u r:p w@", "ä@", "user:p%40ss@")
+	path := oneOf(g, "", "", "/", "/a/b/../c/./d", "/~ b", "/ä", "/%7e", "/%7E", "/b/%2e/c", "/b/%2E%2E/c", "//a", "/a//b",
+		"/..", "/a/..", "/a/.", "\\a\\b", "/^{}|`'\"<>", "/a%2fb", "/C:/x/..")
+	query := oneOf(g, "", "", "", "?q=a b&c=ä", "?", "?x=1", "?'^{}|`\"<> ", "?a?b", "?%", "?%zz")
+	frag := oneOf(g, "", "", "", "#frag ment", "#", "#a#b", "#^{}|`'\"<> ", "#ä")
+	u := scheme + sep + user + host + port + path + query + frag
+	if g.chance(0.05) {
+		i := g.pick(len(u) + 1)
+		u = u[:i] + oneOf(g, "\t", "\n", " ") + u[i:]
+	}
+	return u
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -192,9 +192,9 @@ class Tree(BaseModel):
 
 
 class Links(BaseModel):
-    any_url: AnyUrl
-    http_url: HttpUrl
+    url: AnyUrl
     opt_url: Optional[AnyUrl] = None
+    urls: list[AnyUrl] = []
 
 
 # Models whose normalization the published schema cannot describe: each is
@@ -240,8 +240,8 @@ class IntKeys(BaseModel):
     names: dict[int, str]
 
 
-CLAIMED = [Times, Ids, Net, Numbers, Collections, Unions, IgnoreExtra, ForbidExtra, AllowExtra, Misc, Tree]
-UNSUPPORTED = [Aliased, Factory, Rewritten, Stripped, StrSet, DecimalPlaces, HttpOnly, AwareOnly, IntKeys, Links]
+CLAIMED = [Times, Ids, Net, Numbers, Collections, Unions, IgnoreExtra, ForbidExtra, AllowExtra, Misc, Tree, Links]
+UNSUPPORTED = [Aliased, Factory, Rewritten, Stripped, StrSet, DecimalPlaces, HttpOnly, AwareOnly, IntKeys]
 MODELS = {m.__name__: m for m in CLAIMED + UNSUPPORTED}
 MAX_SAFE = 2**53 - 1
 
