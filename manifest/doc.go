@@ -73,7 +73,7 @@
 // hashes them (doc/design.md, “Request digest”): as pydantic's
 // model_validate (lax) followed by model_dump(mode="json"), reconstructed
 // from the published schema. Defaults are materialized; keys a model does
-// not declare are dropped; dates, times and durations, UUIDs, IP
+// not declare are dropped; dates, times and durations, UUIDs, URLs, IP
 // addresses, networks and interfaces, Decimals, enums, integral floats,
 // sets and unions are rewritten to pydantic's spelling; and whatever
 // pydantic refuses is refused with the JSON pointer of the value.
