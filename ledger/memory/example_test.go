@@ -1,0 +1,72 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
+)
+
+// The lifecycle of one logical effect: the attempt is fenced, bootstrapped
+// and admitted; the effect is authorized (debiting the budget) before
+// dispatch and confirmed with the dispatcher's receipt after; a redelivery
+// of the same effect gets the recorded authorization and costs nothing; a
+// new effect past the budget is refused.
+func Example_effectLifecycle() {
+	ctx := context.Background()
+	l := memory.New()
+	defer l.Close(ctx)
+
+	scope := ledger.Scope{OrganizationID: "org-a", ProjectID: "project-a"}
+	request, _ := canon.DigestJSON([]byte(`{"capability_id":"example.two_effects@1.0.0","arguments":{}}`))
+	launch, _ := canon.DigestJSON([]byte(`{"launch":"context"}`))
+	effect, _ := canon.DigestJSON([]byte(`{"logical_effect_id":"effect-1"}`))
+	must := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	_, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: "op-1",
+		CapabilityID: "example.two_effects@1.0.0", RequestDigest: request, ManifestDigest: request, EffectBudget: 1})
+	must(err)
+	f, err := l.StartAttempt(ctx, scope, "op-1", "attempt-1")
+	must(err)
+	_, err = l.IssueBootstrap(ctx, f, "bootstrap-1", launch)
+	must(err)
+	_, err = l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "bootstrap-1", LaunchDigest: launch, PID: 4242, SessionID: "session-1"})
+	must(err)
+	_, err = l.Admit(ctx, f, request)
+	must(err)
+
+	g, err := l.BeginEffect(ctx, f, "effect-1", effect)
+	must(err)
+	fmt.Println("begin:", g.Effect.State, "redelivery:", g.Redelivery)
+	// ... the dispatcher performs the effect, passing g.Effect.AuthorizationID ...
+	e, err := l.ConfirmEffect(ctx, f, "effect-1", effect, "receipt-1")
+	must(err)
+	fmt.Println("confirm:", e.State, e.ReceiptID)
+
+	again, err := l.BeginEffect(ctx, f, "effect-1", effect)
+	must(err)
+	fmt.Println("again:", again.Effect.State, "redelivery:", again.Redelivery,
+		"same authorization:", again.Effect.AuthorizationID == g.Effect.AuthorizationID)
+
+	other, _ := canon.DigestJSON([]byte(`{"logical_effect_id":"effect-2"}`))
+	_, err = l.BeginEffect(ctx, f, "effect-2", other)
+	fmt.Println("effect-2 refused:", errors.Is(err, ledger.ErrBudgetExhausted))
+
+	v, err := l.Operation(ctx, scope, "op-1")
+	must(err)
+	fmt.Println("budget used:", v.Operation.EffectsUsed, "of", v.Operation.EffectBudget)
+	// Output:
+	// begin: authorized redelivery: false
+	// confirm: confirmed receipt-1
+	// again: confirmed redelivery: true same authorization: true
+	// effect-2 refused: true
+	// budget used: 1 of 1
+}
