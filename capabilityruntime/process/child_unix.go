@@ -1,0 +1,147 @@
+//go:build unix
+
+package process
+
+import (
+	"io"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stderrTail is how much of a child's standard error is kept for errors.
+const stderrTail = 4 << 10
+
+// pipeWaitDelay bounds the wait for a child's output pipes after it exited,
+// when a descendant that escaped its process group still holds them.
+const pipeWaitDelay = time.Second
+
+// child is one started process, leader of its own process group, reaped
+// exactly once by its own goroutine.
+type child struct {
+	cmd    *exec.Cmd
+	pid    int
+	stderr *tailBuffer
+	// exited is closed once the process is reaped; waitErr is set before.
+	exited  chan struct{}
+	waitErr error
+
+	mu      sync.Mutex // guards reaping
+	reaping bool       // the group id may no longer be ours: never signal it
+}
+
+// startChild starts path as the leader of a new process group, with
+// descriptors 0–2 only (every inherited descriptor of this process is marked
+// close-on-exec first), and starts its reaper.
+func startChild(path, dir string, env []string, stdin io.Reader, stdout io.Writer) (*child, error) {
+	tail := &tailBuffer{max: stderrTail}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        []string{path},
+		Dir:         dir,
+		Env:         env,
+		Stdin:       stdin,
+		Stdout:      stdout,
+		Stderr:      tail,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   pipeWaitDelay,
+	}
+	// A descriptor this process inherited without close-on-exec would
+	// otherwise reach the runtime; Go's own are close-on-exec already.
+	_ = sweepCloexec()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, pid: cmd.Process.Pid, stderr: tail, exited: make(chan struct{})}
+	go c.reap()
+	return c, nil
+}
+
+// reap waits for the leader to exit. Where the exit can be observed without
+// reaping (Linux), the rest of the group is killed first, while the leader's
+// unreaped pid still pins the group id, so that no descendant outlives it.
+func (c *child) reap() {
+	if awaitExit(c.pid) {
+		c.mu.Lock()
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		c.reaping = true
+		c.mu.Unlock()
+		c.waitErr = c.cmd.Wait()
+	} else {
+		c.waitErr = c.cmd.Wait()
+		c.mu.Lock()
+		c.reaping = true
+		c.mu.Unlock()
+	}
+	close(c.exited)
+}
+
+// signalGroup sends sig to the child's process group while the group id is
+// still the child's.
+func (c *child) signalGroup(sig syscall.Signal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.reaping {
+		_ = syscall.Kill(-c.pid, sig)
+	}
+}
+
+// exitCode is the exit status once exited is closed; -1 for a signal.
+func (c *child) exitCode() int {
+	if c.cmd.ProcessState == nil {
+		return -1
+	}
+	return c.cmd.ProcessState.ExitCode()
+}
+
+// waitExited waits up to d for the child to be reaped.
+func (c *child) waitExited(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) >= t.max {
+		p = p[len(p)-t.max:]
+		t.b = append(t.b[:0], p...)
+		return n, nil
+	}
+	if over := len(t.b) + len(p) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	t.b = append(t.b, p...)
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// hasExited reports whether the child has been reaped.
+func (c *child) hasExited() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
