@@ -6,8 +6,6 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -76,33 +74,6 @@ func TestLaunchDigestMatchesSentBytes(t *testing.T) {
 		if d, err := launchDigest(enc.Context, inv); err != nil || d != enc.LaunchDigest {
 			t.Errorf("%s: fallback launch digest %s, %v; spliced %s", name, d, err, enc.LaunchDigest)
 		}
-	}
-}
-
-// TestSweepCloexec checks both ways of marking stray descriptors: the
-// close_range call and the /proc listing older kernels get.
-func TestSweepCloexec(t *testing.T) {
-	for name, sweep := range map[string]func() error{"close_range": sweepCloexec, "proc": sweepCloexecProc} {
-		t.Run(name, func(t *testing.T) {
-			fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(fd)
-			if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC != 0 {
-				t.Fatalf("fd %d flags %#x, %v: want inheritable before the sweep", fd, flags, err)
-			}
-			if err := sweep(); err != nil {
-				t.Fatal(err)
-			}
-			flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-			if err != nil {
-				t.Fatalf("fd %d after the sweep: %v (it must mark, never close)", fd, err)
-			}
-			if flags&unix.FD_CLOEXEC == 0 {
-				t.Fatalf("fd %d is still inheritable after the sweep", fd)
-			}
-		})
 	}
 }
 

@@ -7,12 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// canAwaitUnreaped: darwin has no waitid(WNOWAIT) in x/sys, so the leader is
-// reaped by Wait and the group is signalled only at the deadline, while the
-// leader is still unreaped. Best effort: descendants a host leaves behind
-// after exiting on its own are not killed (doc/design.md, “Platforms”).
-const canAwaitUnreaped = false
-
 func checkSupported() error { return nil }
 
 // sealedFile returns an unlinked temporary file holding data at offset 0.
@@ -36,33 +30,6 @@ func sealedFile(name string, data []byte) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// awaitExit is not available on darwin (canAwaitUnreaped is false).
-func awaitExit(*os.Process) error { return ErrUnsupported }
-
-// sweepCloexec marks every descriptor ≥ 3 close-on-exec, listing them
-// through /dev/fd.
-func sweepCloexec() error {
-	d, err := os.Open("/dev/fd")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		var fd int
-		for _, c := range n {
-			fd = fd*10 + int(c-'0')
-		}
-		if fd >= 3 {
-			unix.CloseOnExec(fd)
-		}
-	}
-	return nil
 }
 
 // socketpair returns a connected AF_UNIX stream pair, both ends

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zeoruntime/runtimeipc/internal/childproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -100,7 +101,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 
 	if !l.cfg.LeaveParentFDs {
-		if err := sweepCloexec(); err != nil {
+		if err := childproc.SweepCloexec(); err != nil {
 			l.log.Warn("launch: could not mark inherited descriptors close-on-exec", "err", err)
 		}
 	}
@@ -157,8 +158,8 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	exited := make(chan error, 1)
 	reaped := false
 	var waitErr error
-	if canAwaitUnreaped {
-		go func() { exited <- awaitExit(cmd.Process) }()
+	if childproc.CanAwaitUnreaped {
+		go func() { exited <- childproc.AwaitExit(cmd.Process) }()
 	} else {
 		go func() { exited <- cmd.Wait() }()
 		reaped = true

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/zeoruntime/runtimeipc/internal/childproc"
 )
 
 // stderrTail is how much of a child's standard error is kept for errors.
@@ -48,8 +50,10 @@ func startChild(path, dir string, env []string, stdin io.Reader, stdout io.Write
 		WaitDelay:   pipeWaitDelay,
 	}
 	// A descriptor this process inherited without close-on-exec would
-	// otherwise reach the runtime; Go's own are close-on-exec already.
-	_ = sweepCloexec()
+	// otherwise reach the runtime; Go's own are close-on-exec already. A
+	// failed sweep is no reason to refuse the start: it can only fail on a
+	// kernel without close_range and without /proc.
+	_ = childproc.SweepCloexec()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -62,7 +66,7 @@ func startChild(path, dir string, env []string, stdin io.Reader, stdout io.Write
 // reaping (Linux), the rest of the group is killed first, while the leader's
 // unreaped pid still pins the group id, so that no descendant outlives it.
 func (c *child) reap() {
-	if awaitExit(c.pid) {
+	if childproc.CanAwaitUnreaped && childproc.AwaitExit(c.cmd.Process) == nil {
 		c.mu.Lock()
 		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
 		c.reaping = true
