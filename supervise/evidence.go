@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -67,8 +68,10 @@ func (s *Supervisor) record(ctx context.Context, f ledger.Fence, o *Outcome, ev 
 	o.Evidence = &rec
 }
 
-// clip cuts s to at most n bytes, on a rune boundary.
+// clip makes s valid UTF-8 (error text may quote a host's bytes) and cuts
+// it to at most n bytes, on a rune boundary.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

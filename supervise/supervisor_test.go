@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
@@ -161,6 +162,27 @@ func TestLedgerWritesPerInvocation(t *testing.T) {
 		wantState(t, o, err, launch.StateSucceeded, nil)
 		if got := l.Stats().Writes - before; got != tt.writes {
 			t.Errorf("%s: %d ledger writes, want %d", tt.capability, got, tt.writes)
+		}
+	}
+}
+
+// TestClip: text recorded as evidence is valid UTF-8 within its bound,
+// whatever bytes a host's output put in it.
+func TestClip(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"a\xffb", 10, "a\uFFFDb"},
+		{strings.Repeat("é", 10), 9, "ééé…"},
+		{strings.Repeat("é", 10), 8, "éé…"},
+		{strings.Repeat("x", 20), 8, "xxxxx…"},
+	} {
+		got := supervise.Clip(tt.in, tt.n)
+		if got != tt.want || len(got) > tt.n || !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }
