@@ -9,6 +9,35 @@
 // Every command has -h. 'zeoctl help' lists the commands, 'zeoctl help
 // <command>' prints one's manual.
 //
+// # Start here
+//
+//	go run ./cmd/zeoctl demo
+//
+// runs capability operations end to end on the simulated host and a bolt
+// ledger in a temporary directory, and prints the trace: the launch, each
+// IPC request and the state it was answered, the ledger's evidence (fence,
+// bootstrap redemption, each effect with its authorization and receipt,
+// the budget left), the result and its artifact; then a redelivery after a
+// lost host (same logical effects, same receipts, no second dispatch) and a
+// lost-result reconnect (the accepted result, nothing launched). It needs
+// nothing but Go. With -ledger PATH the ledger is kept for the ledger and
+// artifact commands.
+//
+// # Running a capability
+//
+//	zeoctl invoke -python PATH -binding FILE -capability ID -args JSON|@FILE
+//	              [-ledger PATH] [-operation ID] [-deadline D] [-budget N]
+//	              [-services LIST] [-effects refuse|accept|uncertain] [-json]
+//
+// runs one capability operation with package supervise on a real provider
+// (or -simulated) and prints the host's HostResult (evidence) and the
+// Runtime's outcome, with what to do next when it is not a success. With
+// -ledger the operation is durable: invoke again with the same -operation
+// to continue it; an accepted result is returned without launching.
+// zeoctl performs no effects: by default they are refused; -effects accept
+// records each as consumed with a synthetic receipt, -effects uncertain as
+// unknown (to rehearse reconciliation).
+//
 // # Choosing the host
 //
 // Every command that starts a host takes exactly one of:
@@ -37,6 +66,22 @@
 //
 // Discovery never imports the provider's factory; zeoctl checks that the
 // host's answer agrees with the binding.
+//
+// # The ledger
+//
+//	zeoctl ledger effects -ledger PATH -unknown
+//	                             every effect that needs reconciliation
+//	zeoctl ledger effects -ledger PATH -org ID -project ID -operation ID
+//	                             an operation's effects
+//	zeoctl ledger resolve -ledger PATH -org ID -project ID -operation ID
+//	              -effect ID (-confirmed RECEIPT | -not-consumed REASON)
+//	                             settle an effect whose dispatch is uncertain
+//	zeoctl artifact get -ledger PATH -org ID -project ID REF
+//	                             an accepted result's artifact, only within
+//	                             its organization and project
+//
+// The ledger file is owned by one process at a time (its lock): a command
+// on a ledger a controller holds says so and exits 1.
 //
 // # Exit status
 //

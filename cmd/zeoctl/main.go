@@ -68,10 +68,15 @@ type command struct {
 // commands is the command table, in the order `zeoctl help` lists them.
 func commands() []*command {
 	return []*command{
+		demoCommand(),
+		invokeCommand(),
 		describeCommand(),
 		doctorCommand(),
 		capabilitiesListCommand(),
 		capabilitiesDescribeCommand(),
+		ledgerEffectsCommand(),
+		ledgerResolveCommand(),
+		artifactGetCommand(),
 	}
 }
 

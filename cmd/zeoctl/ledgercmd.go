@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// ledgerFlags name a ledger file and, for scoped commands, a scope.
+type ledgerFlags struct {
+	path, org, project string
+	json               bool
+}
+
+func (f *ledgerFlags) register(fs *flag.FlagSet, scoped bool) {
+	fs.StringVar(&f.path, "ledger", "", "the bolt ledger `file` (required)")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	if scoped {
+		fs.StringVar(&f.org, "org", "", "the operation's organization `id` (required)")
+		fs.StringVar(&f.project, "project", "", "the operation's project `id` (required)")
+	}
+}
+
+func (f *ledgerFlags) scope() ledger.Scope {
+	return ledger.Scope{OrganizationID: f.org, ProjectID: f.project}
+}
+
+// open checks the flags and opens the ledger; scoped also requires a scope.
+func (f *ledgerFlags) open(scoped bool) (ledger.Ledger, error) {
+	if f.path == "" {
+		return nil, usagef("-ledger PATH is required: the bolt ledger file (zeoctl demo -ledger PATH or invoke -ledger PATH writes one)")
+	}
+	if scoped && (f.org == "" || f.project == "") {
+		return nil, usagef("-org and -project are required: ledger records are read only within their organization and project")
+	}
+	if _, err := os.Stat(f.path); err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", f.path, err)
+	}
+	l, err := openLedger(f.path)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func ledgerEffectsCommand() *command {
+	return &command{
+		name:      "ledger effects",
+		usageLine: "ledger effects -ledger PATH (-unknown | -org ID -project ID -operation ID) [-json]",
+		short:     "list an operation's effects, or every effect that needs reconciliation",
+		long: `Ledger effects prints logical effects as the ledger holds them: each with its
+state (authorized, confirmed, not_consumed, unknown), authorization id,
+receipt and the attempt that authorized it.
+
+With -unknown it lists, across the whole ledger, every effect that needs
+reconciliation: unknown (its dispatch was uncertain), or authorized with no
+recorded outcome (its controller stopped while it ran). Find out from the
+service whether each was consumed, then settle it with 'zeoctl ledger
+resolve'; until then the operation's attempts are answered
+needs_reconciliation for it, and it is never dispatched again.
+`,
+		flags: func(fs *flag.FlagSet) runFunc {
+			var f ledgerFlags
+			f.register(fs, true)
+			unknown := fs.Bool("unknown", false, "list every effect that needs reconciliation, in every operation")
+			operation := fs.String("operation", "", "the operation `id` whose effects to list")
+			return func(ctx context.Context, e *env, args []string) (err error) {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if *unknown == (*operation != "") {
+					return usagef("give -unknown, or -operation with -org and -project")
+				}
+				l, err := f.open(!*unknown)
+				if err != nil {
+					return err
+				}
+				defer closeLedger(l, &err)
+				var effects []ledger.Effect
+				if *unknown {
+					effects, err = l.ListUnknown(ctx)
+				} else {
+					var v ledger.OperationView
+					v, err = l.Operation(ctx, f.scope(), *operation)
+					effects = v.Effects
+				}
+				if err != nil {
+					return scopedHint(err)
+				}
+				if f.json {
+					if effects == nil {
+						effects = []ledger.Effect{}
+					}
+					return printJSON(e.stdout, effects)
+				}
+				if len(effects) == 0 {
+					if *unknown {
+						fmt.Fprintln(e.stdout, "no effect needs reconciliation")
+					} else {
+						fmt.Fprintln(e.stdout, "the operation has no effects")
+					}
+					return nil
+				}
+				printEffects(e.stdout, effects)
+				if *unknown {
+					fmt.Fprintln(e.stdout, "\nSettle each with: zeoctl ledger resolve -ledger PATH -org ORG -project PROJECT -operation OP -effect ID (-confirmed RECEIPT | -not-consumed REASON)")
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// printEffects writes one line per effect.
+func printEffects(w io.Writer, effects []ledger.Effect) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORGANIZATION/PROJECT\tOPERATION\tEFFECT\tSTATE\tAUTHORIZATION\tRECEIPT/REASON\tGENERATION")
+	for _, ef := range effects {
+		settled := ef.ReceiptID
+		if ef.Reason != "" {
+			settled = string(ef.Reason)
+		}
+		if settled == "" {
+			settled = "-"
+		}
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%d\n", ef.Scope.OrganizationID, ef.Scope.ProjectID, ef.OperationID,
+			ef.LogicalEffectID, ef.State, ef.AuthorizationID, settled, ef.Generation)
+	}
+	tw.Flush()
+}
+
+// scopedHint adds what to check to the errors of a scoped read.
+func scopedHint(err error) error {
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return fmt.Errorf("%w (check -operation, -org and -project: records are found only in their own scope)", err)
+	case errors.Is(err, ledger.ErrOutOfScope):
+		return fmt.Errorf("%w (it belongs to another organization or project; nothing outside the scope is given out)", err)
+	}
+	return err
+}
+
+func ledgerResolveCommand() *command {
+	return &command{
+		name:      "ledger resolve",
+		usageLine: "ledger resolve -ledger PATH -org ID -project ID -operation ID -effect ID (-confirmed RECEIPT | -not-consumed REASON)",
+		short:     "settle an effect whose dispatch is uncertain",
+		long: `Ledger resolve records the outcome of an effect that needs reconciliation,
+once you have found out from the service what happened:
+
+  -confirmed RECEIPT      it was consumed; RECEIPT is the service's receipt
+  -not-consumed REASON    it was not; REASON is refused, cancelled or
+                          waiting_approval
+
+The next attempt of the operation then proceeds: a confirmed effect is
+redelivered with its receipt, a not-consumed one is answered with its reason.
+Resolving a settled effect to the same outcome is accepted again; to another
+outcome it is refused.
+`,
+		flags: func(fs *flag.FlagSet) runFunc {
+			var f ledgerFlags
+			f.register(fs, true)
+			operation := fs.String("operation", "", "the operation `id` (required)")
+			effect := fs.String("effect", "", "the logical effect `id` (required)")
+			confirmed := fs.String("confirmed", "", "the service's `receipt`: the effect was consumed")
+			notConsumed := fs.String("not-consumed", "", "the `reason` it was not consumed: refused, cancelled or waiting_approval")
+			return func(ctx context.Context, e *env, args []string) (err error) {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if *operation == "" || *effect == "" {
+					return usagef("-operation and -effect are required")
+				}
+				var res ledger.Resolution
+				switch {
+				case (*confirmed == "") == (*notConsumed == ""):
+					return usagef("give exactly one of -confirmed RECEIPT and -not-consumed REASON")
+				case *confirmed != "":
+					res = ledger.Resolution{State: ledger.EffectConfirmed, ReceiptID: *confirmed}
+				default:
+					r := ledger.NotConsumedReason(*notConsumed)
+					if r != ledger.ReasonRefused && r != ledger.ReasonCancelled && r != ledger.ReasonWaitingApproval {
+						return usagef("-not-consumed must be refused, cancelled or waiting_approval, not %q", *notConsumed)
+					}
+					res = ledger.Resolution{State: ledger.EffectNotConsumed, Reason: r}
+				}
+				l, err := f.open(true)
+				if err != nil {
+					return err
+				}
+				defer closeLedger(l, &err)
+				v, err := l.Operation(ctx, f.scope(), *operation)
+				if err != nil {
+					return scopedHint(err)
+				}
+				i := -1
+				for j, ef := range v.Effects {
+					if ef.LogicalEffectID == *effect {
+						i = j
+					}
+				}
+				if i < 0 {
+					return fmt.Errorf("operation %s has no effect %q; 'zeoctl ledger effects -operation %s' lists its effects", *operation, *effect, *operation)
+				}
+				out, err := l.Resolve(ctx, f.scope(), *operation, *effect, v.Effects[i].RequestDigest, res)
+				if errors.Is(err, ledger.ErrInvalidTransition) {
+					return fmt.Errorf("%w: the effect is already %s; an effect is settled once", err, v.Effects[i].State)
+				}
+				if err != nil {
+					return err
+				}
+				if f.json {
+					return printJSON(e.stdout, out)
+				}
+				printEffects(e.stdout, []ledger.Effect{out})
+				return nil
+			}
+		},
+	}
+}
+
+func artifactGetCommand() *command {
+	return &command{
+		name:      "artifact get",
+		usageLine: "artifact get -ledger PATH -org ID -project ID [-o FILE] REF",
+		short:     "print an operation's accepted artifact",
+		long: `Artifact get writes the bytes of artifact REF (as an accepted result's
+artifact_refs name it) to stdout, or to -o FILE. The artifact is given out
+only within the organization and project of the operation that produced it:
+a digest or a ref alone grants nothing.
+`,
+		flags: func(fs *flag.FlagSet) runFunc {
+			var f ledgerFlags
+			f.register(fs, true)
+			out := fs.String("o", "", "write the artifact to this `file` instead of stdout")
+			return func(ctx context.Context, e *env, args []string) (err error) {
+				if len(args) != 1 {
+					return usagef("want exactly one artifact REF")
+				}
+				l, err := f.open(true)
+				if err != nil {
+					return err
+				}
+				defer closeLedger(l, &err)
+				a, err := l.Artifact(ctx, f.scope(), args[0])
+				if err != nil {
+					return scopedHint(err)
+				}
+				if f.json {
+					return printJSON(e.stdout, map[string]any{"ref": a.Ref, "organization_id": a.Scope.OrganizationID,
+						"project_id": a.Scope.ProjectID, "operation_id": a.OperationID, "digest": a.Digest, "bytes": string(a.Bytes)})
+				}
+				if *out != "" {
+					return os.WriteFile(*out, a.Bytes, 0o644)
+				}
+				_, err = e.stdout.Write(a.Bytes)
+				return err
+			}
+		},
+	}
+}
