@@ -190,8 +190,7 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 	}
 
 	if kept {
-		fmt.Fprintf(w, "\nDone. The ledger is kept: 'zeoctl ledger effects -ledger %s -org %s -project %s -operation OP' lists an operation's effects.\n",
-			path, demoScope.OrganizationID, demoScope.ProjectID)
+		fmt.Fprintf(w, "\nDone. The ledger is kept: 'zeoctl ledger operations -ledger %s' lists its operations.\n", path)
 	} else {
 		fmt.Fprintf(w, "\nDone. The ledger was temporary; run 'zeoctl demo -ledger PATH' to keep it for 'zeoctl ledger'.\n")
 	}

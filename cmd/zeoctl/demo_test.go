@@ -96,6 +96,15 @@ func TestDemo(t *testing.T) {
 		wantRun(t, zeoctl(t, append([]string{"ledger", "effects", "-operation", echoOp}, scope...)...), 0,
 			[]string{"the operation has no effects"}, nil)
 		wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-unknown"), 0, []string{"no effect needs reconciliation"}, nil)
+		r := zeoctl(t, "ledger", "operations", "-ledger", path)
+		wantRun(t, r, 0, []string{echoOp + "        completed  example.echo@1.0.0", effectsOp + "     completed  example.two_effects@1.0.0  1           2/2"}, nil)
+		if n := strings.Count(r.stdout, "org-demo/project-demo"); n != 3 {
+			t.Errorf("ledger operations lists %d operations, want 3\n%s", n, r)
+		}
+		wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path, "-org", "org-demo", "-project", "project-other"), 0, []string{"no operations"}, nil)
+		wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path, "-state", "open"), 0, []string{"no operations"}, nil)
+		wantRun(t, zeoctl(t, append([]string{"ledger", "operations", "-operation", effectsOp}, scope...)...), 0,
+			[]string{"operation org-demo/project-demo " + effectsOp + ": completed", "(generation 1), admitted", "redeemed by pid", "effect-2  confirmed"}, nil)
 		wantRun(t, zeoctl(t, append([]string{"ledger", "effects", "-operation", "nope"}, scope...)...), 1, nil, []string{"check -operation, -org and -project"})
 	})
 }

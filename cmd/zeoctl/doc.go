@@ -69,6 +69,9 @@
 //
 // # The ledger
 //
+//	zeoctl ledger operations -ledger PATH [-org ID -project ID] [-state S]
+//	                             the operations, or with -operation ID one in
+//	                             full, with the evidence each attempt left
 //	zeoctl ledger effects -ledger PATH -unknown
 //	                             every effect that needs reconciliation
 //	zeoctl ledger effects -ledger PATH -org ID -project ID -operation ID

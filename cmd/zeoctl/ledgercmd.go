@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
@@ -264,4 +266,159 @@ a digest or a ref alone grants nothing.
 			}
 		},
 	}
+}
+
+func ledgerOperationsCommand() *command {
+	return &command{
+		name:      "ledger operations",
+		usageLine: "ledger operations -ledger PATH [-org ID -project ID] [-state open|completed|cancelled] [-operation ID] [-json]",
+		short:     "list the ledger's operations, or show one with its attempts' evidence",
+		long: `Ledger operations lists the operations the ledger holds, ordered by
+organization, project and operation id: each with its state, capability,
+current fencing generation, effect budget used and accepted result. -org and
+-project (together) keep one scope, -state one state.
+
+With -operation ID (and -org, -project) it shows that operation in full:
+its attempts and the evidence each left (the Runtime's verdict and why, the
+host's pid, exit status and its own result line, the IPC exchanges), its
+bootstrap ids and who redeemed them, its effects and its result.
+`,
+		flags: func(fs *flag.FlagSet) runFunc {
+			var f ledgerFlags
+			f.register(fs, true)
+			state := fs.String("state", "", "keep operations in this `state`: open, completed or cancelled")
+			operation := fs.String("operation", "", "show this operation `id` in full")
+			return func(ctx context.Context, e *env, args []string) (err error) {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if (f.org == "") != (f.project == "") {
+					return usagef("-org and -project go together")
+				}
+				switch ledger.OperationState(*state) {
+				case "", ledger.OperationOpen, ledger.OperationCompleted, ledger.OperationCancelled:
+				default:
+					return usagef("-state must be open, completed or cancelled, not %q", *state)
+				}
+				l, err := f.open(*operation != "")
+				if err != nil {
+					return err
+				}
+				defer closeLedger(l, &err)
+				if *operation != "" {
+					return showOperation(ctx, e, l, f.scope(), *operation, f.json)
+				}
+				var ops []ledger.Operation
+				q := ledger.OperationQuery{Scope: f.scope(), State: ledger.OperationState(*state), Limit: ledger.MaxListLimit}
+				for {
+					page, err := l.ListOperations(ctx, q)
+					if err != nil {
+						return err
+					}
+					ops = append(ops, page...)
+					if len(page) < q.Limit {
+						break
+					}
+					last := page[len(page)-1]
+					q.After = ledger.OperationRef{Scope: last.Scope, OperationID: last.OperationID}
+				}
+				if f.json {
+					if ops == nil {
+						ops = []ledger.Operation{}
+					}
+					return printJSON(e.stdout, ops)
+				}
+				if len(ops) == 0 {
+					fmt.Fprintln(e.stdout, "no operations")
+					return nil
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ORGANIZATION/PROJECT\tOPERATION\tSTATE\tCAPABILITY\tGENERATION\tEFFECTS\tDEADLINE")
+				for _, op := range ops {
+					fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", op.Scope.OrganizationID, op.Scope.ProjectID,
+						op.OperationID, op.State, op.CapabilityID, op.CurrentGeneration, op.EffectsUsed, op.EffectBudget,
+						op.Deadline.UTC().Format(time.RFC3339))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+// showOperation prints one operation with its attempts' evidence.
+func showOperation(ctx context.Context, e *env, l ledger.Ledger, scope ledger.Scope, id string, asJSON bool) error {
+	v, err := l.Operation(ctx, scope, id)
+	if err != nil {
+		return scopedHint(err)
+	}
+	evs, err := l.Evidence(ctx, scope, id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if evs == nil {
+			evs = []ledger.AttemptEvidence{}
+		}
+		return printJSON(e.stdout, map[string]any{"operation": v.Operation, "attempts": v.Attempts,
+			"bootstraps": v.Bootstraps, "effects": v.Effects, "result": v.Result, "evidence": evs})
+	}
+	w := e.stdout
+	op := v.Operation
+	fmt.Fprintf(w, "operation %s/%s %s: %s\n", op.Scope.OrganizationID, op.Scope.ProjectID, op.OperationID, op.State)
+	fmt.Fprintf(w, "  capability %s, request %s\n", op.CapabilityID, op.RequestDigest)
+	fmt.Fprintf(w, "  deadline %s, effect budget %d (%d used)\n", op.Deadline.UTC().Format(time.RFC3339), op.EffectBudget, op.EffectsUsed)
+	if op.CancelReason != "" {
+		fmt.Fprintf(w, "  cancelled: %s\n", op.CancelReason)
+	}
+	byGen := map[int64]ledger.AttemptEvidence{}
+	for _, ev := range evs {
+		byGen[ev.Generation] = ev
+	}
+	for _, a := range v.Attempts {
+		fmt.Fprintf(w, "attempt %s (generation %d)", a.AttemptID, a.Generation)
+		if a.Admitted {
+			fmt.Fprint(w, ", admitted")
+		}
+		fmt.Fprintln(w)
+		ev, ok := byGen[a.Generation]
+		if !ok {
+			fmt.Fprintln(w, "  no evidence recorded (its controller stopped while it ran, or it is running)")
+			continue
+		}
+		fmt.Fprintf(w, "  verdict    %s", ev.State)
+		if ev.Reason != "" {
+			fmt.Fprintf(w, ": %s", ev.Reason)
+		}
+		fmt.Fprintln(w)
+		if ev.Launched {
+			fmt.Fprintf(w, "  host       pid %d, exit status %d", ev.PID, ev.ExitCode)
+			if ev.Signal != "" {
+				fmt.Fprintf(w, " (%s)", ev.Signal)
+			}
+			fmt.Fprintf(w, ", %s to %s\n", ev.StartedAt.UTC().Format(time.RFC3339Nano), ev.EndedAt.UTC().Format(time.RFC3339Nano))
+		}
+		if len(ev.HostResult) > 0 {
+			fmt.Fprintf(w, "  host said  %s\n", strings.TrimSpace(string(ev.HostResult)))
+		}
+		for _, x := range ev.Session.Exchanges {
+			fmt.Fprintf(w, "  ipc        %d %s -> %s\n", x.Sequence, x.Method, x.State)
+		}
+		if ev.Session.Error != "" {
+			fmt.Fprintf(w, "  session    %s\n", ev.Session.Error)
+		}
+	}
+	for _, b := range v.Bootstraps {
+		if b.Redeemed {
+			fmt.Fprintf(w, "bootstrap %s (generation %d): redeemed by pid %d, session %s\n", b.BootstrapID, b.Generation, b.RedeemedPID, b.RedeemedSessionID)
+		} else {
+			fmt.Fprintf(w, "bootstrap %s (generation %d): not redeemed\n", b.BootstrapID, b.Generation)
+		}
+	}
+	if len(v.Effects) > 0 {
+		printEffects(w, v.Effects)
+	}
+	if v.Result != nil {
+		fmt.Fprintf(w, "result %s, artifact %s, from generation %d\n", v.Result.DataDigest, strings.Join(v.Result.ArtifactRefs, ", "), v.Result.Generation)
+	}
+	return nil
 }

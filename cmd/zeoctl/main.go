@@ -74,6 +74,7 @@ func commands() []*command {
 		doctorCommand(),
 		capabilitiesListCommand(),
 		capabilitiesDescribeCommand(),
+		ledgerOperationsCommand(),
 		ledgerEffectsCommand(),
 		ledgerResolveCommand(),
 		artifactGetCommand(),
