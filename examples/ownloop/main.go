@@ -1,0 +1,177 @@
+// Command ownloop keeps its own supervisor loop and takes only the lower
+// layer of package supervise: the ledger-backed ipc.Handler of one attempt.
+// The loop does what supervise.Supervisor would otherwise do, step by
+// step, with package launch directly:
+//
+//  1. record the operation (ledger.CreateOperation);
+//  2. per attempt: a new fence (StartAttempt), the LaunchContext
+//     (supervise.BuildContext: budget left, deadline, the services the
+//     manifest requires), a one-shot bootstrap id (IssueBootstrap), a
+//     Handler, then launch.Invoke;
+//  3. decide from the ledger, never from the host's word alone: an accepted
+//     result ends the loop; anything else is this loop's policy (here: try
+//     again, at most three attempts). Effects the ledger recorded are
+//     redelivered to the next attempt, never dispatched twice.
+//
+// The first attempt's host here crashes before it says anything (the
+// simulated host's exit-1 scenario); the second one succeeds.
+//
+//	go run ./examples/ownloop
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
+	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+const hostMarker = "__ownloop_host"
+
+func main() {
+	hostproc.MainIf(hostMarker)
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "ownloop:", err)
+		os.Exit(1)
+	}
+}
+
+type receipts struct{}
+
+func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+}
+
+// launcher returns a launcher of the simulated host with the given
+// environment (the host's whole environment).
+func launcher(dir string, env ...string) (*launch.Launcher, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return launch.New(launch.Config{Interpreter: self, Args: []string{hostMarker}, Env: env, Dir: dir,
+		Verifier: launch.TrustEnvironment{}})
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	dir, err := os.MkdirTemp("", "ownloop-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	crashing, err := launcher(dir, hostproc.EnvScenario+"=exit-1")
+	if err != nil {
+		return err
+	}
+	healthy, err := launcher(dir)
+	if err != nil {
+		return err
+	}
+	l := memory.New()
+	defer l.Close(ctx)
+
+	provider := hostsim.DemoBinding()
+	m, err := manifest.Describe(provider.Manifests, "example.two_effects@1.0.0")
+	if err != nil {
+		return err
+	}
+	// The request: defaults materialized, and its digest, which the ledger,
+	// the context and the host all bind.
+	prep, err := manifest.PrepareRequest(m, map[string]any{"target": "doc-1"})
+	if err != nil {
+		return err
+	}
+	scope := ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"}
+	const opID = "op-1"
+	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: opID,
+		CapabilityID: m.ID.String(), RequestDigest: prep.RequestDigest, ManifestDigest: provider.ManifestDigest,
+		EffectBudget: 2, Deadline: time.Now().Add(time.Minute)}); err != nil {
+		return err
+	}
+	request, err := launch.EncodeRequest(m.ID.String(), prep.Arguments)
+	if err != nil {
+		return err
+	}
+
+	for n := 1; n <= 3; n++ {
+		attemptID := fmt.Sprintf("attempt-%d", n)
+		fence, err := l.StartAttempt(ctx, scope, opID, attemptID)
+		if err != nil {
+			return err
+		}
+		view, err := l.Operation(ctx, scope, opID)
+		if err != nil {
+			return err
+		}
+		binding := ipc.AttemptBinding{OrganizationID: scope.OrganizationID, ProjectID: scope.ProjectID,
+			SeatID: "seat-1", RuntimeBindingID: "runtime-1", PacketID: "packet-1", OperationID: opID,
+			AttemptID: attemptID, FencingGeneration: fence.Generation, CapabilityID: m.ID.String(),
+			RequestDigest: prep.RequestDigest, ManifestDigest: provider.ManifestDigest}
+		bootstrapID := fmt.Sprintf("bootstrap-%d", n)
+		lc, err := supervise.BuildContext(supervise.ContextSpec{Provider: provider, Manifest: m, Binding: binding,
+			Operation: view, BootstrapID: bootstrapID, Workspace: "workspace-1"})
+		if err != nil {
+			return err
+		}
+		enc, err := lc.Encode()
+		if err != nil {
+			return err
+		}
+		if _, err := l.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest); err != nil {
+			return err
+		}
+		h, err := supervise.NewHandler(supervise.HandlerConfig{Ledger: l, Fence: fence, Binding: binding,
+			BootstrapID: bootstrapID, Manifest: &m, Dispatcher: receipts{}})
+		if err != nil {
+			return err
+		}
+		lnch := healthy
+		if n == 1 {
+			lnch = crashing
+		}
+		out, lerr := lnch.Invoke(ctx, launch.Invocation{Context: lc, Request: request, Handler: h})
+		if out == nil {
+			return lerr // the host never started
+		}
+		fmt.Fprintf(w, "%s (generation %d): exit status %d, %d requests answered", attemptID, fence.Generation,
+			out.Process.ExitCode, len(h.Decisions()))
+		if lerr != nil {
+			fmt.Fprint(w, ", no valid host result")
+		} else {
+			fmt.Fprintf(w, ", host says %s", out.Result.State)
+		}
+		fmt.Fprintln(w)
+		for _, ev := range h.Decisions() {
+			fmt.Fprintf(w, "  %s -> %s", ev.Method, ev.State)
+			if ev.Effect != nil {
+				fmt.Fprintf(w, " (%s, receipt %s, redelivery %t)", ev.Effect.LogicalEffectID, ev.Effect.ReceiptID, ev.Redelivery)
+			}
+			fmt.Fprintln(w)
+		}
+
+		// The ledger decides.
+		after, err := l.Operation(ctx, scope, opID)
+		if err != nil {
+			return err
+		}
+		if after.Result != nil {
+			a, err := l.Artifact(ctx, scope, after.Result.ArtifactRefs[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "result accepted from generation %d: %s\n", after.Result.Generation, a.Bytes)
+			return nil
+		}
+	}
+	return fmt.Errorf("operation %s: no result after 3 attempts", opID)
+}

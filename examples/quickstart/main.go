@@ -1,0 +1,121 @@
+// Command quickstart runs capability operations with package supervise: a
+// memory ledger, the module's simulated host as the provider's host (this
+// executable, re-executed), and a dispatcher that stands for the
+// credential holder.
+//
+//	go run ./examples/quickstart
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+// hostMarker makes this executable the simulated host (see MainIf).
+const hostMarker = "__quickstart_host"
+
+func main() {
+	hostproc.MainIf(hostMarker)
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+// receipts is the dispatcher: it "performs" an effect and names the
+// receipt after it. A real one calls the service that holds the
+// credentials, with d.AuthorizationID as its idempotency key.
+type receipts struct{}
+
+func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	// The host. A real provider: Interpreter is its environment's python,
+	// Args {"-m", "zeo_core.adapters.runtime_host"}, and the Verifier a
+	// launch.TreeVerifier of that environment.
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "quickstart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	launcher, err := launch.New(launch.Config{
+		Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: launch.TrustEnvironment{},
+	})
+	if err != nil {
+		return err
+	}
+
+	// The ledger: memory here; ledger/bolt (one file) or a shared backend
+	// to survive a restart.
+	l := memory.New()
+	defer l.Close(ctx)
+
+	// The supervisor, bound to one provider: the simulated provider's
+	// binding (testdata/examples/binding.json); yours comes from
+	// manifest.DecodeBinding.
+	sup, err := supervise.New(supervise.Config{
+		Ledger: l, Launcher: launcher, Provider: hostsim.DemoBinding(), Dispatcher: receipts{},
+		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1",
+	})
+	if err != nil {
+		return err
+	}
+	scope := ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"}
+
+	// A capability with no effects.
+	out, err := sup.Invoke(ctx, supervise.Call{Scope: scope, OperationID: "op-echo",
+		CapabilityID: "example.echo@1.0.0", Arguments: map[string]any{"text": "hello"}})
+	if err != nil {
+		// Every state but succeeded comes with an *OutcomeError; its
+		// sentinel (errors.Is) says what to do next.
+		var oe *supervise.OutcomeError
+		if errors.As(err, &oe) {
+			return fmt.Errorf("echo ended %s: %s", oe.Outcome.State, oe.Outcome.Reason)
+		}
+		return err
+	}
+	a, err := sup.Artifact(ctx, scope, out.Result.ArtifactRefs[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "echo: %s, artifact %s\n", out.State, a.Bytes)
+
+	// A capability with two effects: each is authorized by the ledger
+	// (budget 2), dispatched once and confirmed with its receipt.
+	effects := supervise.Call{Scope: scope, OperationID: "op-effects", CapabilityID: "example.two_effects@1.0.0",
+		Arguments: map[string]any{"target": "doc-1"}, EffectBudget: 2}
+	out, err = sup.Invoke(ctx, effects)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "two_effects: %s, budget %d of %d used\n", out.State, out.BudgetUsed, out.Budget)
+	for _, e := range out.Effects {
+		fmt.Fprintf(w, "  %s: %s, receipt %s\n", e.LogicalEffectID, e.State, e.ReceiptID)
+	}
+
+	// The same operation again (a caller that lost the answer): the
+	// accepted result, from the ledger, with nothing launched.
+	again, err := sup.Invoke(ctx, effects)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "again: %s, reconnected %t, launched %t, same result %t\n", again.State, again.Reconnected,
+		again.Launched, again.Result.DataDigest == out.Result.DataDigest)
+	return nil
+}
