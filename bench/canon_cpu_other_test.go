@@ -6,3 +6,6 @@ import "time"
 
 // processCPU is not measured on this platform.
 func processCPU() time.Duration { return 0 }
+
+// childrenCPU is not measured here.
+func childrenCPU() time.Duration { return 0 }

@@ -1,0 +1,462 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+// One capability operation end to end: supervise.Supervisor.Invoke with
+// the simulated host executable on the bolt ledger (every write fsynced),
+// beside launch.Invoke of the same host and capability answered by a
+// trivial in-memory handler, in the same run.
+//
+//	cd bench && go test -run '^$' -bench Supervise -benchmem -count 5
+
+// superviseFixture is what every row shares.
+type superviseFixture struct {
+	binding  manifest.ProviderBinding
+	launcher *launch.Launcher
+	echo     launch.Invocation // for launch.Invoke: context, request, allow-all handler
+	seq      atomic.Int64      // operation ids
+}
+
+func newSuperviseFixture(b *testing.B) *superviseFixture {
+	b.Helper()
+	raw, err := os.ReadFile("../testdata/examples/binding.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	binding, err := manifest.DecodeBinding(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	l, err := launch.New(launch.Config{Interpreter: hostsim, Dir: b.TempDir(), Verifier: launch.TrustEnvironment{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := manifest.Describe(binding.Manifests, "example.echo@1.0.0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"text": "hello"}
+	prep, err := manifest.PrepareRequest(m, args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, err := launch.EncodeRequest("example.echo@1.0.0", prep.Arguments)
+	if err != nil {
+		b.Fatal(err)
+	}
+	echo := launch.Invocation{
+		Context: launch.LaunchContext{
+			Provider: binding,
+			Attempt: ipc.AttemptBinding{OrganizationID: "org", ProjectID: "project", SeatID: "seat",
+				RuntimeBindingID: "runtime", PacketID: "packet", OperationID: "op", AttemptID: "attempt",
+				FencingGeneration: 1, CapabilityID: "example.echo@1.0.0", RequestDigest: prep.RequestDigest,
+				ManifestDigest: binding.ManifestDigest},
+			BootstrapID: "bootstrap", AdmittedCapabilities: []string{"example.echo@1.0.0"},
+			DeadlineUnixMS: time.Now().Add(time.Hour).UnixMilli(), Workspace: "workspace",
+		},
+		Request: req, Handler: allowAll{},
+	}
+	return &superviseFixture{binding: binding, launcher: l, echo: echo}
+}
+
+// supervisor returns a Supervisor on a fresh bolt ledger, and the ledger.
+func (f *superviseFixture) supervisor(b *testing.B, observer func(supervise.Event), l ledger.Ledger) *supervise.Supervisor {
+	b.Helper()
+	s, err := supervise.New(supervise.Config{Ledger: l, Launcher: f.launcher, Provider: f.binding,
+		Dispatcher: receiptDispatcher{}, SeatID: "seat", RuntimeBindingID: "runtime", Workspace: "workspace",
+		Observer: observer})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func openBolt(b *testing.B) *bolt.Ledger {
+	b.Helper()
+	l, err := bolt.Open(filepath.Join(b.TempDir(), "ledger.db"), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close(context.Background()) })
+	return l
+}
+
+// receiptDispatcher consumes every effect at once.
+type receiptDispatcher struct{}
+
+func (receiptDispatcher) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+}
+
+// call is a new operation of capability with args.
+func (f *superviseFixture) call(capability string, args map[string]any, budget int64) supervise.Call {
+	return supervise.Call{Scope: ledger.Scope{OrganizationID: "org", ProjectID: "project"},
+		OperationID: fmt.Sprint("op-", f.seq.Add(1)), CapabilityID: capability, Arguments: args, EffectBudget: budget}
+}
+
+func (f *superviseFixture) echoCall() supervise.Call {
+	return f.call("example.echo@1.0.0", map[string]any{"text": "hello"}, 0)
+}
+
+func (f *superviseFixture) effectsCall() supervise.Call {
+	return f.call("example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 2)
+}
+
+func invokeSucceeded(b *testing.B, s *supervise.Supervisor, c supervise.Call) *supervise.Outcome {
+	o, err := s.Invoke(context.Background(), c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return o
+}
+
+func launchSucceeded(b *testing.B, f *superviseFixture) {
+	out, err := f.launcher.Invoke(context.Background(), f.echo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if out.Result.State != launch.StateSucceeded {
+		b.Fatalf("state %s", out.Result.State)
+	}
+}
+
+// cpu returns the CPU time (user + system) of this process, which
+// excludes its children, and of its reaped children: the Runtime's own
+// CPU and the hosts'.
+func cpu() (self, children time.Duration) { return processCPU(), childrenCPU() }
+
+// reportRuntimeCPU reports the CPU per op spent by this process (the
+// Runtime) and by the host processes, from the marks taken before the loop.
+func reportRuntimeCPU(b *testing.B, self0, child0 time.Duration, ops int) {
+	self1, child1 := cpu()
+	b.ReportMetric(float64((self1-self0).Nanoseconds())/float64(ops), "runtime-cpu-ns/op")
+	b.ReportMetric(float64((child1-child0).Nanoseconds())/float64(ops), "host-cpu-ns/op")
+}
+
+// reportCommits reports the ledger's fsynced commits per op (each a bbolt
+// Commit: two fdatasyncs) and its writes per op.
+func reportCommits(b *testing.B, l *bolt.Ledger, s0 bolt.Stats, ops int) {
+	s1 := l.Stats()
+	b.ReportMetric(float64(s1.Commits-s0.Commits)/float64(ops), "commits/op")
+	b.ReportMetric(float64(s1.Writes-s0.Writes)/float64(ops), "writes/op")
+}
+
+// BenchmarkSupervise compares, in one run:
+//
+//   - Launch: launch.Invoke of the simulated host, example.echo, answered
+//     by a trivial in-memory handler (no ledger): the floor;
+//   - Invoke: supervise.Supervisor.Invoke of example.echo on the bolt
+//     ledger: a new operation per iteration (create, attempt, context,
+//     bootstrap id, launch, redemption, admission, publish, outcome);
+//   - TwoEffects: the same for example.two_effects (two effects, each
+//     authorized, dispatched and confirmed);
+//   - Launch8, Invoke8: eight at a time, ns/op per invocation;
+//   - Paired: one Launch and one Invoke in turn in every iteration, and
+//     their ratio x-launch, immune to load drift between rows.
+//
+// Each reports the Runtime's own CPU per invocation (this process's, which
+// excludes the host processes) and the hosts' CPU; the ledger rows report
+// fsynced commits and writes per invocation.
+func BenchmarkSupervise(b *testing.B) {
+	f := newSuperviseFixture(b)
+
+	b.Run("Launch", func(b *testing.B) {
+		b.ReportAllocs()
+		self0, child0 := cpu()
+		for b.Loop() {
+			launchSucceeded(b, f)
+		}
+		reportRuntimeCPU(b, self0, child0, b.N)
+	})
+	b.Run("Invoke", func(b *testing.B) {
+		l := openBolt(b)
+		s := f.supervisor(b, nil, l)
+		b.ReportAllocs()
+		s0 := l.Stats()
+		self0, child0 := cpu()
+		for b.Loop() {
+			invokeSucceeded(b, s, f.echoCall())
+		}
+		reportRuntimeCPU(b, self0, child0, b.N)
+		reportCommits(b, l, s0, b.N)
+	})
+	b.Run("TwoEffects", func(b *testing.B) {
+		l := openBolt(b)
+		s := f.supervisor(b, nil, l)
+		b.ReportAllocs()
+		s0 := l.Stats()
+		self0, child0 := cpu()
+		for b.Loop() {
+			invokeSucceeded(b, s, f.effectsCall())
+		}
+		reportRuntimeCPU(b, self0, child0, b.N)
+		reportCommits(b, l, s0, b.N)
+	})
+	eight := func(b *testing.B, one func()) {
+		var wg sync.WaitGroup
+		for b.Loop() {
+			for range 8 {
+				wg.Go(one)
+			}
+			wg.Wait()
+		}
+	}
+	b.Run("Launch8", func(b *testing.B) {
+		self0, child0 := cpu()
+		eight(b, func() { launchSucceeded(b, f) })
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*b.N), "ns/invocation")
+		reportRuntimeCPU(b, self0, child0, 8*b.N)
+	})
+	b.Run("Invoke8", func(b *testing.B) {
+		l := openBolt(b)
+		s := f.supervisor(b, nil, l)
+		s0 := l.Stats()
+		self0, child0 := cpu()
+		eight(b, func() { invokeSucceeded(b, s, f.echoCall()) })
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*b.N), "ns/invocation")
+		reportRuntimeCPU(b, self0, child0, 8*b.N)
+		reportCommits(b, l, s0, 8*b.N)
+	})
+	b.Run("Paired", func(b *testing.B) {
+		l := openBolt(b)
+		s := f.supervisor(b, nil, l)
+		var tl, ts time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			launchSucceeded(b, f)
+			t1 := time.Now()
+			invokeSucceeded(b, s, f.echoCall())
+			tl += t1.Sub(t0)
+			ts += time.Since(t1)
+		}
+		b.ReportMetric(float64(tl.Nanoseconds())/float64(b.N), "launch-ns/op")
+		b.ReportMetric(float64(ts.Nanoseconds())/float64(b.N), "invoke-ns/op")
+		b.ReportMetric(float64(ts)/float64(tl), "x-launch")
+	})
+	b.Run("Paired8", func(b *testing.B) {
+		l := openBolt(b)
+		s := f.supervisor(b, nil, l)
+		var tl, ts time.Duration
+		var wg sync.WaitGroup
+		for b.Loop() {
+			t0 := time.Now()
+			for range 8 {
+				wg.Go(func() { launchSucceeded(b, f) })
+			}
+			wg.Wait()
+			t1 := time.Now()
+			for range 8 {
+				wg.Go(func() { invokeSucceeded(b, s, f.echoCall()) })
+			}
+			wg.Wait()
+			tl += t1.Sub(t0)
+			ts += time.Since(t1)
+		}
+		b.ReportMetric(float64(tl.Nanoseconds())/float64(8*b.N), "launch-ns/invocation")
+		b.ReportMetric(float64(ts.Nanoseconds())/float64(8*b.N), "invoke-ns/invocation")
+		b.ReportMetric(float64(ts)/float64(tl), "x-launch")
+	})
+}
+
+// timedLedger times every call of the ledger by method name.
+type timedLedger struct {
+	ledger.Ledger
+	mu    sync.Mutex // guards times
+	times map[string][]time.Duration
+}
+
+func (t *timedLedger) note(name string, start time.Time) {
+	d := time.Since(start)
+	t.mu.Lock()
+	t.times[name] = append(t.times[name], d)
+	t.mu.Unlock()
+}
+
+func (t *timedLedger) CreateOperation(ctx context.Context, s ledger.OperationSpec) (ledger.Operation, error) {
+	defer t.note("CreateOperation", time.Now())
+	return t.Ledger.CreateOperation(ctx, s)
+}
+
+func (t *timedLedger) StartAttempt(ctx context.Context, s ledger.Scope, op, a string) (ledger.Fence, error) {
+	defer t.note("StartAttempt", time.Now())
+	return t.Ledger.StartAttempt(ctx, s, op, a)
+}
+
+func (t *timedLedger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.Bootstrap, error) {
+	defer t.note("IssueBootstrap", time.Now())
+	return t.Ledger.IssueBootstrap(ctx, f, id, d)
+}
+
+func (t *timedLedger) RedeemBootstrap(ctx context.Context, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {
+	defer t.note("RedeemBootstrap", time.Now())
+	return t.Ledger.RedeemBootstrap(ctx, f, r)
+}
+
+func (t *timedLedger) Admit(ctx context.Context, f ledger.Fence, d canon.Digest) (ledger.Attempt, error) {
+	defer t.note("Admit", time.Now())
+	return t.Ledger.Admit(ctx, f, d)
+}
+
+func (t *timedLedger) BeginEffect(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.EffectGrant, error) {
+	defer t.note("BeginEffect", time.Now())
+	return t.Ledger.BeginEffect(ctx, f, id, d)
+}
+
+func (t *timedLedger) ConfirmEffect(ctx context.Context, f ledger.Fence, id string, d canon.Digest, r string) (ledger.Effect, error) {
+	defer t.note("ConfirmEffect", time.Now())
+	return t.Ledger.ConfirmEffect(ctx, f, id, d, r)
+}
+
+func (t *timedLedger) AcceptResult(ctx context.Context, f ledger.Fence, d canon.Digest, a []byte) (ledger.Result, error) {
+	defer t.note("AcceptResult", time.Now())
+	return t.Ledger.AcceptResult(ctx, f, d, a)
+}
+
+func (t *timedLedger) RecordAttempt(ctx context.Context, f ledger.Fence, ev ledger.AttemptEvidence) (ledger.AttemptEvidence, error) {
+	defer t.note("RecordAttempt", time.Now())
+	return t.Ledger.RecordAttempt(ctx, f, ev)
+}
+
+func (t *timedLedger) Operation(ctx context.Context, s ledger.Scope, op string) (ledger.OperationView, error) {
+	defer t.note("Operation-read", time.Now())
+	return t.Ledger.Operation(ctx, s, op)
+}
+
+// stepClock records when each Event of the current invocation arrived.
+type stepClock struct {
+	mu     sync.Mutex // guards events
+	events []stepEvent
+}
+
+type stepEvent struct {
+	name string
+	at   time.Time
+}
+
+func (c *stepClock) observe(ev supervise.Event) {
+	name := string(ev.Kind)
+	if ev.Kind == supervise.EventRequest {
+		name = string(ev.Method)
+		if ev.Effect != nil {
+			name = ev.Effect.LogicalEffectID
+		}
+	}
+	c.mu.Lock()
+	c.events = append(c.events, stepEvent{name, time.Now()})
+	c.mu.Unlock()
+}
+
+func (c *stepClock) take() []stepEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.events
+	c.events = nil
+	return out
+}
+
+// BenchmarkSuperviseBreakdown runs Supervisor.Invoke of example.two_effects
+// on the bolt ledger one at a time and reports where the time of one
+// invocation goes, p50 and p99 in µs, from the Supervisor's Observer
+// events, the launcher's process lifetime and a timing wrapper around the
+// ledger:
+//
+//   - prepare: Invoke → the launch event (request preparation, context,
+//     CreateOperation, StartAttempt, IssueBootstrap);
+//   - spawn+bootstrap: the launch event → bootstrap answered (exec, the
+//     host's start-up, reading its context and request, the bootstrap
+//     exchange with RedeemBootstrap);
+//   - admit: → invoke.admit answered (the host's activation, the exchange
+//     with Admit);
+//   - effect-1, effect-2: → each effect answered (BeginEffect, dispatch,
+//     ConfirmEffect);
+//   - publish: → result.publish answered (AcceptResult);
+//   - exit+judge: → the outcome event (the host's exit and reap, result
+//     parsing, the ledger read and the attempt's evidence);
+//   - host-life: the host process's lifetime, start to reap;
+//   - one line per ledger method: that call's own time.
+func BenchmarkSuperviseBreakdown(b *testing.B) {
+	f := newSuperviseFixture(b)
+	bl := openBolt(b)
+	tl := &timedLedger{Ledger: bl, times: map[string][]time.Duration{}}
+	clock := &stepClock{}
+	s := f.supervisor(b, clock.observe, tl)
+	steps := map[string][]time.Duration{}
+	order := []string{}
+	add := func(name string, d time.Duration) {
+		if _, ok := steps[name]; !ok {
+			order = append(order, name)
+		}
+		steps[name] = append(steps[name], d)
+	}
+	for b.Loop() {
+		clock.take()
+		start := time.Now()
+		o := invokeSucceeded(b, s, f.effectsCall())
+		end := time.Now()
+		evs := clock.take()
+		prev := start
+		for _, ev := range evs {
+			switch ev.name {
+			case "operation", "attempt":
+				continue // prepare runs to the launch event
+			case "launch":
+				add("prepare", ev.at.Sub(prev))
+			case "bootstrap":
+				add("spawn+bootstrap", ev.at.Sub(prev))
+			case "invoke.admit":
+				add("admit", ev.at.Sub(prev))
+			case "result.publish":
+				add("publish", ev.at.Sub(prev))
+			case "outcome":
+				add("exit+judge", ev.at.Sub(prev))
+			default:
+				add(ev.name, ev.at.Sub(prev))
+			}
+			prev = ev.at
+		}
+		add("return", end.Sub(prev))
+		add("total", end.Sub(start))
+		if o.Launch != nil {
+			add("host-life", o.Launch.Process.Elapsed)
+		}
+	}
+	report := func(name string, ds []time.Duration) {
+		slices.Sort(ds)
+		p := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))].Nanoseconds()) / 1e3 }
+		b.ReportMetric(p(0.5), name+"-p50-µs")
+		b.ReportMetric(p(0.99), name+"-p99-µs")
+	}
+	for _, name := range order {
+		report(name, steps[name])
+	}
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	methods := make([]string, 0, len(tl.times))
+	for m := range tl.times {
+		methods = append(methods, m)
+	}
+	slices.Sort(methods)
+	for _, m := range methods {
+		report("ledger."+m, tl.times[m])
+	}
+}
