@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -168,6 +169,8 @@ func reportCommits(b *testing.B, l *bolt.Ledger, s0 bolt.Stats, ops int) {
 //   - Invoke: supervise.Supervisor.Invoke of example.echo on the bolt
 //     ledger: a new operation per iteration (create, attempt, context,
 //     bootstrap id, launch, redemption, admission, publish, outcome);
+//   - InvokeMemory: the same on the memory ledger, which separates the
+//     cost of the durable writes from the rest;
 //   - TwoEffects: the same for example.two_effects (two effects, each
 //     authorized, dispatched and confirmed);
 //   - Launch8, Invoke8: eight at a time, ns/op per invocation;
@@ -199,6 +202,17 @@ func BenchmarkSupervise(b *testing.B) {
 		}
 		reportRuntimeCPU(b, self0, child0, b.N)
 		reportCommits(b, l, s0, b.N)
+	})
+	b.Run("InvokeMemory", func(b *testing.B) {
+		l := memory.New()
+		defer l.Close(context.Background())
+		s := f.supervisor(b, nil, l)
+		b.ReportAllocs()
+		self0, child0 := cpu()
+		for b.Loop() {
+			invokeSucceeded(b, s, f.echoCall())
+		}
+		reportRuntimeCPU(b, self0, child0, b.N)
 	})
 	b.Run("TwoEffects", func(b *testing.B) {
 		l := openBolt(b)
