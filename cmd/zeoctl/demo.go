@@ -44,10 +44,10 @@ The steps:
   1. example.echo@1.0.0: a capability with no effects.
   2. example.two_effects@1.0.0: two effects, each authorized by the ledger,
      dispatched once and confirmed with a receipt.
-  3. A redelivery: the host of a new operation is lost after its two effects
-     and before it publishes; the next attempt sends the same logical
-     effects again and gets the same receipts from the ledger, with no
-     second dispatch.
+  3. A redelivery: the host of a new operation is lost once the ledger has
+     confirmed its two effects, before it publishes; the next attempt sends
+     the same logical effects again and gets the same receipts from the
+     ledger, with no second dispatch.
   4. A lost result: invoking step 2's operation again returns its accepted
      result from the ledger, without launching anything.
 
@@ -156,7 +156,7 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 	// 3. Redelivery after a lost host.
 	redo := effects
 	redo.OperationID = "demo-redelivery-" + run
-	fmt.Fprintf(w, "\n3. redelivery: operation %s loses its host after both effects, before it publishes\n", redo.OperationID)
+	fmt.Fprintf(w, "\n3. redelivery: operation %s loses its host once the ledger has confirmed both effects, before it publishes\n", redo.OperationID)
 	paused, pausedCleanup, err := newSupervisor(hostproc.EnvScenario + "=hang-before-publish")
 	if err != nil {
 		return err
