@@ -191,18 +191,23 @@ func BenchmarkSupervise(b *testing.B) {
 		}
 		reportRuntimeCPU(b, self0, child0, b.N)
 	})
-	b.Run("Invoke", func(b *testing.B) {
-		l := openBolt(b)
-		s := f.supervisor(b, nil, l)
-		b.ReportAllocs()
-		s0 := l.Stats()
-		self0, child0 := cpu()
-		for b.Loop() {
-			invokeSucceeded(b, s, f.echoCall())
+	// oneAtATime runs call's operations one after another on the bolt
+	// ledger.
+	oneAtATime := func(call func() supervise.Call) func(*testing.B) {
+		return func(b *testing.B) {
+			l := openBolt(b)
+			s := f.supervisor(b, nil, l)
+			b.ReportAllocs()
+			s0 := l.Stats()
+			self0, child0 := cpu()
+			for b.Loop() {
+				invokeSucceeded(b, s, call())
+			}
+			reportRuntimeCPU(b, self0, child0, b.N)
+			reportCommits(b, l, s0, b.N)
 		}
-		reportRuntimeCPU(b, self0, child0, b.N)
-		reportCommits(b, l, s0, b.N)
-	})
+	}
+	b.Run("Invoke", oneAtATime(f.echoCall))
 	b.Run("InvokeMemory", func(b *testing.B) {
 		l := memory.New()
 		defer l.Close(context.Background())
@@ -214,18 +219,7 @@ func BenchmarkSupervise(b *testing.B) {
 		}
 		reportRuntimeCPU(b, self0, child0, b.N)
 	})
-	b.Run("TwoEffects", func(b *testing.B) {
-		l := openBolt(b)
-		s := f.supervisor(b, nil, l)
-		b.ReportAllocs()
-		s0 := l.Stats()
-		self0, child0 := cpu()
-		for b.Loop() {
-			invokeSucceeded(b, s, f.effectsCall())
-		}
-		reportRuntimeCPU(b, self0, child0, b.N)
-		reportCommits(b, l, s0, b.N)
-	})
+	b.Run("TwoEffects", oneAtATime(f.effectsCall))
 	eight := func(b *testing.B, one func()) {
 		var wg sync.WaitGroup
 		for b.Loop() {

@@ -25,18 +25,14 @@ import (
 	"os"
 	"sync"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/examples/internal/simhost"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
-const hostMarker = "__dispatcher_host"
-
 func main() {
-	hostproc.MainIf(hostMarker)
+	simhost.MainIf()
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "dispatcher:", err)
 		os.Exit(1)
@@ -109,24 +105,16 @@ func (d *storeDispatcher) Dispatch(ctx context.Context, e supervise.Dispatch) (s
 }
 
 func run(ctx context.Context, w io.Writer) error {
-	self, err := os.Executable()
+	launcher, cleanup, err := simhost.Launcher()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "dispatcher-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	launcher, err := launch.New(launch.Config{Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: launch.TrustEnvironment{}})
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	l := memory.New()
 	defer l.Close(ctx)
 	st := &store{applied: map[string]string{}}
 	d := &storeDispatcher{s: st}
-	sup, err := supervise.New(supervise.Config{Ledger: l, Launcher: launcher, Provider: hostsim.DemoBinding(), Dispatcher: d,
+	sup, err := supervise.New(supervise.Config{Ledger: l, Launcher: launcher, Provider: simhost.Binding(), Dispatcher: d,
 		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1"})
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/examples/internal/simhost"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -36,10 +36,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
-const hostMarker = "__ownloop_host"
-
 func main() {
-	hostproc.MainIf(hostMarker)
+	simhost.MainIf()
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "ownloop:", err)
 		os.Exit(1)
@@ -52,35 +50,23 @@ func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Rec
 	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
 }
 
-// launcher returns a launcher of the simulated host with the given
-// environment (the host's whole environment).
-func launcher(dir string, env ...string) (*launch.Launcher, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	return launch.New(launch.Config{Interpreter: self, Args: []string{hostMarker}, Env: env, Dir: dir,
-		Verifier: launch.TrustEnvironment{}})
-}
-
 func run(ctx context.Context, w io.Writer) error {
-	dir, err := os.MkdirTemp("", "ownloop-")
+	// Two hosts: one that crashes (the simulated host's exit-1 scenario),
+	// one that behaves.
+	crashing, cleanup, err := simhost.Launcher(hostproc.EnvScenario + "=exit-1")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	crashing, err := launcher(dir, hostproc.EnvScenario+"=exit-1")
+	defer cleanup()
+	healthy, cleanup2, err := simhost.Launcher()
 	if err != nil {
 		return err
 	}
-	healthy, err := launcher(dir)
-	if err != nil {
-		return err
-	}
+	defer cleanup2()
 	l := memory.New()
 	defer l.Close(ctx)
 
-	provider := hostsim.DemoBinding()
+	provider := simhost.Binding()
 	m, err := manifest.Describe(provider.Manifests, "example.two_effects@1.0.0")
 	if err != nil {
 		return err

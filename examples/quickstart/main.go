@@ -13,19 +13,14 @@ import (
 	"io"
 	"os"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/examples/internal/simhost"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
-// hostMarker makes this executable the simulated host (see MainIf).
-const hostMarker = "__quickstart_host"
-
 func main() {
-	hostproc.MainIf(hostMarker)
+	simhost.MainIf() // this executable is also the host it launches
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
@@ -42,24 +37,14 @@ func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Rec
 }
 
 func run(ctx context.Context, w io.Writer) error {
-	// The host. A real provider: Interpreter is its environment's python,
-	// Args {"-m", "zeo_core.adapters.runtime_host"}, and the Verifier a
-	// launch.TreeVerifier of that environment.
-	self, err := os.Executable()
+	// The host: the simulated one here. For a real provider, launch.New
+	// with Interpreter its environment's python, Args {"-m",
+	// "zeo_core.adapters.runtime_host"} and a launch.TreeVerifier.
+	launcher, cleanup, err := simhost.Launcher()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "quickstart-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	launcher, err := launch.New(launch.Config{
-		Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: launch.TrustEnvironment{},
-	})
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 
 	// The ledger: memory here; ledger/bolt (one file) or a shared backend
 	// to survive a restart.
@@ -70,7 +55,7 @@ func run(ctx context.Context, w io.Writer) error {
 	// binding (testdata/examples/binding.json); yours comes from
 	// manifest.DecodeBinding.
 	sup, err := supervise.New(supervise.Config{
-		Ledger: l, Launcher: launcher, Provider: hostsim.DemoBinding(), Dispatcher: receipts{},
+		Ledger: l, Launcher: launcher, Provider: simhost.Binding(), Dispatcher: receipts{},
 		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1",
 	})
 	if err != nil {
