@@ -134,6 +134,32 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// ReadFrom copies r through Write in small reads, so that exec's copy of a
+// child's stderr does not allocate its 32 KiB buffer.
+func (t *tailBuffer) ReadFrom(r io.Reader) (int64, error) { return readFrom(t, r) }
+
+// readFrom feeds w from r in 4 KiB reads until EOF or a write error.
+func readFrom(w io.Writer, r io.Reader) (int64, error) {
+	buf := make([]byte, 4<<10)
+	var n int64
+	for {
+		m, err := r.Read(buf)
+		if m > 0 {
+			k, werr := w.Write(buf[:m])
+			n += int64(k)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -259,7 +259,9 @@ func TestDeadlineMidCallDiscardsWorker(t *testing.T) {
 	first := pidOf(t, resp)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	_, err = inst.Execute(ctx, &capabilityruntime.Request{Params: map[string]any{"sleep_ms": 60000}})
+	// deaf: the runtime does not notice the deadline itself (one that did
+	// would answer, and an answered call leaves its worker reusable).
+	_, err = inst.Execute(ctx, &capabilityruntime.Request{Params: map[string]any{"sleep_ms": 60000, "deaf": true}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("call past its deadline: %v, want DeadlineExceeded", err)
 	}

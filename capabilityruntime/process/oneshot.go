@@ -210,6 +210,9 @@ func (l *limitBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// ReadFrom copies r through Write in small reads (see tailBuffer.ReadFrom).
+func (l *limitBuffer) ReadFrom(r io.Reader) (int64, error) { return readFrom(l, r) }
+
 func (l *limitBuffer) overflowed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

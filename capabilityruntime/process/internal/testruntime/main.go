@@ -7,8 +7,8 @@
 // its first '.', so "echo.7" is an echo.
 //
 //	echo        a well-behaved runtime (both protocols): echoes its call and
-//	            reports itself; params touch, sleep_ms, linger_ms, fail,
-//	            crash, introspect
+//	            reports itself; params touch, sleep_ms, deaf, linger_ms,
+//	            fail, crash, introspect
 //	stubborn    ignores SIGTERM, and blocks forever once its server stopped
 //	crashstart  writes to stderr and exits 2 at once
 //	neverready  never creates the ready file
@@ -105,7 +105,9 @@ func main() {
 // echo reports the call back, and the process itself when asked.
 func echo(ctx context.Context, c *serve.Call, fds []string) (map[string]any, error) {
 	touch(c)
-	if ms := number(c.Params["sleep_ms"]); ms > 0 {
+	if ms := number(c.Params["sleep_ms"]); ms > 0 && c.Params["deaf"] == true {
+		time.Sleep(time.Duration(ms) * time.Millisecond) // deaf: ignores its deadline and cancellation
+	} else if ms > 0 {
 		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
 		select {
 		case <-t.C:
