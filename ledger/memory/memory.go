@@ -55,32 +55,41 @@ func New() *Ledger {
 	return l
 }
 
-// runner runs each call under the mutex (core.Runner). Reads and writes
-// are alike: core decides every refusal before its first write and store
-// writes cannot fail, so no rollback is ever needed.
+// runner runs each call under the mutex, on the caller's goroutine
+// (core.Serial, so core calls Begin and End and allocates nothing per
+// call; Read and Write do the same for any other user of the Runner).
+// Reads and writes are alike: core decides every refusal before its first
+// write and store writes cannot fail, so no rollback is ever needed.
 type runner struct{ l *Ledger }
 
+func (r runner) Begin(ctx context.Context, op string) (core.Tx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ledger/memory: %s: %w", op, err)
+	}
+	r.l.mu.Lock()
+	if r.l.closed {
+		r.l.mu.Unlock()
+		return nil, fmt.Errorf("ledger/memory: %s: %w", op, ledger.ErrClosed)
+	}
+	return &r.l.st, nil
+}
+
+func (r runner) End() { r.l.mu.Unlock() }
+
 func (r runner) Read(ctx context.Context, op string, fn func(core.Tx) error) error {
-	return r.l.do(ctx, op, fn)
+	return r.Write(ctx, op, fn)
 }
 
 func (r runner) Write(ctx context.Context, op string, fn func(core.Tx) error) error {
-	return r.l.do(ctx, op, fn)
+	tx, err := r.Begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer r.End()
+	return fn(tx)
 }
 
 func (r runner) Close(ctx context.Context) error { return r.l.Close(ctx) }
-
-func (l *Ledger) do(ctx context.Context, op string, fn func(core.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("ledger/memory: %s: %w", op, err)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return fmt.Errorf("ledger/memory: %s: %w", op, ledger.ErrClosed)
-	}
-	return fn(&l.st)
-}
 
 // Close marks the ledger closed and drops its contents; it never blocks
 // beyond calls already running and always returns nil. Later calls return

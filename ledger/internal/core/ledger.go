@@ -50,26 +50,102 @@ type Runner interface {
 // is one Read or Write running the function of this package of the same
 // name. Backends embed it, so that the ledger's methods are written once.
 type Ledger struct {
-	r Runner
+	r      Runner
+	serial Serial // r, when it is one; nil otherwise
 }
 
 var _ ledger.Ledger = (*Ledger)(nil)
 
 // New returns the ledger served by r.
-func New(r Runner) *Ledger { return &Ledger{r: r} }
-
-// write runs fn through the runner's Write and returns what the committed
-// run of fn returned.
-func write[T any](l *Ledger, ctx context.Context, op string, fn func(Tx) (T, error)) (T, error) {
-	return run(l, true, ctx, op, fn)
+func New(r Runner) *Ledger {
+	l := &Ledger{r: r}
+	l.serial, _ = r.(Serial)
+	return l
 }
 
-// read is write for calls that do not write: the runner's Read.
-func read[T any](l *Ledger, ctx context.Context, op string, fn func(Tx) (T, error)) (T, error) {
-	return run(l, false, ctx, op, fn)
+// Serial is implemented by a Runner whose calls all run once, on the
+// caller's goroutine, under the backend's own lock (ledger/memory). Ledger
+// then runs each call between Begin and End instead of through Read or
+// Write, which spares the closures those take: no allocation per call.
+// Begin checks ctx and the backend's closed state as Read and Write do,
+// takes the lock and returns the Tx of one call; End releases the lock.
+// Ledger calls End exactly once after each Begin that succeeded.
+type Serial interface {
+	Runner
+	Begin(ctx context.Context, op string) (Tx, error)
+	End()
 }
 
-func run[T any](l *Ledger, writes bool, ctx context.Context, op string, fn func(Tx) (T, error)) (T, error) {
+// How Ledger runs a call. With a Serial runner, the call runs between
+// Begin and End on the caller's goroutine, through a closure that does not
+// escape: nothing is allocated per call. Otherwise it goes through the
+// runner's Read or Write, which take a func(Tx) error that the backend may
+// keep (bolt hands it to its committer goroutine): the closure and the
+// result it fills are then on the heap. The callN helpers build each
+// closure only on its own path, so that the serial path stays free of
+// allocations; N is the number of arguments of the decision function.
+
+const (
+	reads  = false
+	writes = true
+)
+
+func call0[T any](l *Ledger, ctx context.Context, op string, w bool, fn func(Tx) (T, error)) (T, error) {
+	if l.serial != nil {
+		return serial(l, ctx, op, fn)
+	}
+	return run(l, ctx, op, w, fn)
+}
+
+func call1[A, T any](l *Ledger, ctx context.Context, op string, w bool, fn func(Tx, A) (T, error), a A) (T, error) {
+	if l.serial != nil {
+		return serial(l, ctx, op, func(tx Tx) (T, error) { return fn(tx, a) })
+	}
+	return run(l, ctx, op, w, func(tx Tx) (T, error) { return fn(tx, a) })
+}
+
+func call2[A, B, T any](l *Ledger, ctx context.Context, op string, w bool, fn func(Tx, A, B) (T, error), a A, b B) (T, error) {
+	if l.serial != nil {
+		return serial(l, ctx, op, func(tx Tx) (T, error) { return fn(tx, a, b) })
+	}
+	return run(l, ctx, op, w, func(tx Tx) (T, error) { return fn(tx, a, b) })
+}
+
+func call3[A, B, C, T any](l *Ledger, ctx context.Context, op string, w bool, fn func(Tx, A, B, C) (T, error), a A, b B, c C) (T, error) {
+	if l.serial != nil {
+		return serial(l, ctx, op, func(tx Tx) (T, error) { return fn(tx, a, b, c) })
+	}
+	return run(l, ctx, op, w, func(tx Tx) (T, error) { return fn(tx, a, b, c) })
+}
+
+func call4[A, B, C, D, T any](l *Ledger, ctx context.Context, op string, w bool, fn func(Tx, A, B, C, D) (T, error), a A, b B, c C, d D) (T, error) {
+	if l.serial != nil {
+		return serial(l, ctx, op, func(tx Tx) (T, error) { return fn(tx, a, b, c, d) })
+	}
+	return run(l, ctx, op, w, func(tx Tx) (T, error) { return fn(tx, a, b, c, d) })
+}
+
+func call5[A, B, C, D, E, T any](l *Ledger, ctx context.Context, op string, w bool, fn func(Tx, A, B, C, D, E) (T, error), a A, b B, c C, d D, e E) (T, error) {
+	if l.serial != nil {
+		return serial(l, ctx, op, func(tx Tx) (T, error) { return fn(tx, a, b, c, d, e) })
+	}
+	return run(l, ctx, op, w, func(tx Tx) (T, error) { return fn(tx, a, b, c, d, e) })
+}
+
+// serial runs fn between the Serial runner's Begin and End.
+func serial[T any](l *Ledger, ctx context.Context, op string, fn func(Tx) (T, error)) (T, error) {
+	tx, err := l.serial.Begin(ctx, op)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer l.serial.End()
+	return fn(tx)
+}
+
+// run runs fn through the runner's Write (w) or Read and returns what the
+// committed run of fn returned.
+func run[T any](l *Ledger, ctx context.Context, op string, w bool, fn func(Tx) (T, error)) (T, error) {
 	var out T
 	do := func(tx Tx) error {
 		var err error
@@ -77,7 +153,7 @@ func run[T any](l *Ledger, writes bool, ctx context.Context, op string, fn func(
 		return err
 	}
 	var err error
-	if writes {
+	if w {
 		err = l.r.Write(ctx, op, do)
 	} else {
 		err = l.r.Read(ctx, op, do)
@@ -89,98 +165,109 @@ func run[T any](l *Ledger, writes bool, ctx context.Context, op string, fn func(
 	return out, nil
 }
 
+// admitNow and beginEffectNow read the clock inside the transaction, so
+// that a deadline is compared with the time the call is decided, not the
+// time it was made (a group commit may hold it a while).
+func admitNow(tx Tx, f ledger.Fence, d canon.Digest) (ledger.Attempt, error) {
+	return Admit(tx, f, d, time.Now())
+}
+
+func beginEffectNow(tx Tx, f ledger.Fence, id string, d canon.Digest) (ledger.EffectGrant, error) {
+	return BeginEffect(tx, f, id, d, time.Now())
+}
+
 // CreateOperation implements [ledger.Ledger].
 func (l *Ledger) CreateOperation(ctx context.Context, spec ledger.OperationSpec) (ledger.Operation, error) {
-	return write(l, ctx, "CreateOperation", func(tx Tx) (ledger.Operation, error) { return CreateOperation(tx, spec) })
+	return call1(l, ctx, "CreateOperation", writes, CreateOperation, spec)
 }
 
 // StartAttempt implements [ledger.Ledger].
 func (l *Ledger) StartAttempt(ctx context.Context, s ledger.Scope, opID, attemptID string) (ledger.Fence, error) {
-	return write(l, ctx, "StartAttempt", func(tx Tx) (ledger.Fence, error) { return StartAttempt(tx, s, opID, attemptID) })
+	return call3(l, ctx, "StartAttempt", writes, StartAttempt, s, opID, attemptID)
 }
 
 // IssueBootstrap implements [ledger.Ledger].
 func (l *Ledger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
-	return write(l, ctx, "IssueBootstrap", func(tx Tx) (ledger.Bootstrap, error) { return IssueBootstrap(tx, f, id, launch) })
+	return call3(l, ctx, "IssueBootstrap", writes, IssueBootstrap, f, id, launch)
 }
 
 // RedeemBootstrap implements [ledger.Ledger].
 func (l *Ledger) RedeemBootstrap(ctx context.Context, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {
-	return write(l, ctx, "RedeemBootstrap", func(tx Tx) (ledger.Bootstrap, error) { return RedeemBootstrap(tx, f, r) })
+	return call2(l, ctx, "RedeemBootstrap", writes, RedeemBootstrap, f, r)
 }
 
 // Admit implements [ledger.Ledger]. The deadline is compared with the
 // clock when the transaction runs, not when the call was made.
 func (l *Ledger) Admit(ctx context.Context, f ledger.Fence, d canon.Digest) (ledger.Attempt, error) {
-	return write(l, ctx, "Admit", func(tx Tx) (ledger.Attempt, error) { return Admit(tx, f, d, time.Now()) })
+	return call2(l, ctx, "Admit", writes, admitNow, f, d)
 }
 
 // BeginEffect implements [ledger.Ledger]. Like Admit, it reads the clock
 // inside the transaction.
 func (l *Ledger) BeginEffect(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.EffectGrant, error) {
-	return write(l, ctx, "BeginEffect", func(tx Tx) (ledger.EffectGrant, error) { return BeginEffect(tx, f, id, d, time.Now()) })
+	return call3(l, ctx, "BeginEffect", writes, beginEffectNow, f, id, d)
 }
 
 // ConfirmEffect implements [ledger.Ledger].
 func (l *Ledger) ConfirmEffect(ctx context.Context, f ledger.Fence, id string, d canon.Digest, receipt string) (ledger.Effect, error) {
-	return write(l, ctx, "ConfirmEffect", func(tx Tx) (ledger.Effect, error) { return ConfirmEffect(tx, f, id, d, receipt) })
+	return call4(l, ctx, "ConfirmEffect", writes, ConfirmEffect, f, id, d, receipt)
 }
 
 // MarkNotConsumed implements [ledger.Ledger].
 func (l *Ledger) MarkNotConsumed(ctx context.Context, f ledger.Fence, id string, d canon.Digest, reason ledger.NotConsumedReason) (ledger.Effect, error) {
-	return write(l, ctx, "MarkNotConsumed", func(tx Tx) (ledger.Effect, error) { return MarkNotConsumed(tx, f, id, d, reason) })
+	return call4(l, ctx, "MarkNotConsumed", writes, MarkNotConsumed, f, id, d, reason)
 }
 
 // MarkUnknown implements [ledger.Ledger].
 func (l *Ledger) MarkUnknown(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.Effect, error) {
-	return write(l, ctx, "MarkUnknown", func(tx Tx) (ledger.Effect, error) { return MarkUnknown(tx, f, id, d) })
+	return call3(l, ctx, "MarkUnknown", writes, MarkUnknown, f, id, d)
 }
 
 // Resolve implements [ledger.Ledger].
 func (l *Ledger) Resolve(ctx context.Context, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
-	return write(l, ctx, "Resolve", func(tx Tx) (ledger.Effect, error) { return Resolve(tx, s, opID, id, d, res) })
+	return call5(l, ctx, "Resolve", writes, Resolve, s, opID, id, d, res)
 }
 
 // AcceptResult implements [ledger.Ledger]. The backend's Tx copies the
 // artifact bytes when it stores them; the caller keeps artifact.
 func (l *Ledger) AcceptResult(ctx context.Context, f ledger.Fence, dd canon.Digest, artifact []byte) (ledger.Result, error) {
-	return write(l, ctx, "AcceptResult", func(tx Tx) (ledger.Result, error) { return AcceptResult(tx, f, dd, artifact) })
+	return call3(l, ctx, "AcceptResult", writes, AcceptResult, f, dd, artifact)
 }
 
 // Cancel implements [ledger.Ledger].
 func (l *Ledger) Cancel(ctx context.Context, s ledger.Scope, opID, reason string) (ledger.Operation, error) {
-	return write(l, ctx, "Cancel", func(tx Tx) (ledger.Operation, error) { return Cancel(tx, s, opID, reason) })
+	return call3(l, ctx, "Cancel", writes, Cancel, s, opID, reason)
 }
 
 // Operation implements [ledger.Ledger].
 func (l *Ledger) Operation(ctx context.Context, s ledger.Scope, opID string) (ledger.OperationView, error) {
-	return read(l, ctx, "Operation", func(tx Tx) (ledger.OperationView, error) { return View(tx, s, opID) })
+	return call2(l, ctx, "Operation", reads, View, s, opID)
 }
 
 // ListUnknown implements [ledger.Ledger].
 func (l *Ledger) ListUnknown(ctx context.Context) ([]ledger.Effect, error) {
-	return read(l, ctx, "ListUnknown", ListUnknown)
+	return call0(l, ctx, "ListUnknown", reads, ListUnknown)
 }
 
 // ListOperations implements [ledger.Ledger].
 func (l *Ledger) ListOperations(ctx context.Context, q ledger.OperationQuery) ([]ledger.Operation, error) {
-	return read(l, ctx, "ListOperations", func(tx Tx) ([]ledger.Operation, error) { return ListOperations(tx, q) })
+	return call1(l, ctx, "ListOperations", reads, ListOperations, q)
 }
 
 // RecordAttempt implements [ledger.Ledger].
 func (l *Ledger) RecordAttempt(ctx context.Context, f ledger.Fence, ev ledger.AttemptEvidence) (ledger.AttemptEvidence, error) {
-	return write(l, ctx, "RecordAttempt", func(tx Tx) (ledger.AttemptEvidence, error) { return RecordAttempt(tx, f, ev) })
+	return call2(l, ctx, "RecordAttempt", writes, RecordAttempt, f, ev)
 }
 
 // Evidence implements [ledger.Ledger].
 func (l *Ledger) Evidence(ctx context.Context, s ledger.Scope, opID string) ([]ledger.AttemptEvidence, error) {
-	return read(l, ctx, "Evidence", func(tx Tx) ([]ledger.AttemptEvidence, error) { return Evidence(tx, s, opID) })
+	return call2(l, ctx, "Evidence", reads, Evidence, s, opID)
 }
 
 // Artifact implements [ledger.Ledger]. The returned bytes are the Tx's
 // copy, owned by the caller.
 func (l *Ledger) Artifact(ctx context.Context, s ledger.Scope, ref string) (ledger.Artifact, error) {
-	return read(l, ctx, "Artifact", func(tx Tx) (ledger.Artifact, error) { return GetArtifact(tx, s, ref) })
+	return call2(l, ctx, "Artifact", reads, GetArtifact, s, ref)
 }
 
 // Close implements [ledger.Ledger] by closing the runner.
