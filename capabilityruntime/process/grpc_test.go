@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -86,23 +87,33 @@ func TestGRPCRoundTrip(t *testing.T) {
 
 func TestHealthStartsAWorker(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "echo")
-	inst := start(t, b, spec(root, entry, capabilityruntime.ProtocolV1, 1))
-	if n := len(processes(entry)); n != 0 {
+	f := newFixture(t, "echo", capabilityruntime.ProtocolV1, 1, nil)
+	if n := len(processes(f.entry)); n != 0 {
 		t.Fatalf("Start ran %d processes; workers start on demand", n)
 	}
-	if err := inst.Health(t.Context()); err != nil {
+	if err := f.inst.Health(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(processes(entry)); n != 1 {
+	if n := len(processes(f.entry)); n != 1 {
 		t.Fatalf("after Health: %d processes, want the one worker that answered", n)
 	}
-	if err := closeInstance(t, inst); err != nil {
-		t.Fatal(err)
+	f.close(t)
+}
+
+// TestHealthAsksTheWorker: Health reports the runtime's own answer, and a
+// worker that answers not ready is kept (it answered; it is not broken).
+func TestHealthAsksTheWorker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "unready", "", 1, nil)
+	pid := pidOf(t, f.call(t, nil))
+	err := f.inst.Health(t.Context())
+	if !errors.Is(err, process.ErrUnhealthy) || !strings.Contains(err.Error(), "warming up") {
+		t.Fatalf("Health: %v, want ErrUnhealthy with the runtime's message", err)
 	}
-	requireNoLeftovers(t, entry, cfg.TempDir)
+	if pidOf(t, f.call(t, nil)) != pid {
+		t.Fatal("a worker that answered not ready was replaced")
+	}
+	f.close(t)
 }
 
 // TestPoolNeverExceedsMaxWorkers runs 50 concurrent calls on a pool of 3,
@@ -206,119 +217,75 @@ func TestPoolNeverExceedsMaxWorkers(t *testing.T) {
 
 func TestCancelledCallDiscardsWorker(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "echo")
-	inst := start(t, b, spec(root, entry, "", 1))
-	resp, err := inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := pidOf(t, resp)
+	f := newFixture(t, "echo", "", 1, nil)
+	first := pidOf(t, f.call(t, nil))
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		// The runtime marks the call's arrival with a file in its working
 		// directory (the root), then sleeps a minute.
-		_, err := inst.Execute(ctx, &capabilityruntime.Request{Params: map[string]any{"touch": "arrived", "sleep_ms": 60000}})
+		_, err := f.inst.Execute(ctx, &capabilityruntime.Request{Params: map[string]any{"touch": "arrived", "sleep_ms": 60000}})
 		done <- err
 	}()
 	waitFor(t, "the call to reach the worker", func() bool {
-		_, err := os.Stat(filepath.Join(root, "arrived"))
+		_, err := os.Stat(filepath.Join(f.root, "arrived"))
 		return err == nil
 	})
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v, want context.Canceled", err)
 	}
-	resp, err = inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := f.call(t, nil)
 	if second := pidOf(t, resp); second == first {
 		t.Fatalf("the cancelled call's worker %d served again", first)
 	}
 	waitFor(t, "the discarded worker to be gone", func() bool { return !alive(first) })
-	if err := closeInstance(t, inst); err != nil {
-		t.Fatal(err)
-	}
-	requireNoLeftovers(t, entry, cfg.TempDir)
+	f.close(t)
 }
 
 func TestDeadlineMidCallDiscardsWorker(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "echo")
-	inst := start(t, b, spec(root, entry, "", 1))
-	resp, err := inst.Execute(t.Context(), nil) // warm: the next call reaches the worker at once
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := pidOf(t, resp)
+	f := newFixture(t, "echo", "", 1, nil)
+	first := pidOf(t, f.call(t, nil)) // warm: the next call reaches the worker at once
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	// deaf: the runtime does not notice the deadline itself (one that did
 	// would answer, and an answered call leaves its worker reusable).
-	_, err = inst.Execute(ctx, &capabilityruntime.Request{Params: map[string]any{"sleep_ms": 60000, "deaf": true}})
+	_, err := f.inst.Execute(ctx, &capabilityruntime.Request{Params: map[string]any{"sleep_ms": 60000, "deaf": true}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("call past its deadline: %v, want DeadlineExceeded", err)
 	}
 	waitFor(t, "the worker of the call past its deadline to be gone", func() bool { return !alive(first) })
-	resp, err = inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pidOf(t, resp) == first {
+	if pidOf(t, f.call(t, nil)) == first {
 		t.Fatal("the worker of the call past its deadline served again")
 	}
-	if err := closeInstance(t, inst); err != nil {
-		t.Fatal(err)
-	}
+	f.close(t)
 }
 
 func TestCrashDiscardsWorker(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "echo")
-	inst := start(t, b, spec(root, entry, "", 1))
-	resp, err := inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := pidOf(t, resp)
+	f := newFixture(t, "echo", "", 1, nil)
+	first := pidOf(t, f.call(t, nil))
 	// The worker exits mid-call: a transport error, not the caller's doing.
-	_, err = inst.Execute(t.Context(), &capabilityruntime.Request{Params: map[string]any{"crash": true}})
+	_, err := f.inst.Execute(t.Context(), &capabilityruntime.Request{Params: map[string]any{"crash": true}})
 	if !errors.Is(err, process.ErrWorkerFailed) {
 		t.Fatalf("crashed call: %v, want ErrWorkerFailed", err)
 	}
-	resp, err = inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatalf("call after a crash: %v (the dead worker was reused?)", err)
-	}
-	if pidOf(t, resp) == first {
+	idle := pidOf(t, f.call(t, nil)) // a dead worker reused would fail here
+	if idle == first {
 		t.Fatal("the crashed worker served again")
 	}
 
 	// A worker that dies while idle is replaced before a call reaches it.
-	idle := pidOf(t, resp)
 	if err := syscall.Kill(idle, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the killed idle worker to be reaped", func() bool { return !alive(idle) && len(processes(entry)) == 0 })
-	resp, err = inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatalf("call after the idle worker died: %v", err)
-	}
-	if pidOf(t, resp) == idle {
+	waitFor(t, "the killed idle worker to be reaped", func() bool { return !alive(idle) && len(processes(f.entry)) == 0 })
+	if pidOf(t, f.call(t, nil)) == idle {
 		t.Fatal("a dead worker's pid answered")
 	}
-	if err := closeInstance(t, inst); err != nil {
-		t.Fatal(err)
-	}
-	requireNoLeftovers(t, entry, cfg.TempDir)
+	f.close(t)
 }
 
 func TestStartFailures(t *testing.T) {
@@ -375,24 +342,18 @@ func TestStartFailures(t *testing.T) {
 // periods, and Close says so.
 func TestStubbornWorkerIsKilled(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	cfg.ShutdownGrace = 200 * time.Millisecond
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "stubborn")
-	inst := start(t, b, spec(root, entry, "", 1))
-	resp, err := inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := pidOf(t, resp)
-	err = closeInstance(t, inst)
+	f := newFixture(t, "stubborn", "", 1, func(c *process.Config) {
+		c.ShutdownGrace = 200 * time.Millisecond
+	})
+	pid := pidOf(t, f.call(t, nil))
+	err := closeInstance(t, f.inst)
 	if !errors.Is(err, process.ErrKilled) {
 		t.Fatalf("Close: %v, want ErrKilled", err)
 	}
 	if alive(pid) {
 		t.Fatalf("stubborn worker %d alive after Close", pid)
 	}
-	requireNoLeftovers(t, entry, cfg.TempDir)
+	requireNoLeftovers(t, f.entry, f.cfg.TempDir)
 }
 
 // TestCloseWithCallsInFlight: Close bounded by its context ends calls that
@@ -400,27 +361,25 @@ func TestStubbornWorkerIsKilled(t *testing.T) {
 // request, and leaves no process, socket or directory behind.
 func TestCloseWithCallsInFlight(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	cfg.ShutdownGrace = time.Hour // only Close's context can end this
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "stubborn")
-	inst := start(t, b, spec(root, entry, "", 3))
+	f := newFixture(t, "stubborn", "", 3, func(c *process.Config) {
+		c.ShutdownGrace = time.Hour // only Close's context can end this
+	})
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	for i := range 3 {
 		wg.Go(func() {
 			params := map[string]any{"sleep_ms": 3600000, "touch": fmt.Sprint("arrived-", i)}
-			_, err := inst.Execute(context.Background(), &capabilityruntime.Request{Params: params})
+			_, err := f.inst.Execute(context.Background(), &capabilityruntime.Request{Params: params})
 			errs <- err
 		})
 	}
 	waitFor(t, "three calls in their workers", func() bool {
-		m, _ := filepath.Glob(filepath.Join(root, "arrived-*"))
+		m, _ := filepath.Glob(filepath.Join(f.root, "arrived-*"))
 		return len(m) == 3
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err := inst.Close(ctx)
+	err := f.inst.Close(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Close: %v, want the context's DeadlineExceeded (workers killed at its bound)", err)
 	}
@@ -431,30 +390,28 @@ func TestCloseWithCallsInFlight(t *testing.T) {
 			t.Errorf("in-flight call: %v, want ErrWorkerFailed", err)
 		}
 	}
-	requireNoLeftovers(t, entry, cfg.TempDir)
+	requireNoLeftovers(t, f.entry, f.cfg.TempDir)
 }
 
 // TestCloseEndsWaitingCalls: a call waiting for the pool's only worker
 // fails with ErrClosed when the pool closes.
 func TestCloseEndsWaitingCalls(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	cfg.ShutdownGrace = 500 * time.Millisecond
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "echo")
-	inst := start(t, b, spec(root, entry, "", 1))
+	f := newFixture(t, "echo", "", 1, func(c *process.Config) {
+		c.ShutdownGrace = 500 * time.Millisecond
+	})
 	busy := make(chan error, 1)
 	go func() {
-		_, err := inst.Execute(context.Background(), &capabilityruntime.Request{Params: map[string]any{"sleep_ms": 3600000}})
+		_, err := f.inst.Execute(context.Background(), &capabilityruntime.Request{Params: map[string]any{"sleep_ms": 3600000}})
 		busy <- err
 	}()
-	waitFor(t, "the worker", func() bool { return len(processes(entry)) == 1 })
+	waitFor(t, "the worker", func() bool { return len(processes(f.entry)) == 1 })
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := inst.Execute(context.Background(), nil)
+		_, err := f.inst.Execute(context.Background(), nil)
 		waiting <- err
 	}()
-	if err := closeInstance(t, inst); err != nil {
+	if err := closeInstance(t, f.inst); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-waiting; !errors.Is(err, process.ErrClosed) && !errors.Is(err, process.ErrWorkerFailed) {
@@ -463,7 +420,7 @@ func TestCloseEndsWaitingCalls(t *testing.T) {
 	if err := <-busy; err == nil {
 		t.Error("the busy call succeeded after Close")
 	}
-	requireNoLeftovers(t, entry, cfg.TempDir)
+	requireNoLeftovers(t, f.entry, f.cfg.TempDir)
 }
 
 func TestSharedPoolAndRestart(t *testing.T) {

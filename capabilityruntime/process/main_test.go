@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
+	"github.com/zeoruntime/runtimeipc/internal/testbin"
 )
 
 // fixtureBin is the testruntime program, built once by TestMain.
@@ -31,7 +31,7 @@ var (
 )
 
 var behaviours = map[string]bool{
-	"echo": false, "stubborn": false, "crashstart": false, "neverready": false, "wrongproto": false,
+	"echo": false, "stubborn": false, "crashstart": false, "neverready": false, "wrongproto": false, "unready": false,
 	"garbage": false, "twodocs": false, "flood": false, "exit3": false, "spawner": false,
 }
 
@@ -44,19 +44,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			fmt.Fprintln(os.Stderr, "go tool not found:", err)
-			return 1
-		}
-	}
-	fixtureBin = filepath.Join(dir, "testruntime")
-	build := exec.Command(gobin, "build", "-trimpath", "-o", fixtureBin, "github.com/zeoruntime/runtimeipc/capabilityruntime/process/internal/testruntime")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building testruntime:", err)
+	if fixtureBin, err = testbin.Build(dir, "testruntime", "github.com/zeoruntime/runtimeipc/capabilityruntime/process/internal/testruntime"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	code := m.Run()
@@ -269,4 +258,45 @@ func closeInstance(t *testing.T, inst capabilityruntime.BackendInstance) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return inst.Close(ctx)
+}
+
+// fixture is one test's backend, runtime file and instance.
+type fixture struct {
+	cfg         process.Config
+	b           *process.Backend
+	root, entry string
+	inst        capabilityruntime.BackendInstance
+}
+
+// newFixture starts an instance of behaviour on a backend of its own, with
+// testConfig tuned by tune (if not nil).
+func newFixture(t *testing.T, behaviour, protocol string, maxWorkers int, tune func(*process.Config)) *fixture {
+	t.Helper()
+	f := &fixture{cfg: testConfig(t)}
+	if tune != nil {
+		tune(&f.cfg)
+	}
+	f.b = newBackend(t, f.cfg)
+	f.root, f.entry = runtimeFile(t, behaviour)
+	f.inst = start(t, f.b, spec(f.root, f.entry, protocol, maxWorkers))
+	return f
+}
+
+// call executes params and fails the test on any error.
+func (f *fixture) call(t *testing.T, params map[string]any) *capabilityruntime.Response {
+	t.Helper()
+	resp, err := f.inst.Execute(t.Context(), &capabilityruntime.Request{Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// close closes the instance and checks that nothing of it remains.
+func (f *fixture) close(t *testing.T) {
+	t.Helper()
+	if err := closeInstance(t, f.inst); err != nil {
+		t.Fatal(err)
+	}
+	requireNoLeftovers(t, f.entry, f.cfg.TempDir)
 }

@@ -24,12 +24,9 @@ import (
 
 func TestJSONRoundTrip(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	b := newBackend(t, cfg)
-	root, entry := runtimeFile(t, "echo")
-	inst := start(t, b, spec(root, entry, capabilityruntime.ProtocolJSONV1, 0))
+	f := newFixture(t, "echo", capabilityruntime.ProtocolJSONV1, 0, nil)
 	params := map[string]any{"n": 42, "list": []string{"a"}, "obj": map[string]int{"k": 1}}
-	resp, err := inst.Execute(t.Context(), &capabilityruntime.Request{Params: params, CorrelationID: "not sent"})
+	resp, err := f.inst.Execute(t.Context(), &capabilityruntime.Request{Params: params, CorrelationID: "not sent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,27 +38,22 @@ func TestJSONRoundTrip(t *testing.T) {
 	if resp.Result["execution_id"] != "" || resp.Result["correlation_id"] != "" || resp.Result["deadline_ms"] != -1.0 {
 		t.Errorf("one-shot call carried ids or a deadline: %v", resp.Result)
 	}
-	first := pidOf(t, resp)
-	resp, err = inst.Execute(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pidOf(t, resp) == first {
+	if pidOf(t, f.call(t, nil)) == pidOf(t, resp) {
 		t.Error("two one-shot calls ran in one process")
 	}
-	if err := inst.Health(t.Context()); err != nil {
+	if err := f.inst.Health(t.Context()); err != nil {
 		t.Errorf("Health: %v", err)
 	}
-	if err := closeInstance(t, inst); err != nil {
+	if err := closeInstance(t, f.inst); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := inst.Execute(t.Context(), nil); !errors.Is(err, process.ErrClosed) {
+	if _, err := f.inst.Execute(t.Context(), nil); !errors.Is(err, process.ErrClosed) {
 		t.Errorf("Execute after Close: %v, want ErrClosed (upstream ran it anyway)", err)
 	}
-	if err := inst.Health(t.Context()); !errors.Is(err, process.ErrClosed) {
+	if err := f.inst.Health(t.Context()); !errors.Is(err, process.ErrClosed) {
 		t.Errorf("Health after Close: %v, want ErrClosed", err)
 	}
-	requireNoLeftovers(t, entry, cfg.TempDir)
+	requireNoLeftovers(t, f.entry, f.cfg.TempDir)
 }
 
 // TestControlledFailure: Response.Error reaches the caller as a

@@ -355,9 +355,11 @@ func (i *poolInstance) Execute(ctx context.Context, req *capabilityruntime.Reque
 	return i.p.execute(ctx, req)
 }
 
-// Health asks a worker of the pool, idle or started for the purpose, for
-// its Health; it returns nil when the worker answers ready. A worker whose
-// Health call fails is discarded.
+// Health asks a worker of the pool for its Health: an idle one, else one
+// started for the purpose, else (all busy) the first to come free within
+// ctx. It returns nil when the worker answers ready, an error wrapping
+// ErrUnhealthy with the worker's message when it answers not ready. A worker
+// whose Health call fails is discarded.
 func (i *poolInstance) Health(ctx context.Context) error {
 	if i.closed.Load() {
 		return ErrClosed

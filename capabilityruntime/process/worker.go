@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -47,6 +48,7 @@ type worker struct {
 	conn     *grpc.ClientConn
 	client   pb.CapabilityRuntimeServiceClient
 	features []string
+	log      *slog.Logger
 
 	stopOnce sync.Once
 	stopped  chan struct{}
@@ -80,7 +82,7 @@ func (p *pool) startWorker(ctx context.Context) (*worker, error) {
 		os.RemoveAll(dir)
 		return nil, fail(nil, err)
 	}
-	w := &worker{proc: proc, dir: dir, stopped: make(chan struct{})}
+	w := &worker{proc: proc, dir: dir, log: p.b.log.With("runtime", s.name(), "pid", proc.pid), stopped: make(chan struct{})}
 
 	// One bound for the whole start: the caller's deadline, at most
 	// StartTimeout, and the pool's closing.
@@ -129,7 +131,7 @@ func (p *pool) startWorker(ctx context.Context) (*worker, error) {
 		return nil, fail(w, &ProtocolError{Want: s.protocol, Got: got})
 	}
 	w.features = resp.GetFeatures()
-	p.b.log.Debug("capability runtime worker ready", "runtime", s.name(), "pid", proc.pid, "features", w.features)
+	w.log.Debug("capability runtime worker ready", "features", w.features)
 	return w, nil
 }
 
@@ -216,6 +218,7 @@ func (w *worker) shutdown(ctx context.Context, grace time.Duration) error {
 		}
 	}
 	if ctx.Err() == nil && !p.hasExited() {
+		w.log.Warn("capability runtime worker did not stop after Shutdown; sending SIGTERM", "grace", grace)
 		p.signalGroup(syscall.SIGTERM)
 		if wait(grace) {
 			return nil
@@ -224,6 +227,7 @@ func (w *worker) shutdown(ctx context.Context, grace time.Duration) error {
 	if p.hasExited() {
 		return nil
 	}
+	w.log.Warn("capability runtime worker still alive; sending SIGKILL", "context_done", ctx.Err() != nil)
 	p.signalGroup(syscall.SIGKILL)
 	if !p.waitExited(killWait) {
 		return fmt.Errorf("process: worker pid %d was not reaped within %v of SIGKILL", p.pid, killWait)

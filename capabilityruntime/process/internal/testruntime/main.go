@@ -13,6 +13,7 @@
 //	crashstart  writes to stderr and exits 2 at once
 //	neverready  never creates the ready file
 //	wrongproto  answers Initialize with another protocol
+//	unready     an echo whose Health answers not ready
 //	garbage     (JSON) writes a line of text before its response
 //	twodocs     (JSON) writes two responses
 //	flood       (JSON) writes far more than any output limit
@@ -65,6 +66,8 @@ func main() {
 		os.Exit(2)
 	case "neverready":
 		sleepForever()
+	case "unready":
+		h.Health = func(context.Context) error { return errors.New("warming up") }
 	case "wrongproto":
 		h.Initialize = func(context.Context, *serve.Init) (*serve.InitResult, error) {
 			return &serve.InitResult{Protocol: "neuron/capability-runtime-v0"}, nil
