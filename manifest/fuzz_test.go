@@ -3,6 +3,13 @@ package manifest_test
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,7 +119,7 @@ func FuzzDecodeManifest(f *testing.F) {
 
 // FuzzPrepareRequest: arbitrary schemas and arguments never panic, and a
 // prepared request is idempotent (preparing its arguments again gives the
-// same digest).
+// same arguments, up to the order of arrays: see samePrepared).
 func FuzzPrepareRequest(f *testing.F) {
 	f.Add([]byte(nestedSchema), []byte(`{"outer":{"inner":{}}}`))
 	f.Add([]byte(`{"properties":{"organization_id":{"default":"org-a","type":"string"},"text":{"type":"string"}},"required":["text"],"type":"object"}`), []byte(`{"text":"hello"}`))
@@ -135,8 +142,144 @@ func FuzzPrepareRequest(f *testing.F) {
 			// schema whose default breaks its own rules may then refuse.
 			return
 		}
-		if p2.RequestDigest != p.RequestDigest {
-			t.Fatalf("not idempotent: %s vs %s", p.RequestDigest, p2.RequestDigest)
-		}
+		samePrepared(t, p, p2)
 	})
+}
+
+// samePrepared fails unless preparing p's arguments gave p again, up to
+// the order of arrays: pydantic writes a set in CPython's hash-table order,
+// which depends on the order the elements arrived in, so a set can come
+// out of a second preparation reordered, as it comes out of pydantic.
+func samePrepared(t *testing.T, p, p2 manifest.Prepared) {
+	t.Helper()
+	if p2.RequestDigest == p.RequestDigest {
+		return
+	}
+	a, _ := canon.Marshal(sortArrays(p.Arguments))
+	b, _ := canon.Marshal(sortArrays(p2.Arguments))
+	if string(a) != string(b) {
+		t.Fatalf("not idempotent:\n%s\n%s", a, b)
+	}
+}
+
+// sortArrays returns a copy of a JSON value with every array sorted by
+// the canonical bytes of its elements.
+func sortArrays(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = sortArrays(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		keys := make([]string, len(x))
+		for i, e := range x {
+			out[i] = sortArrays(e)
+			b, _ := canon.Marshal(out[i])
+			keys[i] = string(b)
+		}
+		idx := make([]int, len(x))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(i, j int) bool { return keys[idx[i]] < keys[idx[j]] })
+		sorted := make([]any, len(x))
+		for i, j := range idx {
+			sorted[i] = out[j]
+		}
+		return sorted
+	}
+	return v
+}
+
+// pydanticSchemas are the claimed models' schemas as pydantic 2.13.4
+// exports them (testdata/pydantic/schemas.json, which
+// TestPydanticSchemasCommitted keeps equal to the oracle's), sorted by
+// model name.
+func pydanticSchemas(tb testing.TB) (names []string, schemas []map[string]any) {
+	tb.Helper()
+	raw, err := os.ReadFile("testdata/pydantic/schemas.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var all map[string]map[string]any
+	if err := canon.Unmarshal(raw, &all); err != nil {
+		tb.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		names = append(names, name)
+		schemas = append(schemas, all[name])
+	}
+	return names, schemas
+}
+
+// FuzzPydanticPrepare: arguments for the pydantic models of the
+// differential test, seeded with the arguments it generates. PrepareRequest
+// never panics, refuses only with *ValidationError, returns arguments with
+// a canonical form, and is idempotent (samePrepared); a second preparation
+// may only refuse where pydantic refuses its own output (a Decimal it
+// wrote in exponent form fails the schema's pattern).
+func FuzzPydanticPrepare(f *testing.F) {
+	names, schemas := pydanticSchemas(f)
+	for i, s := range schemas {
+		g := &gen{r: rand.New(rand.NewPCG(17, uint64(i))), root: s}
+		for range 40 {
+			f.Add(uint8(i), []byte(g.value(s, 4)))
+		}
+	}
+	manifests := make([]manifest.CapabilityManifest, len(schemas))
+	for i := range schemas {
+		manifests[i] = pyManifest(names[i], schemas[i])
+	}
+	var v manifest.Validator
+	f.Fuzz(func(t *testing.T, model uint8, args []byte) {
+		m := manifests[int(model)%len(manifests)]
+		p, err := v.PrepareRequestJSON(m, args)
+		if err != nil {
+			var ve *manifest.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, manifest.ErrInvalidArguments) {
+				t.Fatalf("refusal is not an ErrInvalidArguments *ValidationError: %v", err)
+			}
+			return
+		}
+		if _, err := canon.Marshal(p.Arguments); err != nil {
+			t.Fatalf("prepared arguments have no canonical form: %v", err)
+		}
+		p2, err := v.PrepareRequest(m, p.Arguments)
+		if err != nil {
+			var ve *manifest.ValidationError
+			if errors.As(err, &ve) && ve.Rule == "arguments.schema:pattern" {
+				if d, _ := lookup(p.Arguments, ve.Pointer).(string); strings.Contains(d, "E") {
+					return
+				}
+			}
+			t.Fatalf("prepared arguments refused: %v", err)
+		}
+		samePrepared(t, p, p2)
+	})
+}
+
+// lookup resolves a JSON pointer in a plain JSON value.
+func lookup(v any, ptr string) any {
+	for tok := range strings.SplitSeq(strings.TrimPrefix(ptr, "/"), "/") {
+		if ptr == "" {
+			break
+		}
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }

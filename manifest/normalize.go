@@ -424,14 +424,20 @@ func (w *normalizer) pointer() string {
 	return b.String()
 }
 
+// fail is a refusal at the current value. While a union member is only
+// being tried the refusal carries its rule alone: it is discarded unless
+// every member refuses, and then the union reports a refusal of its own,
+// so the pointer and message are not worth building.
 func (w *normalizer) fail(rule, format string, args ...any) *normError {
+	if w.trial > 0 {
+		return &normError{rule: rule}
+	}
 	return &normError{ptr: w.pointer(), rule: rule, detail: fmt.Sprintf(format, args...)}
 }
 
+// fatal is a value the host cannot hash; it is always reported in full.
 func (w *normalizer) fatal(rule, format string, args ...any) *normError {
-	e := w.fail(rule, format, args...)
-	e.fatal, e.fields = true, -1
-	return e
+	return &normError{ptr: w.pointer(), rule: rule, detail: fmt.Sprintf(format, args...), fatal: true, fields: -1}
 }
 
 // child normalizes the value at reference token tok. A fatal refusal is
@@ -596,10 +602,10 @@ func (w *normalizer) dict(n *pyNode, v any) (result, *normError) {
 	}
 	ex := strict
 	var deferred *normError
-	for _, k := range slices.Sorted(maps.Keys(in)) {
-		r, skip, err := w.child(n.elem, in[k], k, &deferred)
+	for k, cur := range in {
+		r, skip, err := w.child(n.elem, cur, k, &deferred)
 		if err != nil {
-			return result{}, err
+			return result{}, w.firstDictRefusal(n, in, err)
 		}
 		if skip {
 			continue
@@ -608,9 +614,23 @@ func (w *normalizer) dict(n *pyNode, v any) (result, *normError) {
 		ex = min(ex, r.ex)
 	}
 	if deferred != nil {
-		return result{}, deferred
+		return result{}, w.firstDictRefusal(n, in, deferred)
 	}
 	return ok(out, ex)
+}
+
+// firstDictRefusal finds the refusal of the first key in sorted order, so
+// that the error does not depend on map iteration; err is one refusal
+// already found (values already rewritten in place normalize to
+// themselves again).
+func (w *normalizer) firstDictRefusal(n *pyNode, in map[string]any, err *normError) *normError {
+	var deferred *normError
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		if _, _, e := w.child(n.elem, in[k], k, &deferred); e != nil {
+			return e
+		}
+	}
+	return cmp.Or(deferred, err)
 }
 
 // items normalizes the elements of an array along elem (or prefix[i]).
@@ -693,24 +713,28 @@ func (w *normalizer) set(n *pyNode, v any) (result, *normError) {
 // the value; the first that takes it exactly wins, otherwise the one that
 // sets most model fields, then the best exactness, then the first.
 func (w *normalizer) union(n *pyNode, v any) (result, *normError) {
+	if len(n.branches) == 1 {
+		return w.norm(n.branches[0], v)
+	}
 	var best result
 	var bestErr *normError // the winner is a value the host cannot hash
 	found := false
-	var first *normError
+	var refusals []string
 	w.trial++
-	defer func() { w.trial-- }()
 	for _, b := range n.branches {
 		r, err := w.norm(b, v)
 		if err != nil && !err.fatal {
 			if err.rule == "schema.steps" {
+				w.trial--
 				return result{}, err
 			}
-			first = cmp.Or(first, err)
+			refusals = append(refusals, err.rule)
 			continue
 		}
 		if err != nil {
 			r = result{ex: err.ex, fields: err.fields}
 		} else if r.ex == exact && r.fields < 0 {
+			w.trial--
 			return r, nil
 		}
 		better := !found
@@ -725,6 +749,7 @@ func (w *normalizer) union(n *pyNode, v any) (result, *normError) {
 			best, bestErr, found = r, err, true
 		}
 	}
+	w.trial--
 	if found {
 		if bestErr != nil {
 			return result{}, bestErr
@@ -732,10 +757,7 @@ func (w *normalizer) union(n *pyNode, v any) (result, *normError) {
 		best.fields = -1
 		return best, nil
 	}
-	if len(n.branches) == 1 {
-		return result{}, first
-	}
-	return result{}, w.fail("union", "no member of the union takes the value (first refusal at %q: %s)", first.ptr, first.detail)
+	return result{}, w.fail("union", "no member of the union takes the value (the members refuse it with %s)", strings.Join(refusals, ", "))
 }
 
 // tagged is a discriminated union: the discriminator's value names the

@@ -388,3 +388,21 @@ func TestPydanticUnsupported(t *testing.T) {
 		t.Errorf("set of strings: ours %s, want the input order %s", got, args)
 	}
 }
+
+// TestPydanticSchemasCommitted: the schemas the fuzz target reads from
+// testdata are what pydantic exports for the oracle's models today.
+func TestPydanticSchemasCommitted(t *testing.T) {
+	schemas := needOracle(t)
+	names, committed := pydanticSchemas(t)
+	if len(names) != len(schemas.Claimed) {
+		t.Fatalf("testdata has %d schemas, the oracle %d: regenerate testdata/pydantic/schemas.json", len(names), len(schemas.Claimed))
+	}
+	for i, name := range names {
+		a, _ := canon.Marshal(committed[i])
+		b, _ := canon.Marshal(schemas.Claimed[name])
+		if string(a) != string(b) {
+			t.Errorf("%s: the committed schema differs from pydantic's; regenerate testdata/pydantic/schemas.json with\n"+
+				"python3 testdata/pydantic/oracle.py schemas | python3 -c 'import json,sys; json.dump(json.load(sys.stdin)[\"claimed\"], sys.stdout, indent=1, sort_keys=True, ensure_ascii=False)'", name)
+		}
+	}
+}

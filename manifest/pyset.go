@@ -187,11 +187,13 @@ func jsonEqKey(v any) string {
 	case int64:
 		return "n:" + strconv.FormatInt(x, 10)
 	case float64:
-		r := new(big.Rat)
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return "f:" + strconv.FormatFloat(x, 'g', -1, 64)
 		}
-		r.SetFloat64(x)
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			return "n:" + strconv.FormatInt(int64(x), 10)
+		}
+		r := new(big.Rat).SetFloat64(x)
 		if r.IsInt() {
 			return "n:" + r.Num().String()
 		}
@@ -221,12 +223,12 @@ func pyHash(n *pyNode, v any) (uint64, bool) {
 	case kindInt, kindFloat, kindBool:
 		switch x := v.(type) {
 		case int64:
-			return hashRat(new(big.Rat).SetInt64(x)), true
+			return hashInt(x), true
 		case float64:
 			if math.IsInf(x, 0) || math.IsNaN(x) {
 				return 0, false
 			}
-			return hashRat(new(big.Rat).SetFloat64(x)), true
+			return hashFloat(x), true
 		case bool:
 			if x {
 				return 1, true
@@ -240,7 +242,7 @@ func pyHash(n *pyNode, v any) (uint64, bool) {
 	case kindUUID:
 		if s, isStr := v.(string); isStr {
 			if i := uuidInt(s); i != nil {
-				return hashRat(new(big.Rat).SetInt(i)), true
+				return hashBig(i), true
 			}
 		}
 	case kindDuration:
@@ -257,7 +259,7 @@ func pyHash(n *pyNode, v any) (uint64, bool) {
 				addr := new(big.Int).SetBytes(net.addr.b[:width/8])
 				mask := new(big.Int).Lsh(big.NewInt(1), uint(width))
 				mask.Sub(mask, new(big.Int).Lsh(big.NewInt(1), uint(width-net.prefix)))
-				return hashRat(new(big.Rat).SetInt(addr.Xor(addr, mask))), true
+				return hashBig(addr.Xor(addr, mask)), true
 			}
 		}
 	case kindTuple:
@@ -282,7 +284,64 @@ func pyHash(n *pyNode, v any) (uint64, bool) {
 	return 0, false
 }
 
-func hashInt(n int64) uint64 { return hashRat(new(big.Rat).SetInt64(n)) }
+// hashInt is CPython's hash of an int that fits in int64: the value
+// modulo 2^61 − 1 with its sign, −1 replaced by −2.
+func hashInt(n int64) uint64 {
+	neg := n < 0
+	u := uint64(n)
+	if neg {
+		u = -u
+	}
+	u %= pyHashModulus
+	h := int64(u)
+	if neg {
+		h = -h
+	}
+	if h == -1 {
+		h = -2
+	}
+	return uint64(h)
+}
+
+// hashFloat is CPython's _Py_HashDouble for a finite float: its exact
+// value modulo 2^61 − 1, computed 28 bits of mantissa at a time.
+func hashFloat(v float64) uint64 {
+	const bits = 61
+	m, e := math.Frexp(v)
+	sign := uint64(1)
+	if m < 0 {
+		sign = math.MaxUint64 // −1 as an unsigned word
+		m = -m
+	}
+	var x uint64
+	for m != 0 {
+		x = ((x << 28) & pyHashModulus) | x>>(bits-28)
+		m *= 268435456.0
+		e -= 28
+		y := uint64(m)
+		m -= float64(y)
+		x += y
+		if x >= pyHashModulus {
+			x -= pyHashModulus
+		}
+	}
+	if e >= 0 {
+		e %= bits
+	} else {
+		e = bits - 1 - ((-1 - e) % bits)
+	}
+	x = ((x << uint(e)) & pyHashModulus) | x>>(bits-uint(e))
+	x *= sign
+	if x == math.MaxUint64 {
+		x = math.MaxUint64 - 1
+	}
+	return x
+}
+
+// hashBig is CPython's hash of a non-negative big integer.
+func hashBig(i *big.Int) uint64 {
+	return uint64(new(big.Int).Mod(i, bigModulus).Int64())
+}
 
 // hashRat is CPython's hash of a rational number: |p| × q⁻¹ modulo
 // 2^61 − 1 with the sign of the value, and −1 replaced by −2 (as an

@@ -360,8 +360,8 @@ func parseURLHost(h string, special bool) (string, string) {
 	if !utf8.ValidString(domain) {
 		return "", "invalid international domain name"
 	}
-	ascii, err := uts46.ToASCII(domain)
-	if err != nil {
+	ascii, good := asciiDomain(domain)
+	if !good {
 		return "", "invalid international domain name"
 	}
 	for i := 0; i < len(ascii); i++ {
@@ -377,6 +377,21 @@ func parseURLHost(h string, special bool) (string, string) {
 		return v4, ""
 	}
 	return ascii, ""
+}
+
+// asciiDomain is UTS 46 ToASCII. For an ASCII domain with no "xn--"
+// label that is lower-casing (UTS 46 maps only A–Z among ASCII code
+// points, and the Bidi and ContextJ rules need other scripts).
+func asciiDomain(d string) (string, bool) {
+	plain := true
+	for i := 0; i < len(d) && plain; i++ {
+		plain = d[i] < 0x80
+	}
+	if plain && !strings.Contains(strings.ToLower(d), "xn--") {
+		return strings.ToLower(d), true
+	}
+	a, err := uts46.ToASCII(d)
+	return a, err == nil
 }
 
 func percentDecode(s string) string {
