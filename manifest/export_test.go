@@ -30,3 +30,6 @@ func MaterializeDefaults(schema map[string]any, args map[string]any, budget int)
 	_, err := normalizeArguments(buildPlan(schema), args, budget)
 	return err == nil
 }
+
+// LookupPointer resolves an RFC 6901 pointer in plain JSON arguments.
+func LookupPointer(args map[string]any, ptr string) any { return lookupPointer(args, "#"+ptr) }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -251,7 +250,7 @@ func FuzzPydanticPrepare(f *testing.F) {
 		if err != nil {
 			var ve *manifest.ValidationError
 			if errors.As(err, &ve) && ve.Rule == "arguments.schema:pattern" {
-				if d, _ := lookup(p.Arguments, ve.Pointer).(string); strings.Contains(d, "E") {
+				if d, _ := manifest.LookupPointer(p.Arguments, ve.Pointer).(string); strings.Contains(d, "E") {
 					return
 				}
 			}
@@ -259,27 +258,4 @@ func FuzzPydanticPrepare(f *testing.F) {
 		}
 		samePrepared(t, p, p2)
 	})
-}
-
-// lookup resolves a JSON pointer in a plain JSON value.
-func lookup(v any, ptr string) any {
-	for tok := range strings.SplitSeq(strings.TrimPrefix(ptr, "/"), "/") {
-		if ptr == "" {
-			break
-		}
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
 }
