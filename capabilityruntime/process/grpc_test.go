@@ -44,6 +44,12 @@ func TestGRPCRoundTrip(t *testing.T) {
 	if id, _ := resp.Result["execution_id"].(string); !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
 		t.Errorf("execution_id %q is not 128 random bits in hex", id)
 	}
+	wantInit := map[string]any{"protocol": capabilityruntime.ProtocolV1, "metadata": map[string]any{
+		"capability_runtime_type": "acme:" + fileBase(entry), "capability_runtime_version": "1.0.0",
+	}}
+	if diff := cmp.Diff(wantInit, resp.Result["init"]); diff != "" {
+		t.Errorf("Initialize as the runtime saw it (-want +got):\n%s", diff)
+	}
 	if resp.Result["correlation_id"] != "trace-1" {
 		t.Errorf("correlation_id %v, want trace-1", resp.Result["correlation_id"])
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 )
 
 func TestJSONRoundTrip(t *testing.T) {
@@ -297,4 +298,49 @@ func toStrings(v any) []string {
 		out[i], _ = e.(string)
 	}
 	return out
+}
+
+// TestNothingLeaks runs a round of everything (warm calls, a cancelled
+// call, a crash, a failed start, one-shot calls, Close, Backend.Close) twice
+// and requires, after the second, as many open descriptors as after the
+// first and no child process at all. Not parallel: it counts this process's
+// descriptors.
+func TestNothingLeaks(t *testing.T) {
+	round := func() {
+		cfg := testConfig(t)
+		b, err := process.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, entry := runtimeFile(t, "echo")
+		pool := start(t, b, spec(root, entry, "", 2))
+		one := start(t, b, spec(root, entry, capabilityruntime.ProtocolJSONV1, 0))
+		_, bad := runtimeFile(t, "crashstart")
+		broken := start(t, b, spec(root, bad, "", 1))
+		for range 3 {
+			for _, inst := range []capabilityruntime.BackendInstance{pool, one} {
+				if _, err := inst.Execute(t.Context(), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		pool.Execute(ctx, nil)
+		pool.Execute(t.Context(), &capabilityruntime.Request{Params: map[string]any{"crash": true}})
+		broken.Execute(t.Context(), nil)
+		if err := closeInstance(t, one); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		requireNoLeftovers(t, entry, cfg.TempDir)
+	}
+	round()
+	fds := leaktest.OpenFDs(t)
+	round()
+	waitFor(t, "descriptors and children to be released", func() bool {
+		return leaktest.OpenFDs(t) <= fds && len(leaktest.Children(t)) == 0
+	})
 }

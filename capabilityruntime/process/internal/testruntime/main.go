@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,9 +44,17 @@ func main() {
 	fds := startupFDs() // before anything else opens one
 	name, _, _ := strings.Cut(filepath.Base(os.Args[0]), ".")
 	ctx := context.Background()
+	var init atomic.Pointer[serve.Init] // what Initialize received, reported by echo
 	h := serve.Handler{
-		Execute: func(ctx context.Context, c *serve.Call) (map[string]any, error) { return echo(ctx, c, fds) },
-		Initialize: func(context.Context, *serve.Init) (*serve.InitResult, error) {
+		Execute: func(ctx context.Context, c *serve.Call) (map[string]any, error) {
+			out, err := echo(ctx, c, fds)
+			if in := init.Load(); out != nil && in != nil {
+				out["init"] = map[string]any{"protocol": in.Protocol, "metadata": in.Metadata}
+			}
+			return out, err
+		},
+		Initialize: func(_ context.Context, in *serve.Init) (*serve.InitResult, error) {
+			init.Store(in)
 			return &serve.InitResult{Features: []string{"concurrent"}}, nil
 		},
 	}
