@@ -84,9 +84,11 @@
 // each method is one. Durable backends may group several concurrent calls
 // into one transaction and one fsync, but each call's outcome is exactly as
 // if it had committed alone, in some serial order. A method returns only
-// after its write is durable. When a context ends before the outcome is
-// known the method says so; since every write is idempotent on its key
-// (operation id, attempt id, bootstrap id, logical effect id, result
+// after its write is durable. When a context ends, or the store fails,
+// before the outcome is known, the method says which case it is, in every
+// backend: [ErrNotApplied] (nothing was written) or [ErrOutcomeUnknown]
+// (the write may have committed). Since every write is idempotent on its
+// key (operation id, attempt id, bootstrap id, logical effect id, result
 // digest), repeating the identical call returns the recorded outcome.
 //
 // Errors wrap the sentinels of this package; test with [errors.Is] and

@@ -21,6 +21,12 @@
 // reports the mean batch size and how a commit's time splits between
 // running the writes and bbolt's page writes and fsyncs.
 //
+// A write whose context ends while it waits in the queue, or whose batch
+// could not be written back, fails with [ledger.ErrNotApplied]: nothing of
+// it reached the file. One whose context ends while its batch is being
+// committed, or whose commit (fsync) fails, fails with
+// [ledger.ErrOutcomeUnknown]: it may have landed. Both wrap the cause.
+//
 // # File format
 //
 // The file is format 4 (store.go): a batch of writes from many operations
