@@ -5,9 +5,11 @@
 // retries), and a [Tx], the small record store a transaction exposes
 // (operation records, effects, bootstraps, artifacts, the reconciliation
 // index). [New] turns a Runner into a [Ledger] that implements every method
-// of ledger.Ledger; the backend embeds it. The functions of this package
-// (CreateOperation, StartAttempt, …) decide each call inside one Tx, so a
-// fence check and the write it guards are atomic by construction.
+// of ledger.Ledger; the backend embeds it. A backend whose calls run on
+// the caller's goroutine under its own lock also implements [Serial], and
+// then pays no allocation per call for the seam. The functions of this
+// package (CreateOperation, StartAttempt, …) decide each call inside one
+// Tx, so a fence check and the write it guards are atomic by construction.
 //
 // Contract with backends: every refusal (fence, state, fingerprint,
 // budget, validation) is decided before the first write of a call. The only
