@@ -1,11 +1,14 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
 
 func TestInvoke(t *testing.T) {
@@ -138,4 +141,25 @@ func TestLedgerUsage(t *testing.T) {
 	wantRun(t, zeoctl(t, "artifact", "get", "-ledger", path, "-org", "o", "-project", "p"), 2, nil, []string{"want exactly one artifact REF"})
 	wantRun(t, zeoctl(t, "ledger", "resolve", "-ledger", path, "-org", "o", "-project", "p", "-operation", "x", "-effect", "e"), 2, nil,
 		[]string{"exactly one of -confirmed RECEIPT and -not-consumed REASON"})
+}
+
+// TestLedgerOwned checks that a ledger another process holds is refused
+// with what to do, not waited on forever.
+func TestLedgerOwned(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path), 1, nil, []string{"another process", "owns this ledger"})
+}
+
+// TestDoubleDashFlags checks the GNU spelling the issue uses (--python,
+// --simulated), which the flag package accepts as well.
+func TestDoubleDashFlags(t *testing.T) {
+	t.Parallel()
+	wantRun(t, zeoctl(t, "invoke", "--simulated", "--capability", "example.echo@1.0.0", "--args", `{"text":"dd"}`), 0,
+		[]string{`{"text":"dd"}`}, nil)
 }
