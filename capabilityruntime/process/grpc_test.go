@@ -364,25 +364,36 @@ func TestStubbornWorkerIsKilled(t *testing.T) {
 
 // TestCloseWithCallsInFlight: Close bounded by its context ends calls that
 // would otherwise run for an hour, on workers that ignore every polite
-// request, and leaves no process, socket or directory behind.
+// request, including one discarded earlier and still being stopped in the
+// background, and leaves no process, socket or directory behind.
 func TestCloseWithCallsInFlight(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, "stubborn", "", 3, func(c *process.Config) {
+	f := newFixture(t, "stubborn", "", 4, func(c *process.Config) {
 		c.ShutdownGrace = time.Hour // only Close's context can end this
 	})
+	abandon, cancelAbandoned := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for i := range 3 {
+	errs := make([]error, 4)
+	abandoned := make(chan struct{})
+	for i := range 4 {
 		wg.Go(func() {
+			ctx := context.Background()
+			if i == 0 {
+				ctx = abandon
+				defer close(abandoned)
+			}
 			params := map[string]any{"sleep_ms": 3600000, "touch": fmt.Sprint("arrived-", i)}
-			_, err := f.inst.Execute(context.Background(), &capabilityruntime.Request{Params: params})
-			errs <- err
+			_, errs[i] = f.inst.Execute(ctx, &capabilityruntime.Request{Params: params})
 		})
 	}
-	waitFor(t, "three calls in their workers", func() bool {
+	waitFor(t, "four calls in their workers", func() bool {
 		m, _ := filepath.Glob(filepath.Join(f.root, "arrived-*"))
-		return len(m) == 3
+		return len(m) == 4
 	})
+	// The abandoned call's worker is discarded; its stop (an hour of grace
+	// per phase) runs in the background.
+	cancelAbandoned()
+	<-abandoned
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err := f.inst.Close(ctx)
@@ -390,8 +401,10 @@ func TestCloseWithCallsInFlight(t *testing.T) {
 		t.Errorf("Close: %v, want the context's DeadlineExceeded (workers killed at its bound)", err)
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("abandoned call: %v, want context.Canceled", errs[0])
+	}
+	for _, err := range errs[1:] {
 		if !errors.Is(err, process.ErrWorkerFailed) {
 			t.Errorf("in-flight call: %v, want ErrWorkerFailed", err)
 		}

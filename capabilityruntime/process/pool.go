@@ -44,6 +44,11 @@ type pool struct {
 	// closedCtx is cancelled by shutdown: starts in progress abort.
 	closedCtx context.Context
 	cancel    context.CancelFunc
+	// killCtx bounds the background stops of discarded workers: it is
+	// cancelled when a shutdown's own context ends, so that they go
+	// straight to SIGKILL instead of holding the shutdown past its bound.
+	killCtx    context.Context
+	killCancel context.CancelFunc
 	bg        sync.WaitGroup // starts in progress and background stops
 	stopOnce  sync.Once
 	stopped   chan struct{} // closed when shutdown has finished
@@ -59,8 +64,10 @@ type grant struct {
 }
 
 func newPool(b *Backend, s launchSpec) *pool {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &pool{b: b, spec: s, live: make(map[*worker]struct{}), closedCtx: ctx, cancel: cancel, stopped: make(chan struct{})}
+	p := &pool{b: b, spec: s, live: make(map[*worker]struct{}), stopped: make(chan struct{})}
+	p.closedCtx, p.cancel = context.WithCancel(context.Background())
+	p.killCtx, p.killCancel = context.WithCancel(context.Background())
+	return p
 }
 
 // lease returns a worker for one call: an idle one, a new one if a slot is
@@ -129,6 +136,10 @@ func (p *pool) take(ctx context.Context, g grant) (*worker, error) {
 	switch {
 	case g.err != nil:
 		return nil, g.err
+	case g.w != nil && g.w.proc.hasExited():
+		// It died between its last call and this one: replace it.
+		p.discard(g.w)
+		return p.lease(ctx)
 	case g.w != nil:
 		return g.w, nil
 	default: // a slot, already counted and added to bg by the granter
@@ -148,7 +159,7 @@ func (p *pool) startInSlot(ctx context.Context) (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		w.stop(context.Background(), p.b.cfg.ShutdownGrace)
+		w.stop(p.killCtx, p.b.cfg.ShutdownGrace)
 		p.freeSlot()
 		return nil, ErrClosed
 	}
@@ -190,7 +201,7 @@ func (p *pool) discardLocked(w *worker) {
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
-		w.stop(context.Background(), p.b.cfg.ShutdownGrace)
+		w.stop(p.killCtx, p.b.cfg.ShutdownGrace)
 		p.freeSlot()
 	}()
 }
@@ -233,6 +244,7 @@ func (p *pool) shutdown(ctx context.Context) error {
 		p.waiters = nil
 		p.mu.Unlock()
 
+		stopKills := context.AfterFunc(ctx, p.killCancel)
 		errs := make([]error, len(workers))
 		var wg sync.WaitGroup
 		for i, w := range workers {
@@ -240,17 +252,14 @@ func (p *pool) shutdown(ctx context.Context) error {
 		}
 		wg.Wait()
 		p.bg.Wait()
+		stopKills()
+		p.killCancel()
 		p.stopErr = errors.Join(errs...)
 		close(p.stopped)
 	})
-	select {
-	case <-p.stopped:
-		return p.stopErr
-	case <-ctx.Done():
-		// Another caller runs the shutdown; its own bound applies.
-		<-p.stopped
-		return p.stopErr
-	}
+	// A later caller waits for the first, whose context bounds the stop.
+	<-p.stopped
+	return p.stopErr
 }
 
 // execute runs one call on a leased worker.
