@@ -49,10 +49,10 @@ type pool struct {
 	// straight to SIGKILL instead of holding the shutdown past its bound.
 	killCtx    context.Context
 	killCancel context.CancelFunc
-	bg        sync.WaitGroup // starts in progress and background stops
-	stopOnce  sync.Once
-	stopped   chan struct{} // closed when shutdown has finished
-	stopErr   error
+	bg         sync.WaitGroup // starts in progress and background stops
+	stopOnce   sync.Once
+	stopped    chan struct{} // closed when shutdown has finished
+	stopErr    error
 }
 
 // grant is what a waiting call is handed: an idle worker, a free slot to
