@@ -190,9 +190,13 @@ func BenchmarkCanonPaired(b *testing.B) {
 
 // hostileInputs builds 1 MiB documents of the floats that are costly to
 // read exactly: subnormals (whose exact conversion strconv does the slow
-// way) in their shortest form and with 21 significant digits, and the
-// exact decimals, hundreds of digits long, of points halfway between two
-// floats near 2^−1000 and 2^900, where the first 19 digits cannot decide.
+// way) in their shortest form and with 21 significant digits; the exact
+// decimals, hundreds of digits long, of points halfway between two floats
+// near 2^−1000 and 2^900, where the first 19 digits cannot decide; the
+// same cut to 25 digits (just below the point, and short, so that a MiB
+// holds many), also between two subnormals; the same made 900 digits long
+// by zeros and a final 1 (just above the point, past the 800 digits
+// strconv keeps); and a single number of a MiB of digits.
 func hostileInputs() []struct {
 	name string
 	doc  []byte
@@ -221,6 +225,41 @@ func hostileInputs() []struct {
 			return []byte(strings.TrimRight(mant, "0") + "e" + e)
 		}
 	}
+	halfwaySubnormal := func() []byte {
+		m := r.Int64N(1 << 52)
+		half := new(big.Float).SetPrec(3000).SetMantExp(new(big.Float).SetInt64(2*m+1), -1075)
+		mant, e, _ := strings.Cut(half.Text('e', 1200), "e")
+		return []byte(strings.TrimRight(mant, "0") + "e" + e)
+	}
+	// cut keeps the first n significant digits of a token of tokens, which
+	// puts it just below the exact halfway point: no 19-digit prefix
+	// decides it, and it is short, so that a MiB holds many.
+	cut := func(n int, tokens func() []byte) func() []byte {
+		return func() []byte {
+			mant, e, _ := strings.Cut(string(tokens()), "e")
+			exp, _ := strconv.Atoi(e)
+			digits := strings.Replace(mant, ".", "", 1)
+			return []byte(digits[:n] + "e" + strconv.Itoa(exp-(n-1)))
+		}
+	}
+	// tail makes a token of tokens longer than n digits with zeros and
+	// then a 1, just above the halfway point, past strconv's 800 digits.
+	tail := func(n int, tokens func() []byte) func() []byte {
+		return func() []byte {
+			mant, e, _ := strings.Cut(string(tokens()), "e")
+			exp, _ := strconv.Atoi(e)
+			zeros := n - len(mant) + 1
+			return []byte(mant + strings.Repeat("0", zeros) + "1e" + strconv.Itoa(exp))
+		}
+	}
+	oneToken := func() []byte {
+		digits := make([]byte, 1<<20-8)
+		for i := range digits {
+			digits[i] = byte('0' + r.IntN(10))
+		}
+		digits[0], digits[1] = '0', '.'
+		return digits
+	}
 	return []struct {
 		name string
 		doc  []byte
@@ -229,6 +268,11 @@ func hostileInputs() []struct {
 		{"subnormal21Digits", fill(subnormal('e', 20))},
 		{"halfwayNear2^-1000", fill(halfway(-1000))},
 		{"halfwayNear2^900", fill(halfway(900))},
+		{"halfwayCut25Near2^-1000", fill(cut(25, halfway(-1000)))},
+		{"halfwayCut25Near2^900", fill(cut(25, halfway(900)))},
+		{"halfwayCut25Subnormal", fill(cut(25, halfwaySubnormal))},
+		{"halfwayTail900Near2^-1000", fill(tail(900, halfway(-1000)))},
+		{"oneToken1MiB", oneToken()},
 	}
 }
 

@@ -13,6 +13,13 @@ const (
 	// DefaultMaxDepth is the deepest nesting of arrays and objects
 	// accepted by default; deeper input is [ErrTooDeep].
 	DefaultMaxDepth = 512
+	// DepthLimit is the deepest nesting the package handles at all, so
+	// that neither an option nor a value can exhaust a goroutine's stack
+	// (each level costs up to a few KiB of it): a larger
+	// [Options.MaxDepth] counts as DepthLimit, and [Marshal],
+	// [Value.AppendCanonical] and [Value.Decode] refuse a Go value nested
+	// deeper (a cyclic one is infinitely deep) with [ErrTooDeep].
+	DepthLimit = 10000
 )
 
 // Options sets the limits for parsing. The zero value uses
@@ -24,7 +31,8 @@ type Options struct {
 	MaxBytes int
 	// MaxDepth is the deepest nesting of arrays and objects accepted (a
 	// scalar has depth 0, [] has depth 1). Zero means DefaultMaxDepth; a
-	// negative value refuses every array and object.
+	// negative value refuses every array and object; a value above
+	// [DepthLimit] means DepthLimit.
 	MaxDepth int
 }
 
@@ -35,7 +43,7 @@ func (o Options) maxDepth() int {
 	case o.MaxDepth < 0:
 		return 0
 	}
-	return o.MaxDepth
+	return min(o.MaxDepth, DepthLimit)
 }
 
 var bom = []byte{0xEF, 0xBB, 0xBF}

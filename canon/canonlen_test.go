@@ -45,8 +45,8 @@ func checkCanonicalLen(t interface{ Fatalf(string, ...any) }, in []byte) {
 	if _, _, isInt, err := s.number(); err != nil || s.pos != len(tok) {
 		t.Fatalf("%q: canonicalLen copies %q, which the scanner does not read as one number", in, tok)
 	} else if !isInt {
-		if ref, err := strconvFloat(nil, tok, 0); err != nil || string(ref) != string(tok) {
-			t.Fatalf("%q: canonicalLen copies %q, strconv writes %q (%v)", in, tok, ref, err)
+		if ref, err := referenceFloat(tok); err != nil || string(ref) != string(tok) {
+			t.Fatalf("%q: canonicalLen copies %q, the reference writes %q (%v)", in, tok, ref, err)
 		}
 	}
 }
@@ -125,7 +125,7 @@ func FuzzCanonicalLen(f *testing.F) {
 // correct output, through the slow path, and pass every other test.
 // Declined are only subnormals, integral values of 2^53 and more (integer
 // shape, refused by the strict rules) and the rare decimals that
-// shortestDigits leaves to strconv: here about 0.09%, values such as
+// shortestDigits leaves to the exact reader: here about 0.09%, values such as
 // 21563905783224.938 whose float64 lies exactly halfway between two
 // 17-digit decimals.
 func TestCanonicalLenAcceptsCanonicalForms(t *testing.T) {

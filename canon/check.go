@@ -3,7 +3,6 @@ package canon
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"unicode/utf8"
 )
 
@@ -26,15 +25,8 @@ func (o Options) CheckCanonical(in []byte) error {
 	if limit == 0 {
 		limit = DefaultMaxBytes
 	}
-	depth := o.MaxDepth
-	switch {
-	case depth == 0:
-		depth = DefaultMaxDepth
-	case depth < 0:
-		depth = 0
-	}
 	if limit < 0 || len(in) <= limit {
-		c := checker{in: in, maxDepth: depth}
+		c := checker{in: in, maxDepth: o.maxDepth()}
 		if c.value(0) && c.pos == len(in) {
 			return nil
 		}
@@ -316,10 +308,6 @@ func (c *checker) number() bool {
 		return false // longer than any ES6 shortest form
 	}
 	var sb [32]byte
-	f, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
-		return false
-	}
-	out, err := AppendFloat(sb[:0], f)
+	out, err := AppendFloat(sb[:0], parseFloatToken(tok))
 	return err == nil && string(out) == string(tok)
 }

@@ -72,7 +72,7 @@ func decode(v *Value, dst reflect.Value, ptr string) error {
 		dst.Set(reflect.ValueOf(*v))
 		return nil
 	case rawMessageType:
-		b, err := v.appendCanonical(nil, ptr)
+		b, err := v.appendCanonical(nil, ptr, 0)
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func decode(v *Value, dst reflect.Value, ptr string) error {
 		if v.Kind != Integer && v.Kind != Float {
 			return typeErr(v, ptr, "number")
 		}
-		b, err := v.appendCanonical(nil, ptr)
+		b, err := v.appendCanonical(nil, ptr, 0)
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,8 @@
 //     is an integer and must lie within ±(2^53−1) ([ErrUnsafeInteger]), so
 //     1e20 is accepted and 100000000000000000000 is refused;
 //   - at most [Options.MaxBytes] bytes ([ErrTooLarge], 1 MiB by default) and
-//     [Options.MaxDepth] levels of nesting ([ErrTooDeep], 512 by default).
+//     [Options.MaxDepth] levels of nesting ([ErrTooDeep], 512 by default,
+//     never more than [DepthLimit]).
 //
 // Any top-level value is accepted, scalars included. Every refusal is an
 // [*Error] that wraps one sentinel and carries the byte offset.
@@ -30,8 +31,10 @@
 // otherwise, everything else raw UTF-8), integers in decimal with -0 as 0,
 // and floats in the ECMAScript Number.prototype.toString form ([AppendFloat]).
 //
-// A float literal that underflows (1e-400) becomes zero and is written 0,
-// as upstream's Python float does.
+// A float literal is read exactly, whatever its number of digits and
+// however far its exponent: its float64 is the nearest to its decimal
+// value, ties to even, as Python's float() reads it. One that underflows
+// (1e-400) becomes zero and is written 0, as upstream's Python float does.
 //
 // A [Digest] is "sha256:" followed by the lowercase hex SHA-256 of
 // canonical bytes: [Sum] for bytes already canonical, [DigestJSON] for JSON

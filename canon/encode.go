@@ -48,14 +48,20 @@ var (
 	jsonNumberType     = reflect.TypeFor[json.Number]()
 )
 
-func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
+// appendValue appends the canonical bytes of v, found at ptr, depth
+// arrays and objects below the root, and hops pointers and interfaces
+// below the innermost of them (a cycle of pointers alone nests nothing).
+func appendValue(dst []byte, v reflect.Value, ptr string, depth, hops int) ([]byte, error) {
 	if !v.IsValid() {
 		return append(dst, "null"...), nil
+	}
+	if depth > DepthLimit || hops > DepthLimit {
+		return dst, errPath(ErrTooDeep, ptr, "Go value nested deeper than %d levels (a cycle?)", DepthLimit)
 	}
 	t := v.Type()
 	if t == valueType {
 		val := v.Interface().(Value)
-		return val.appendCanonical(dst, ptr)
+		return val.appendCanonical(dst, ptr, depth)
 	}
 	if t == jsonNumberType {
 		return appendRaw(dst, []byte(v.String()), ptr)
@@ -83,7 +89,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 		if v.IsNil() {
 			return append(dst, "null"...), nil
 		}
-		return appendValue(dst, v.Elem(), ptr)
+		return appendValue(dst, v.Elem(), ptr, depth, hops+1)
 	case reflect.Bool:
 		return strconv.AppendBool(dst, v.Bool()), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -117,7 +123,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendValue(dst, v.Index(i), ptr+"/"+strconv.Itoa(i)); err != nil {
+			if dst, err = appendValue(dst, v.Index(i), ptr+"/"+strconv.Itoa(i), depth+1, 0); err != nil {
 				return dst, err
 			}
 		}
@@ -143,7 +149,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 			dst = appendQuoted(dst, k)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = appendValue(dst, v.MapIndex(reflect.ValueOf(k).Convert(t.Key())), ptr+"/"+escapePointer(k)); err != nil {
+			if dst, err = appendValue(dst, v.MapIndex(reflect.ValueOf(k).Convert(t.Key())), ptr+"/"+escapePointer(k), depth+1, 0); err != nil {
 				return dst, err
 			}
 		}
@@ -163,7 +169,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string) ([]byte, error) {
 			dst = appendQuoted(dst, f.name)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = appendValue(dst, fv, ptr+"/"+escapePointer(f.name)); err != nil {
+			if dst, err = appendValue(dst, fv, ptr+"/"+escapePointer(f.name), depth+1, 0); err != nil {
 				return dst, err
 			}
 		}

@@ -1,8 +1,9 @@
 package canon
 
 import (
+	"math"
+	"math/big"
 	"reflect"
-	"strconv"
 )
 
 // Hooks for the black-box tests in package canon_test.
@@ -17,19 +18,9 @@ func CanonicalNumber(tok []byte, isInt bool) ([]byte, error) {
 	return appendNumber(nil, tok, isInt, 0)
 }
 
-// SlowFloat formats a float token the slow way, always through ParseFloat
-// and AppendFloat.
-func SlowFloat(tok []byte) ([]byte, error) {
-	f, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
-		return nil, err
-	}
-	return AppendFloat(nil, f)
-}
-
 // Verdicts of FastNumber.
 const (
-	FastDeclined    = iota // the fast path leaves the token to strconv
+	FastDeclined    = iota // the fast path leaves the token to the exact reader
 	FastVerbatim           // the token is canonical as it is
 	FastReformatted        // the fast path writes the canonical form itself
 )
@@ -48,11 +39,26 @@ func FastNumber(tok []byte) ([]byte, int) {
 	return nil, FastDeclined
 }
 
-// ReferenceFloat formats a validated float token only through
-// strconv.ParseFloat and AppendFloat, with Canonicalize's refusals: the
-// reference the fast paths must agree with.
-func ReferenceFloat(tok []byte) ([]byte, error) { return strconvFloat(nil, tok, 0) }
+// ReferenceFloat formats a validated float token by exact rational
+// arithmetic (math/big.Rat) and AppendFloat, with Canonicalize's refusal
+// of a float that overflows: the reference every path must agree with.
+func ReferenceFloat(tok []byte) ([]byte, error) { return referenceFloat(tok) }
+
+func referenceFloat(tok []byte) ([]byte, error) {
+	r, ok := new(big.Rat).SetString(string(tok))
+	if !ok {
+		return nil, &Error{Err: ErrSyntax, Offset: 0, Detail: "big.Rat refuses " + truncate(string(tok))}
+	}
+	f, _ := r.Float64()
+	if math.IsInf(f, 0) {
+		return nil, &Error{Err: ErrNonFinite, Offset: 0, Detail: "overflows"}
+	}
+	if f == 0 && tok[0] == '-' {
+		f = math.Copysign(0, -1)
+	}
+	return AppendFloat(nil, f)
+}
 
 // ReflectMarshal is Marshal without the plain-value fast path: every value
 // goes through reflection.
-func ReflectMarshal(v any) ([]byte, error) { return appendValue(nil, reflect.ValueOf(v), "") }
+func ReflectMarshal(v any) ([]byte, error) { return appendValue(nil, reflect.ValueOf(v), "", 0, 0) }

@@ -57,86 +57,24 @@ func formatNumber(dst, tok []byte, isInt bool, off int) ([]byte, error) {
 }
 
 // formatFloat formats a validated float token that the fast path of
-// [appendShortFloat] does not decide: with [parseSubnormal] and
-// [AppendFloat] when it is a short subnormal, else as [strconvFloat] does.
+// [appendShortFloat] does not decide: exactly, whatever its length (see
+// decimal.go), refusing one that overflows.
 func formatFloat(dst, tok []byte, off int) ([]byte, error) {
-	if x, ok := subnormalToken(tok); ok {
-		return AppendFloat(dst, x)
+	x, err := floatValue(tok, off)
+	if err != nil {
+		return dst, err
 	}
-	return strconvFloat(dst, tok, off)
+	return AppendFloat(dst, x)
 }
 
-// subnormalToken returns the float64 nearest to the validated float token
-// tok when [parseSubnormal] decides it from the token's first 19
-// significant digits: exactly, when there are no more, or, when there are,
-// because rounding those digits and those digits plus one in the last
-// place gives the same float, and the token's value lies between them.
-func subnormalToken(tok []byte) (float64, bool) {
-	var d uint64 // the significant digits kept
-	kept, q := 0, 0
-	point, inexact := false, false
-	i := 0
-	if tok[0] == '-' {
-		i++
+// floatValue returns the float64 of the validated float token tok, which
+// starts at offset off, or [ErrNonFinite] when it overflows.
+func floatValue(tok []byte, off int) (float64, error) {
+	x := parseFloatToken(tok)
+	if math.IsInf(x, 0) {
+		return 0, errAt(ErrNonFinite, off, "float literal %s overflows float64", truncate(string(tok[:min(len(tok), 100)])))
 	}
-	for ; i < len(tok) && tok[i] != 'e' && tok[i] != 'E'; i++ {
-		if tok[i] == '.' {
-			point = true
-			continue
-		}
-		switch digit := uint64(tok[i] - '0'); {
-		case d == 0 && digit == 0: // a leading zero
-			if point {
-				q--
-			}
-		case kept < 19:
-			d, kept = d*10+digit, kept+1
-			if point {
-				q--
-			}
-		default: // dropped
-			if !point {
-				q++
-			}
-			inexact = inexact || digit != 0
-		}
-	}
-	if i < len(tok) {
-		// The exponent, clamped: far beyond ±1000 the value is zero or
-		// infinite, which parseSubnormal leaves to strconv anyway.
-		i++
-		neg := tok[i] == '-'
-		if tok[i] == '-' || tok[i] == '+' {
-			i++
-		}
-		exp := 0
-		for ; i < len(tok); i++ {
-			exp = min(exp*10+int(tok[i]-'0'), 100000)
-		}
-		if neg {
-			exp = -exp
-		}
-		q += exp
-	}
-	x, ok := parseSubnormal(d, q)
-	if ok && inexact {
-		y, yok := parseSubnormal(d+1, q)
-		ok = yok && y == x
-	}
-	if tok[0] == '-' {
-		x = -x
-	}
-	return x, ok
-}
-
-// strconvFloat formats a validated float token through strconv.ParseFloat
-// and [AppendFloat]: the reference that the fast paths must agree with.
-func strconvFloat(dst, tok []byte, off int) ([]byte, error) {
-	f, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
-		return dst, errAt(ErrNonFinite, off, "float literal %s overflows float64", truncate(string(tok)))
-	}
-	return AppendFloat(dst, f)
+	return x, nil
 }
 
 // verbatimNumber returns n such that tok[:n] is the canonical form of the

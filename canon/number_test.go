@@ -50,7 +50,7 @@ func TestFloatFastPathProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tok := []byte(floatToken().Draw(t, "tok"))
 		got, err := canon.CanonicalNumber(tok, false)
-		slow, serr := canon.SlowFloat(tok)
+		slow, serr := canon.ReferenceFloat(tok)
 		if (err != nil) != (serr != nil) {
 			t.Fatalf("%s: canonical error %v, slow error %v", tok, err, serr)
 		}
@@ -111,10 +111,11 @@ func TestIntegerTokenProperty(t *testing.T) {
 }
 
 // FuzzNumber compares the canonical form of every float token the fuzzer
-// finds with the slow path.
+// finds with the exact reference.
 func FuzzNumber(f *testing.F) {
 	for _, s := range []string{"1.0", "1.50", "-0.0", "1e21", "123456789012345.6", "0.0000010", "5e-324", "1E+2",
-		"1.419785722914456e-308", "2.4703282292062328e-324", "2.2250738585072011e-308", "1.00000000000000000000001e-310"} {
+		"1.419785722914456e-308", "2.4703282292062328e-324", "2.2250738585072011e-308", "1.00000000000000000000001e-310",
+		"9007199254740993.0000000000000000000000000001", "1" + strings.Repeat("0", 801) + "e-801"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tok string) {
@@ -122,8 +123,11 @@ func FuzzNumber(f *testing.F) {
 		if err != nil || v.Kind != canon.Float || strings.TrimSpace(tok) != tok {
 			return
 		}
+		if _, exp, ok := strings.Cut(strings.ToLower(tok), "e"); ok && len(strings.TrimLeft(exp, "+-0")) > 4 {
+			return // the reference would compute 10 to that power
+		}
 		got, err := canon.Canonicalize([]byte(tok))
-		slow, serr := canon.SlowFloat([]byte(tok))
+		slow, serr := canon.ReferenceFloat([]byte(tok))
 		if err != nil || serr != nil || string(got) != string(slow) {
 			t.Fatalf("%s: canonical %s (%v), slow %s (%v)", tok, got, err, slow, serr)
 		}

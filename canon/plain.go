@@ -10,10 +10,10 @@ import (
 // does. Callers that assemble a message around a value (a frame header,
 // an envelope) use it to write the value in place.
 func AppendMarshal(dst []byte, v any) ([]byte, error) {
-	if out, ok := appendPlain(dst, v); ok {
+	if out, ok := appendPlain(dst, v, 0); ok {
 		return out, nil
 	}
-	return appendValue(dst, reflect.ValueOf(v), "")
+	return appendValue(dst, reflect.ValueOf(v), "", 0, 0)
 }
 
 // appendPlain appends the canonical bytes of v when v is made only of the
@@ -21,8 +21,13 @@ func AppendMarshal(dst []byte, v any) ([]byte, error) {
 // map[string]any), without reflection. It reports false at any other kind
 // or any value canon refuses; the caller then encodes v again through
 // appendValue, which writes the same bytes or names the error, so the two
-// paths never disagree.
-func appendPlain(dst []byte, v any) ([]byte, bool) {
+// paths never disagree. depth counts the arrays and objects around v: past
+// DepthLimit (a cycle, maybe) it reports false too, and appendValue
+// refuses v.
+func appendPlain(dst []byte, v any, depth int) ([]byte, bool) {
+	if depth > DepthLimit {
+		return dst, false
+	}
 	var err error
 	switch v := v.(type) {
 	case nil:
@@ -47,7 +52,7 @@ func appendPlain(dst []byte, v any) ([]byte, bool) {
 				dst = append(dst, ',')
 			}
 			var ok bool
-			if dst, ok = appendPlain(dst, e); !ok {
+			if dst, ok = appendPlain(dst, e, depth+1); !ok {
 				return dst, false
 			}
 		}
@@ -68,7 +73,7 @@ func appendPlain(dst []byte, v any) ([]byte, bool) {
 			}
 			dst = append(dst, ':')
 			var ok bool
-			if dst, ok = appendPlain(dst, v[k]); !ok {
+			if dst, ok = appendPlain(dst, v[k], depth+1); !ok {
 				return dst, false
 			}
 		}

@@ -31,8 +31,8 @@ import (
 // within 2^−32 of a boundary (halfway between two floats, an edge of the
 // rounding interval, a tie between two k-digit decimals) or anything is
 // unusual (a subnormal, an overflow, more than 17 digits), the fast path
-// declines and strconv decides, so the fast path only ever answers where
-// the answer is clear by a wide margin.
+// declines and the exact reader of decimal.go decides, so the fast path
+// only ever answers where the answer is clear by a wide margin.
 //
 // Decimals of at most 15 significant digits need no multiplication: in
 // the normal range each is the unique shortest form of its float64. A
@@ -371,7 +371,7 @@ func canonicalDigits(d uint64, k, q int) bool {
 // is the canonical digit string
 // of its float64 x: x is normal and finite, no decimal with fewer digits
 // rounds to x, and d × 10^q is the k-digit decimal closest to x. False
-// means "not decided": it is only ever a reason to ask strconv.
+// means "not decided": it is only ever a reason to read the token exactly.
 func shortestDigits(d uint64, k, q int) bool {
 	if k <= 15 {
 		// Every decimal of at most 15 significant digits in the normal
@@ -459,34 +459,6 @@ func binarySignificand(d uint64, q int) (m, frac uint64, e int) {
 func nearHalf(frac uint64) bool {
 	const margin = 1 << 32
 	return frac-(1<<63-margin) <= 2*margin
-}
-
-// parseSubnormal returns the float64 nearest to the nonzero decimal
-// d × 10^q when that float is subnormal (below 2^−1022, or 2^−1022 itself
-// reached by rounding) and the product of [binarySignificand] decides the
-// rounding; else it reports false, and strconv.ParseFloat decides.
-//
-// strconv's fast path declines every subnormal result and its exact
-// fallback takes about 12 µs a number here, a hundred times the cost of a
-// normal one: a document of subnormals would take half a second a MiB.
-func parseSubnormal(d uint64, q int) (float64, bool) {
-	if d == 0 || q < pow10Min || q > pow10Max {
-		return 0, false
-	}
-	m, frac, e := binarySignificand(d, q)
-	// The spacing of the subnormals is 2^−1074: s more bits of m go to the
-	// fraction. With s above 53 the value is below 2^−1075 and rounds to
-	// zero, which strconv decides.
-	s := -1074 - e
-	if s < 1 || s > 53 {
-		return 0, false
-	}
-	m, frac = m>>s, m<<(64-s)|frac>>s
-	if nearHalf(frac) {
-		return 0, false
-	}
-	// A mantissa rounded up to 2^52 is 2^−1022, whose bits are the same.
-	return math.Float64frombits(m + frac>>63), true
 }
 
 // appendES6 appends the ES6 Number::toString form of the nonzero decimal

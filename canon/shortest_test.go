@@ -15,8 +15,8 @@ import (
 )
 
 // The float fast path (shortest.go) must be invisible: on every token,
-// Canonicalize and CheckCanonical answer exactly as the strconv path
-// (canon.ReferenceFloat: ParseFloat, then AppendFloat) does. These tests
+// Canonicalize and CheckCanonical answer exactly as the exact reference
+// (canon.ReferenceFloat: math/big.Rat, then AppendFloat) does. These tests
 // compare them on the values where a shortcut could go wrong: canonical
 // forms of edge-case doubles, and the spellings a step away from them.
 
@@ -312,7 +312,7 @@ func TestFastFloatEdgeCases(t *testing.T) {
 // TestFastFloatRandom checks random doubles (random bit patterns, so every
 // exponent is as likely) and a few spellings near each; it also holds the
 // fast path to its purpose: on canonical forms of random doubles it must
-// decline (and leave the work to strconv) less than 1% of the time.
+// decline (and leave the work to the exact reader) less than 1% of the time.
 func TestFastFloatRandom(t *testing.T) {
 	t.Parallel()
 	n := 100000
@@ -390,7 +390,7 @@ func TestFastFloatBenchmarkData(t *testing.T) {
 	}
 	floats, declined := 0, 0
 	for kind, c := range counts {
-		t.Logf("%s: %d kept as they are, %d rewritten by the fast path, %d left to strconv",
+		t.Logf("%s: %d kept as they are, %d rewritten by the fast path, %d left to the exact reader",
 			[...]string{"integers", "prices", "random-bit doubles", "NormFloat64×1000"}[kind],
 			c[canon.FastVerbatim], c[canon.FastReformatted], c[canon.FastDeclined])
 		if kind > 0 {

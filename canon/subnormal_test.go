@@ -43,10 +43,10 @@ func subnormalTokens(r *rand.Rand, b uint64) (toks []string, ordinary int) {
 	return toks, ordinary
 }
 
-// TestSubnormalTokens checks formatFloat, which decides short subnormals
-// itself, against strconv on tokens at and around the subnormal range
-// and at the boundary with the normal floats, and that it decides nearly
-// all of the ordinary ones itself.
+// TestSubnormalTokens checks formatFloat against the exact reference on
+// tokens at and around the subnormal range and at the boundary with the
+// normal floats, and that the 128-bit product decides nearly all of the
+// ordinary ones, without the exact comparison.
 func TestSubnormalTokens(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	var patterns []uint64
@@ -60,56 +60,63 @@ func TestSubnormalTokens(t *testing.T) {
 	for _, b := range patterns {
 		toks, plain := subnormalTokens(r, b)
 		for i, tok := range toks {
-			want, werr := strconvFloat(nil, []byte(tok), 0)
+			want, werr := referenceFloat([]byte(tok))
 			got, err := formatFloat(nil, []byte(tok), 0)
 			if (err != nil) != (werr != nil) || string(got) != string(want) {
-				t.Fatalf("%s: formatFloat %s (%v), strconv %s (%v)", tok, got, err, want, werr)
+				t.Fatalf("%s: formatFloat %s (%v), exact %s (%v)", tok, got, err, want, werr)
 			}
 			if i < plain && b != 0 && b < 1<<52 {
 				ordinary++
-				if _, ok := subnormalToken([]byte(tok)); ok {
+				f := readDecimal([]byte(tok))
+				if _, _, _, ok := f.product(); ok {
 					decided++
 				}
 			}
 		}
 	}
-	t.Logf("subnormalToken decided %d of %d ordinary subnormal tokens", decided, ordinary)
+	t.Logf("floatDecimal.product decided %d of %d ordinary subnormal tokens", decided, ordinary)
 	if decided < ordinary*99/100 {
-		t.Errorf("subnormalToken decided %d of %d ordinary subnormal tokens; want 99%%", decided, ordinary)
+		t.Errorf("floatDecimal.product decided %d of %d ordinary subnormal tokens; want 99%%", decided, ordinary)
 	}
 }
 
-// TestParseSubnormalNormalRange checks that parseSubnormal leaves every
-// value at or above 2^−1022 before rounding to strconv, and that it
-// rounds the values just below up to 2^−1022 itself.
-func TestParseSubnormalNormalRange(t *testing.T) {
+// TestNearestFloatRanges checks nearestFloat at the edges of the
+// subnormal range and of the float64s: what it decides, what it leaves to
+// the exact comparison, and that the lower float it names then is the one
+// just below the halfway point.
+func TestNearestFloatRanges(t *testing.T) {
 	for _, c := range []struct {
 		d    uint64
 		q    int
-		want uint64 // float64 bits; 0 means declined
+		want uint64 // float64 bits when decided
+		ok   bool
+		m    uint64 // m·2^e when not decided
+		e    int
 	}{
-		{22250738585072014, -324, 0},         // 2^−1022: normal
-		{22250738585072011, -324, 1<<52 - 1}, // just below: the largest subnormal
-		{22250738585072012, -324, 1 << 52},   // rounds up to 2^−1022
-		{49406564584124654, -340, 1},         // 2^−1074
-		{24703282292062328, -340, 0},         // within 2^−32 of half of 2^−1074: declined
-		{3, -324, 1},                         // 0.6 of 2^−1074
-		{2, -324, 0},                         // 0.4 of 2^−1074 rounds to zero: left to strconv
-		{1, -400, 0},                         // rounds to zero: left to strconv
-		{17976931348623157, 292, 0},          // the largest float64
+		{22250738585072014, -324, 1 << 52, true, 0, 0},              // 2^−1022, the smallest normal
+		{22250738585072011, -324, 1<<52 - 1, true, 0, 0},            // just below: the largest subnormal
+		{22250738585072012, -324, 1 << 52, true, 0, 0},              // rounds up to 2^−1022
+		{49406564584124654, -340, 1, true, 0, 0},                    // 2^−1074
+		{24703282292062328, -340, 0, false, 0, -1074},               // within 2^−32 of half of 2^−1074
+		{3, -324, 1, true, 0, 0},                                    // 0.6 of 2^−1074
+		{2, -324, 0, true, 0, 0},                                    // 0.4 of 2^−1074 rounds to zero
+		{1, -343, 0, true, 0, 0},                                    // far below: zero
+		{17976931348623157, 292, 0x7FEF_FFFF_FFFF_FFFF, true, 0, 0}, // the largest float64
+		{17976931348623158, 292, 0x7FEF_FFFF_FFFF_FFFF, true, 0, 0},
+		{17976931348623159, 292, 0x7FF0_0000_0000_0000, true, 0, 0}, // past halfway to 2^1024: +Inf
+		{9007199254740993, 0, 0, false, 1<<53 - 1 + 1, 0},           // 2^53+1: halfway between 2^53 and 2^53+2
 	} {
-		x, ok := parseSubnormal(c.d, c.q)
-		got := uint64(0)
-		if ok {
-			got = math.Float64bits(x)
+		x, m, e, ok := nearestFloat(c.d, c.q)
+		if ok != c.ok || ok && math.Float64bits(x) != c.want {
+			t.Errorf("nearestFloat(%d, %d) = %#x (ok %v), want %#x (ok %v)", c.d, c.q, math.Float64bits(x), ok, c.want, c.ok)
 		}
-		if got != c.want {
-			t.Errorf("parseSubnormal(%d, %d) = %#x (ok %v), want %#x", c.d, c.q, got, ok, c.want)
+		if !ok && !c.ok && (m != c.m || e != c.e) && math.Ldexp(float64(m), e) != math.Ldexp(float64(c.m), c.e) {
+			t.Errorf("nearestFloat(%d, %d) names %d·2^%d, want %d·2^%d", c.d, c.q, m, e, c.m, c.e)
 		}
 		if ok {
 			s := strconv.FormatUint(c.d, 10) + "e" + strconv.Itoa(c.q)
 			if f, _ := strconv.ParseFloat(s, 64); f != x {
-				t.Errorf("%s: parseSubnormal %g, strconv %g", s, x, f)
+				t.Errorf("%s: nearestFloat %g, strconv %g", s, x, f)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package canon
 import (
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Kind is the JSON type of a [Value]. Numbers are split by token shape, as
@@ -126,11 +127,9 @@ func (p *parser) value(depth int) (Value, error) {
 			n, _ := strconv.ParseInt(string(tok), 10, 64)
 			return Value{Kind: Integer, Int: n, Offset: off}, nil
 		}
-		f, err := strconv.ParseFloat(string(tok), 64)
+		f, err := floatValue(tok, start)
 		if err != nil {
-			if _, err := appendNumber(nil, tok, false, start); err != nil {
-				return Value{}, err
-			}
+			return Value{}, err
 		}
 		return Value{Kind: Float, Float: f, Offset: off}, nil
 	}
@@ -243,13 +242,43 @@ func (p *parser) object(depth int) (Value, error) {
 // Value built by hand that breaks the rules Parse enforces (an unsafe
 // integer, a non-finite float, invalid UTF-8, a duplicate key).
 func (v *Value) AppendCanonical(dst []byte) ([]byte, error) {
-	return v.appendCanonical(dst, "")
+	return v.appendCanonical(dst, "", 0)
 }
 
 // Canonical returns the RFC 8785 bytes of v.
 func (v *Value) Canonical() ([]byte, error) { return v.AppendCanonical(nil) }
 
-func (v *Value) appendCanonical(dst []byte, ptr string) ([]byte, error) {
+// appendCanonical writes v, found at the JSON pointer ptr and depth levels
+// below the value AppendCanonical was called on.
+func (v *Value) appendCanonical(dst []byte, ptr string, depth int) ([]byte, error) {
+	return v.appendAt(dst, &valuePath{base: ptr}, depth)
+}
+
+// valuePath is the JSON pointer of a value being written, as a chain to
+// its parent; the text is built only for an error, so that writing a
+// value nested d deep does not build pointers of length d at every level.
+type valuePath struct {
+	up      *valuePath // nil at the root, whose pointer is base
+	base    string
+	key     string // the member's key, unless isIndex
+	index   int    // the element's index, when isIndex
+	isIndex bool
+}
+
+func (p *valuePath) String() string {
+	if p.up == nil {
+		return p.base
+	}
+	if p.isIndex {
+		return p.up.String() + "/" + strconv.Itoa(p.index)
+	}
+	return p.up.String() + "/" + escapePointer(p.key)
+}
+
+func (v *Value) appendAt(dst []byte, at *valuePath, depth int) ([]byte, error) {
+	if depth > DepthLimit {
+		return dst, errPath(ErrTooDeep, at.String(), "value nested deeper than %d levels (a cycle?)", DepthLimit)
+	}
 	switch v.Kind {
 	case Null:
 		return append(dst, "null"...), nil
@@ -257,18 +286,18 @@ func (v *Value) appendCanonical(dst []byte, ptr string) ([]byte, error) {
 		return strconv.AppendBool(dst, v.Bool), nil
 	case Integer:
 		if v.Int > MaxSafeInteger || v.Int < -MaxSafeInteger {
-			return dst, errPath(ErrUnsafeInteger, ptr, "%d", v.Int)
+			return dst, errPath(ErrUnsafeInteger, at.String(), "%d", v.Int)
 		}
 		return strconv.AppendInt(dst, v.Int, 10), nil
 	case Float:
 		out, err := AppendFloat(dst, v.Float)
 		if err != nil {
-			err.(*Error).Pointer = ptr
+			err.(*Error).Pointer = at.String()
 		}
 		return out, err
 	case String:
-		if err := checkText(v.Str, ptr); err != nil {
-			return dst, err
+		if !utf8.ValidString(v.Str) {
+			return dst, checkText(v.Str, at.String())
 		}
 		return appendQuoted(dst, v.Str), nil
 	case Array:
@@ -278,7 +307,7 @@ func (v *Value) appendCanonical(dst []byte, ptr string) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = v.Elems[i].appendCanonical(dst, ptr+"/"+strconv.Itoa(i)); err != nil {
+			if dst, err = v.Elems[i].appendAt(dst, &valuePath{up: at, index: i, isIndex: true}, depth+1); err != nil {
 				return dst, err
 			}
 		}
@@ -287,8 +316,8 @@ func (v *Value) appendCanonical(dst []byte, ptr string) ([]byte, error) {
 		order := make([]int, len(v.Members))
 		for i := range order {
 			order[i] = i
-			if err := checkText(v.Members[i].Key, ptr); err != nil {
-				return dst, err
+			if key := v.Members[i].Key; !utf8.ValidString(key) {
+				return dst, checkText(key, at.String())
 			}
 		}
 		slices.SortFunc(order, func(a, b int) int {
@@ -299,20 +328,20 @@ func (v *Value) appendCanonical(dst []byte, ptr string) ([]byte, error) {
 			m := &v.Members[j]
 			if i > 0 {
 				if v.Members[order[i-1]].Key == m.Key {
-					return dst, errPath(ErrDuplicateKey, ptr, "key %q appears more than once", truncate(m.Key))
+					return dst, errPath(ErrDuplicateKey, at.String(), "key %q appears more than once", truncate(m.Key))
 				}
 				dst = append(dst, ',')
 			}
 			dst = appendQuoted(dst, m.Key)
 			dst = append(dst, ':')
 			var err error
-			if dst, err = m.Value.appendCanonical(dst, ptr+"/"+escapePointer(m.Key)); err != nil {
+			if dst, err = m.Value.appendAt(dst, &valuePath{up: at, key: m.Key}, depth+1); err != nil {
 				return dst, err
 			}
 		}
 		return append(dst, '}'), nil
 	}
-	return dst, errPath(ErrUnsupported, ptr, "value of unknown kind %d", v.Kind)
+	return dst, errPath(ErrUnsupported, at.String(), "value of unknown kind %d", v.Kind)
 }
 
 // escapePointer escapes one reference token of an RFC 6901 JSON pointer.
