@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -69,6 +71,10 @@ type Ledger struct {
 	dbOnce     sync.Once // closes the bbolt file (and releases the lock)
 	dbCloseErr error
 
+	file   *os.File              // the descriptor bbolt reads through, for releaseFile (guard.go)
+	broken atomic.Pointer[error] // why the ledger stopped (guard.go); nil while it serves
+	unsafe atomic.Bool           // a panic inside bbolt: Close releases the file itself (guard.go)
+
 	opCache *opCache // operation records as last committed; the committer's only (opcache.go)
 	memo    *boltTx  // the committer's, reused by every write transaction (store.go)
 
@@ -127,13 +133,19 @@ func (r runner) Write(ctx context.Context, op string, fn func(core.Tx) error) er
 
 func (r runner) Close(ctx context.Context) error { return r.l.Close(ctx) }
 
-// Open opens (creating if needed) the ledger file at path and takes its
-// exclusive lock, which is the single-owner lock of the ledger: while this
-// Ledger is open, no other Open of the file — in this process or another —
-// succeeds. If another owner holds the file, Open waits at most
-// opts.LockTimeout and then fails with an error that names path and wraps
-// [ledger.ErrLocked]. Invalid options fail with [ledger.ErrInvalid], a file
-// that is not a ledger with [ledger.ErrCorrupt].
+// Open opens the ledger file at path and takes its exclusive lock, which
+// is the single-owner lock of the ledger: while this Ledger is open, no
+// other Open of the file — in this process or another — succeeds. If
+// another owner holds the file, Open waits at most opts.LockTimeout and
+// then fails with an error that names path and wraps [ledger.ErrLocked].
+// Invalid options fail with [ledger.ErrInvalid].
+//
+// A new, empty ledger is created only where no file exists. An existing
+// file must be a whole ledger: an empty or short one (truncated), one
+// whose pages or records are damaged, or one that is not a ledger fails
+// with an error wrapping [ledger.ErrCorrupt] and is left as it is, never
+// started over. Open checks the whole file before it returns (see
+// [Ledger.Check]), in time linear in its size.
 //
 // Open starts one committer goroutine, which Close stops.
 func Open(path string, opts Options) (*Ledger, error) {
@@ -153,15 +165,34 @@ func Open(path string, opts Options) (*Ledger, error) {
 	maxBatch := cmpOr(opts.MaxBatch, DefaultMaxBatch)
 	mode := cmpOr(opts.FileMode, 0o600)
 
-	db, err := openDB(path, mode, lockTimeout)
+	creating := false
+	switch fi, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		creating = true
+	case err != nil:
+		return nil, fmt.Errorf("ledger/bolt: open %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("ledger/bolt: open %s: %v is not a regular file: %w", path, fi.Mode().Type(), ledger.ErrInvalid)
+	}
+	db, file, err := openDB(path, mode, lockTimeout, creating)
 	if err != nil {
 		return nil, err
 	}
-	if err := initFile(db); err != nil {
-		return nil, errors.Join(fmt.Errorf("ledger/bolt: open %s: %w", path, err), db.Close())
+	// The file is checked whole before anything writes to it: a damaged
+	// freelist would hand out pages that still hold records, and a damaged
+	// tree would be followed out of the file (see Check).
+	for _, step := range []func() error{
+		func() error { return checkPages(file) },
+		func() error { return initFile(db) },
+		func() error { return db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx)) }) },
+	} {
+		if err := guard(step); err != nil {
+			return nil, errors.Join(fmt.Errorf("ledger/bolt: open %s: %w", path, err), closeDB(db, file, panicked(err)))
+		}
 	}
 	l := &Ledger{
 		db:       db,
+		file:     file,
 		path:     path,
 		maxBatch: maxBatch,
 		opCache:  newOpCache(),
@@ -183,35 +214,76 @@ func cmpOr[T comparable](v, def T) T {
 	return v
 }
 
-func openDB(path string, mode fs.FileMode, lockTimeout time.Duration) (db *bbolt.DB, err error) {
-	defer func() {
-		// bbolt has panicked on malformed files; a file is input, and input
-		// never panics us.
-		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("ledger/bolt: open %s: unreadable file (%v): %w", path, r, ledger.ErrCorrupt)
-		}
-	}()
+// openDB opens the bbolt file at path, creating it only when creating is
+// set (the file did not exist), and returns it with the descriptor bbolt
+// reads it through. Errors that come from the file's content wrap
+// [ledger.ErrCorrupt]; a panic or a fault in bbolt is one of them.
+func openDB(path string, mode fs.FileMode, lockTimeout time.Duration, creating bool) (db *bbolt.DB, file *os.File, err error) {
 	// NoSync, NoGrowSync and NoFreelistSync stay false: every commit is
 	// fsynced before a write is acknowledged.
-	db, err = bbolt.Open(path, mode, &bbolt.Options{Timeout: lockTimeout})
+	opts := &bbolt.Options{Timeout: lockTimeout, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		if creating {
+			flag |= os.O_EXCL // another creator won the race: refuse rather than share
+		} else {
+			flag &^= os.O_CREATE // a file removed meanwhile is not silently recreated
+		}
+		f, err := os.OpenFile(name, flag, perm)
+		if err != nil {
+			return nil, err
+		}
+		if !creating {
+			// bbolt initializes a file of size 0 as a new, empty database: an
+			// existing ledger truncated to nothing would start empty.
+			if fi, err := f.Stat(); err != nil || fi.Size() == 0 {
+				f.Close()
+				return nil, errors.Join(errEmptyFile, err)
+			}
+		}
+		file = f
+		return f, nil
+	}}
+	err = guard(func() error {
+		var err error
+		db, err = bbolt.Open(path, mode, opts)
+		return err
+	})
+	var pathErr *fs.PathError
+	var errno syscall.Errno
 	switch {
 	case err == nil:
-		return db, nil
+		return db, file, nil
+	case panicked(err) && file != nil:
+		// bbolt panicked inside Open and may hold its own locks: release
+		// the file here (its mapping, if any, stays until the process ends).
+		releaseFile(file)
+		return nil, nil, fmt.Errorf("ledger/bolt: open %s: %w", path, err)
 	case errors.Is(err, bberrors.ErrTimeout):
-		return nil, fmt.Errorf("ledger/bolt: open %s: another owner holds the file lock (waited %v); stop that owner or use another file: %w", path, lockTimeout, ledger.ErrLocked)
-	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrVersionMismatch), errors.Is(err, bberrors.ErrChecksum):
-		return nil, fmt.Errorf("ledger/bolt: open %s: not a ledger file: %w: %v", path, ledger.ErrCorrupt, err)
+		return nil, nil, fmt.Errorf("ledger/bolt: open %s: another owner holds the file lock (waited %v); stop that owner or use another file: %w", path, lockTimeout, ledger.ErrLocked)
+	case errors.Is(err, errEmptyFile):
+		return nil, nil, fmt.Errorf("ledger/bolt: open %s: the file is empty, and a ledger never is (it was truncated or is not a ledger); restore it from a backup, or remove it to start a new, empty ledger: %w", path, ledger.ErrCorrupt)
+	case errors.As(err, &pathErr), errors.As(err, &errno):
+		return nil, nil, fmt.Errorf("ledger/bolt: open %s: %w", path, err)
 	default:
-		return nil, fmt.Errorf("ledger/bolt: open %s: %w", path, err)
+		// Everything else bbolt reports at Open is about the file's
+		// content: no valid meta page, a checksum or version mismatch, a
+		// file shorter than its pages.
+		return nil, nil, fmt.Errorf("ledger/bolt: open %s: not a readable ledger file (%v); restore it from a backup: %w", path, err, ledger.ErrCorrupt)
 	}
 }
 
+// errEmptyFile is what openDB's OpenFile hook answers for an existing
+// empty file.
+var errEmptyFile = errors.New("empty file")
+
 // initFile creates the buckets of a new ledger, or checks that the file is
 // a ledger of this build's format, upgrading a format 3 file in place (the
-// same transaction creates the evidence bucket and stamps format 4). An
-// empty bbolt file becomes a ledger; a bbolt file with buckets but no
-// format stamp is someone else's file and is refused, and so is every
-// other format version: earlier pre-release formats are not migrated.
+// same transaction creates the evidence bucket and stamps format 4). A
+// bbolt file with no bucket becomes a ledger only if it has never
+// committed a transaction since bbolt created it (Open created it, or a
+// process died right after creating it); an existing file whose buckets
+// are gone is corrupt, not new. A bbolt file with buckets but no format
+// stamp is someone else's file and is refused, and so is every other
+// format version: earlier pre-release formats are not migrated.
 func initFile(db *bbolt.DB) error {
 	return db.Update(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
@@ -232,6 +304,10 @@ func initFile(db *bbolt.DB) error {
 			return fmt.Errorf("bbolt file with bucket %q and no ledger format version; not a ledger: %w", name, ledger.ErrCorrupt)
 		}); err != nil {
 			return err
+		} else if tx.ID() > freshTxID {
+			// bbolt writes transaction ids 0 and 1 into a new file's two
+			// meta pages, so the first write transaction is 2.
+			return fmt.Errorf("bbolt file at transaction %d has no bucket: the ledger's records are gone; restore it from a backup: %w", tx.ID(), ledger.ErrCorrupt)
 		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -245,6 +321,10 @@ func initFile(db *bbolt.DB) error {
 		return nil
 	})
 }
+
+// freshTxID is the id of the first write transaction on a file bbolt has
+// just created.
+const freshTxID = 2
 
 // Path returns the file the ledger was opened on.
 func (l *Ledger) Path() string { return l.path }
@@ -271,15 +351,17 @@ func (l *Ledger) read(ctx context.Context, op string, fn func(core.Tx) error) er
 		return err
 	}
 	defer l.inflight.Done()
-	return l.db.View(func(tx *bbolt.Tx) (err error) {
-		defer recoverInto(&err)
-		return fn(newTx(tx))
-	})
+	if err := l.stopped(op); err != nil {
+		return err
+	}
+	return l.noteCorrupt(guard(func() error {
+		return l.db.View(func(tx *bbolt.Tx) error { return fn(newTx(tx)) })
+	}))
 }
 
 func recoverInto(err *error) {
 	if r := recover(); r != nil {
-		*err = &storageError{fmt.Errorf("internal error (%v): %w", r, ledger.ErrCorrupt)}
+		*err = &storageError{&panicError{r}}
 	}
 }
 
@@ -287,13 +369,43 @@ func recoverInto(err *error) {
 // fsynced. fn may run more than once (see commit); the run that committed
 // is the last one.
 func (l *Ledger) write(ctx context.Context, op string, fn func(core.Tx) error) error {
+	return l.submit(ctx, op, &request{fn: fn, done: make(chan struct{})})
+}
+
+// Check verifies the whole ledger and returns nil, or an error wrapping
+// [ledger.ErrCorrupt] that names what is broken, after which the ledger
+// stops (every later call is refused with ErrCorrupt; Close still
+// releases the file). It checks bbolt's page structure from the file's
+// bytes (every page of the trees reachable once and inside the file, keys
+// in order, the freelist consistent with them), then decodes every record
+// and checks the ledger's invariants across them (ledger/internal/core's
+// CheckTx: budgets, ordinals, attempts and generations, bootstrap ids and
+// their index, results and their artifacts, evidence, the reconciliation
+// index). Open runs the same check before it returns. Check runs on the
+// committer between two transactions, so it sees the file as last
+// committed; writes wait for it, and it takes time linear in the file's
+// size.
+func (l *Ledger) Check(ctx context.Context) error {
+	return l.submit(ctx, "Check", &request{done: make(chan struct{}), solo: func() error {
+		if err := checkPages(l.file); err != nil {
+			return fmt.Errorf("ledger/bolt: Check %s: %w", l.path, err)
+		}
+		return l.db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx)) })
+	}})
+}
+
+// submit queues r for the committer and waits until it is done.
+func (l *Ledger) submit(ctx context.Context, op string, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ledger/bolt: %s: %w", op, err)
 	}
 	if err := l.enter(op); err != nil {
 		return err
 	}
-	r := &request{fn: fn, done: make(chan struct{})}
+	if err := l.stopped(op); err != nil {
+		l.inflight.Done()
+		return fmt.Errorf("%w: %w", ledger.ErrNotApplied, err)
+	}
 	select {
 	case l.reqs <- r:
 	case <-ctx.Done():
@@ -335,9 +447,18 @@ func (l *Ledger) Close(ctx context.Context) error {
 		return fmt.Errorf("ledger/bolt: close %s: %w (%w)", l.path, ledger.ErrCloseTimeout, context.Cause(ctx))
 	}
 	l.dbOnce.Do(func() {
-		if err := l.db.Close(); err != nil {
+		if err := closeDB(l.db, l.file, l.unsafe.Load()); err != nil {
 			l.dbCloseErr = fmt.Errorf("ledger/bolt: close %s: %w", l.path, err)
 		}
 	})
 	return l.dbCloseErr
+}
+
+// closeDB closes db, or, when a panic inside bbolt may have left its
+// locks held (unsafe), releases its file itself (see guard.go).
+func closeDB(db *bbolt.DB, file *os.File, unsafe bool) error {
+	if unsafe {
+		return releaseFile(file)
+	}
+	return db.Close()
 }

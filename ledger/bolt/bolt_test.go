@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		helperOpen()
 	case "crash":
 		helperCrash()
+	case "corrupt":
+		helperCorrupt()
 	default:
 		os.Stderr.WriteString("unknown helper " + os.Getenv(helperEnv) + "\n")
 		os.Exit(2)

@@ -3,8 +3,11 @@ package bolt
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
@@ -55,6 +58,7 @@ const (
 
 type request struct {
 	fn    func(core.Tx) error
+	solo  func() error // instead of fn: run alone, between transactions, with the file as last committed
 	state atomic.Int32
 	err   error         // written by the committer before done is closed
 	done  chan struct{} // closed by the committer
@@ -62,6 +66,10 @@ type request struct {
 
 func (l *Ledger) commitLoop() {
 	defer close(l.done)
+	// The committer reads the memory map of the file: a fault there (a
+	// truncated or damaged file) must be a panic it recovers, not the end
+	// of the process (guard.go).
+	debug.SetPanicOnFault(true)
 	batch := make([]*request, 0, l.maxBatch)
 	for {
 		var first *request
@@ -70,11 +78,20 @@ func (l *Ledger) commitLoop() {
 		case <-l.quit:
 			return
 		}
+		if first.solo != nil {
+			l.runSolo(first)
+			continue
+		}
 		batch = append(batch[:0], first)
+		var solo *request
 	fill:
 		for len(batch) < l.maxBatch {
 			select {
 			case r := <-l.reqs:
+				if r.solo != nil {
+					solo = r // after this batch, in queue order
+					break fill
+				}
 				batch = append(batch, r)
 			default:
 				break fill
@@ -83,6 +100,9 @@ func (l *Ledger) commitLoop() {
 		l.commit(batch)
 		for i := range batch {
 			batch[i] = nil
+		}
+		if solo != nil {
+			l.runSolo(solo)
 		}
 		// Let the writers just released run before collecting the next
 		// batch, for as long as they keep queueing (see the comment at
@@ -94,7 +114,21 @@ func (l *Ledger) commitLoop() {
 	}
 }
 
+// runSolo runs a solo request alone, with no transaction open.
+func (l *Ledger) runSolo(r *request) {
+	if !r.state.CompareAndSwap(stateQueued, stateTaken) {
+		l.inflight.Done()
+		return
+	}
+	if r.err = l.stopped("check"); r.err == nil {
+		r.err = l.noteCorrupt(guard(r.solo))
+	}
+	l.release(r)
+}
+
 // commit runs one batch to completion and releases every request in it.
+// Once the ledger has stopped (guard.go), it runs nothing: every request
+// is refused, not applied.
 func (l *Ledger) commit(batch []*request) {
 	live := make([]*request, 0, len(batch))
 	for _, r := range batch {
@@ -105,14 +139,23 @@ func (l *Ledger) commit(batch []*request) {
 		}
 	}
 	for len(live) > 0 {
+		if err := l.stopped("write"); err != nil {
+			for _, r := range live {
+				r.err = fmt.Errorf("%w: %w", ledger.ErrNotApplied, err)
+				l.release(r)
+			}
+			return
+		}
 		failed, err := l.apply(live)
 		if failed >= 0 {
 			r := live[failed]
 			live = append(live[:failed], live[failed+1:]...)
+			l.noteCorrupt(r.err)
 			l.release(r)
 			continue
 		}
 		if err != nil {
+			l.noteCorrupt(err)
 			if isStorage(err) { // the write-back failed: rolled back before Commit
 				err = fmt.Errorf("ledger/bolt: commit %s: %w: %w", l.path, ledger.ErrNotApplied, err)
 			} else {
@@ -123,6 +166,7 @@ func (l *Ledger) commit(batch []*request) {
 			}
 		}
 		for _, r := range live {
+			l.noteCorrupt(r.err)
 			l.release(r)
 		}
 		return
@@ -133,17 +177,30 @@ func (l *Ledger) commit(batch []*request) {
 // write hits a storage error, apply rolls back and returns its index. The
 // two phases are timed apart for Stats: running the writes is the CPU part
 // of the commit path, bbolt's Commit the page writes and fsyncs.
+//
+// A panic or fault inside bbolt (a damaged file) is recovered here as an
+// error wrapping ledger.ErrCorrupt; if it came from Commit, the outcome of
+// the batch is not known.
 func (l *Ledger) apply(live []*request) (failed int, err error) {
 	start := time.Now()
-	tx, err := l.db.Begin(true)
-	if err != nil {
-		return -1, &storageError{err} // nothing was applied
-	}
+	var tx *bbolt.Tx
+	committing := false
 	defer func() {
-		if failed >= 0 || err != nil {
-			_ = tx.Rollback() // a no-op after a failed Commit, which rolls back itself
+		if r := recover(); r != nil {
+			failed, err = -1, &panicError{r}
+			if !committing {
+				err = &storageError{err} // nothing was applied
+			}
+		}
+		if tx != nil && (failed >= 0 || err != nil) {
+			_ = guard(tx.Rollback) // a no-op after a failed Commit, which rolls back itself
 		}
 	}()
+	tx, err = l.db.Begin(true)
+	if err != nil {
+		tx = nil
+		return -1, &storageError{err} // nothing was applied
+	}
 	if hook := l.beforeCommit.Load(); hook != nil {
 		(*hook)()
 	}
@@ -163,6 +220,7 @@ func (l *Ledger) apply(live []*request) (failed int, err error) {
 		return -1, err
 	}
 	applied := time.Now()
+	committing = true
 	if err := tx.Commit(); err != nil {
 		l.opCache.reset() // the file's state is not known
 		return -1, err

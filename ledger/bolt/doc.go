@@ -39,6 +39,21 @@
 // wraps [ledger.ErrCorrupt] and names the versions it reads; there is no
 // migration from those.
 //
+// # Corruption (fail-stop)
+//
+// A damaged file never takes the process down and never starts over
+// empty. Open creates a ledger only where no file exists, and checks an
+// existing file whole (bbolt's page structure from the file's bytes, then
+// every record and the ledger's invariants, [Ledger.Check]): an empty,
+// truncated or damaged file fails with an error wrapping
+// [ledger.ErrCorrupt]. Damage found later (the file changed under the
+// ledger, or a fault reading it) is also reported as ErrCorrupt, never a
+// panic or a fatal memory fault: bbolt runs under recover, with faults on
+// its memory map turned into panics on the goroutines that read it. The
+// first such error stops the ledger: every later call is refused with
+// ErrCorrupt, nothing more is written, and Close still releases the file.
+// Restore the file from a backup.
+//
 // # Closing (bounded fail-stop)
 //
 // Close stops new calls, waits for calls in flight and then releases the

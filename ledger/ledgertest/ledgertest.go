@@ -104,6 +104,9 @@ func openChecked(t *testing.T, open Opener) ledger.Ledger {
 // completed, every admitted attempt redeemed a bootstrap id of its own and
 // only admitted attempts authorized effects or results, and ListUnknown lists exactly the authorized and unknown
 // effects of those operations.
+//
+// A backend that has its own whole-store check (a Check(ctx) error method,
+// as ledger/bolt and ledger/memory have) must pass it too.
 func Check(t testing.TB, l ledger.Ledger, ops ...ledger.Fence) {
 	t.Helper()
 	ctx := context.Background()
@@ -113,6 +116,11 @@ func Check(t testing.TB, l ledger.Ledger, ops ...ledger.Fence) {
 	}
 	if err != nil {
 		t.Fatalf("ListUnknown: %v", err)
+	}
+	if c, ok := l.(interface{ Check(context.Context) error }); ok {
+		if err := c.Check(ctx); err != nil {
+			t.Errorf("the backend's own Check: %v", err)
+		}
 	}
 	type key struct {
 		s  ledger.Scope
