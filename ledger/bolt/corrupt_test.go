@@ -284,8 +284,8 @@ func helperCorrupt() {
 
 // useCorrupted opens the ledger at path and uses it: Check, every read
 // (each operation, its evidence, its artifacts, the reconciliation list,
-// the operation list) and writes (a new operation, a new attempt on an
-// existing one, an effect), then Close and a second Open and Check. It
+// the operation list) and writes (a new operation through to an effect,
+// new attempts on existing ones), then Close and a second Open and Check. It
 // stops at the first error: one wrapping ErrCorrupt must be followed by
 // the same refusal of every further call.
 func useCorrupted(path string) (outcome, detail string) {
@@ -355,7 +355,7 @@ func useCorrupted(path string) (outcome, detail string) {
 		return failed("ListUnknown", err)
 	}
 	// Writes: a new operation through to an effect, and a new attempt on
-	// every open operation that had one.
+	// three open operations that had one.
 	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: campaignScope, OperationID: "new", CapabilityID: "cap",
 		RequestDigest: ledgertest.Digest("req"), ManifestDigest: ledgertest.Digest("man"), EffectBudget: 1}); err != nil {
 		return failed("CreateOperation", err)
@@ -376,10 +376,12 @@ func useCorrupted(path string) (outcome, detail string) {
 	if _, err := l.BeginEffect(ctx, f, "e", ledgertest.Digest("e")); err != nil {
 		return failed("BeginEffect", err)
 	}
+	started := 0
 	for _, o := range ops {
-		if o.State != ledger.OperationOpen || o.CurrentAttemptID == "" {
+		if o.State != ledger.OperationOpen || o.CurrentAttemptID == "" || started == 3 {
 			continue
 		}
+		started++
 		if _, err := l.StartAttempt(ctx, o.Scope, o.OperationID, "campaign"); err != nil {
 			return failed("StartAttempt "+o.OperationID, err)
 		}
