@@ -482,7 +482,9 @@ func (w *normalizer) norm(n *pyNode, v any) (result, *normError) {
 	}
 	switch n.kind {
 	case kindAny:
-		return ok(v, exact)
+		// pydantic's Any ranks strict, not exact: in a union it yields to
+		// a member that takes the value exactly.
+		return ok(v, strict)
 	case kindModel:
 		return w.model(n, v)
 	case kindDict:
@@ -594,13 +596,16 @@ func (w *normalizer) dict(n *pyNode, v any) (result, *normError) {
 		return result{}, w.fail("dict_type", "expected an object, found %s", jsonKind(v))
 	}
 	if n.elem.kind == kindAny {
+		if len(in) == 0 {
+			return ok(in, exact)
+		}
 		return ok(in, strict)
 	}
 	out := in
 	if w.trial > 0 {
 		out = make(map[string]any, len(in))
 	}
-	ex := strict
+	ex := exact
 	var deferred *normError
 	for k, cur := range in {
 		r, skip, err := w.child(n.elem, cur, k, &deferred)

@@ -326,6 +326,7 @@ func TestPydanticUnsupported(t *testing.T) {
 		{"Rewritten", `{"name":"ab"}`, `{"name":"ab"}`},
 		{"Stripped", `{"name":" a "}`, `{"name":" a "}`},
 		{"DecimalPlaces", `{"amount":1234.5}`, `{"amount":"1234.5"}`},
+		{"FloatOrDecimal", `{"amount":1.5}`, `{"amount":"1.5"}`},
 		{"HttpOnly", `{"url":"ftp://example.com/"}`, `{"url":"ftp://example.com/"}`},
 		{"AwareOnly", `{"at":"2020-01-01T00:00:00"}`, `{"at":"2020-01-01T00:00:00"}`},
 		{"IntKeys", `{"names":{"01":"a","1":"b"}}`, `{"names":{"01":"a","1":"b"}}`},

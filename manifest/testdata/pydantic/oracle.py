@@ -163,6 +163,29 @@ class Unions(BaseModel):
     bool_or_int: Union[bool, int] = False
 
 
+class MoreUnions(BaseModel):
+    model_or_dict: Union[ShapeA, dict] = ShapeA()
+    dict_or_model: Union[dict, ShapeA] = {}
+    tuple_or_list: Union[tuple[int, int], list[int]] = []
+    set_or_list: Union[set[int], list[int]] = []
+    list_or_set: Union[list[int], set[int]] = []
+    lit_or_str: Union[Literal["a", "b"], str] = ""
+    enum_or_str: Union[Color, str] = ""
+    str_or_enum: Union[str, Color] = ""
+    uuid_or_str: Union[uuid.UUID, str] = ""
+    ip6_or_str: Union[ipaddress.IPv6Address, str] = ""
+    str_or_ip6: Union[str, ipaddress.IPv6Address] = ""
+    td_or_int: Union[datetime.timedelta, int] = 0
+    int_or_td: Union[int, datetime.timedelta] = 0
+    path_or_str: Union[pathlib.Path, str] = ""
+    date_or_int: Union[datetime.date, int] = 0
+    time_or_float: Union[datetime.time, float] = 0.0
+    int_none_str: Union[int, None, str] = None
+    url_or_str: Union[AnyUrl, str] = ""
+    bool_or_str: Union[bool, str] = ""
+    float_or_bool: Union[float, bool] = 0.0
+
+
 class IgnoreExtra(BaseModel):
     keep: int = 1
     nested: Inner = Inner()
@@ -232,6 +255,10 @@ class HttpOnly(BaseModel):
     url: HttpUrl
 
 
+class FloatOrDecimal(BaseModel):
+    amount: Union[float, decimal.Decimal]
+
+
 class AwareOnly(BaseModel):
     at: AwareDatetime
 
@@ -240,8 +267,8 @@ class IntKeys(BaseModel):
     names: dict[int, str]
 
 
-CLAIMED = [Times, Ids, Net, Numbers, Collections, Unions, IgnoreExtra, ForbidExtra, AllowExtra, Misc, Tree, Links]
-UNSUPPORTED = [Aliased, Factory, Rewritten, Stripped, StrSet, DecimalPlaces, HttpOnly, AwareOnly, IntKeys]
+CLAIMED = [Times, Ids, Net, Numbers, Collections, Unions, MoreUnions, IgnoreExtra, ForbidExtra, AllowExtra, Misc, Tree, Links]
+UNSUPPORTED = [Aliased, Factory, Rewritten, Stripped, StrSet, DecimalPlaces, FloatOrDecimal, HttpOnly, AwareOnly, IntKeys]
 MODELS = {m.__name__: m for m in CLAIMED + UNSUPPORTED}
 MAX_SAFE = 2**53 - 1
 
