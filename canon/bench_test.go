@@ -127,7 +127,7 @@ func errOf(_ []byte, err error) error { return err }
 func BenchmarkMarshalPlain(b *testing.B) {
 	args := map[string]any{
 		"organization_id": "org-a", "text": "hello, world", "count": int64(3), "ratio": 0.25, "ok": true,
-		"items": []any{"a", "b", map[string]any{"k": "v", "é": nil}},
+		"items":  []any{"a", "b", map[string]any{"k": "v", "é": nil}},
 		"nested": map[string]any{"z": 1.5, "a": []any{int64(1), int64(2), int64(3)}, "m": "x"},
 	}
 	for _, bb := range []struct {
