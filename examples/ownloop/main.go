@@ -8,10 +8,12 @@
 //     (supervise.BuildContext: budget left, deadline, the services the
 //     manifest requires), a one-shot bootstrap id (IssueBootstrap), a
 //     Handler, then launch.Invoke;
-//  3. decide from the ledger, never from the host's word alone: an accepted
-//     result ends the loop; anything else is this loop's policy (here: try
-//     again, at most three attempts). Effects the ledger recorded are
-//     redelivered to the next attempt, never dispatched twice.
+//  3. record the attempt's evidence (RecordAttempt: the host's pid, exit
+//     status and result line, the exchanges), then decide from the ledger,
+//     never from the host's word alone: an accepted result ends the loop;
+//     anything else is this loop's policy (here: try again, at most three
+//     attempts). Effects the ledger recorded are redelivered to the next
+//     attempt, never dispatched twice.
 //
 // The first attempt's host here crashes before it says anything (the
 // simulated host's exit-1 scenario); the second one succeeds.
@@ -145,6 +147,24 @@ func run(ctx context.Context, w io.Writer) error {
 			fmt.Fprintln(w)
 		}
 
+		// The attempt's evidence, for audits and for rebuilding its wire
+		// binding after a restart (supervise.BindingOf).
+		ev := ledger.AttemptEvidence{SeatID: binding.SeatID, RuntimeBindingID: binding.RuntimeBindingID,
+			PacketID: binding.PacketID, BootstrapID: bootstrapID, LaunchDigest: out.LaunchDigest,
+			State: "protocol_error", Reason: "no valid host result", Launched: true, PID: out.Process.PID,
+			ExitCode: out.Process.ExitCode, HostResult: out.Process.Stdout, StdoutBytes: out.Process.StdoutBytes,
+			Session: ledger.SessionEvidence{HostNonce: out.Session.HostNonce, Frames: out.Session.Frames}}
+		if lerr == nil {
+			ev.State, ev.Reason = string(out.Result.State), ""
+		}
+		for _, x := range out.Session.Exchanges {
+			ev.Session.Exchanges = append(ev.Session.Exchanges, ledger.ExchangeEvidence{Sequence: x.Sequence,
+				Method: string(x.Method), State: string(x.State), RequestDigest: x.RequestDigest})
+		}
+		if _, err := l.RecordAttempt(ctx, fence, ev); err != nil {
+			return err
+		}
+
 		// The ledger decides.
 		after, err := l.Operation(ctx, scope, opID)
 		if err != nil {
@@ -156,6 +176,14 @@ func run(ctx context.Context, w io.Writer) error {
 				return err
 			}
 			fmt.Fprintf(w, "result accepted from generation %d: %s\n", after.Result.Generation, a.Bytes)
+			evs, err := l.Evidence(ctx, scope, opID)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				fmt.Fprintf(w, "evidence of generation %d: %s, exit status %d, %d exchanges\n",
+					e.Generation, e.State, e.ExitCode, len(e.Session.Exchanges))
+			}
 			return nil
 		}
 	}

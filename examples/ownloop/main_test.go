@@ -17,5 +17,7 @@ attempt-2 (generation 2): exit status 0, 5 requests answered, host says succeede
   effect.request -> allowed (effect-2, receipt receipt-effect-2, redelivery false)
   result.publish -> allowed
 result accepted from generation 2: {"receipts":["receipt-effect-1","receipt-effect-2"],"target":"doc-1"}
+evidence of generation 1: protocol_error, exit status 1, 0 exchanges
+evidence of generation 2: succeeded, exit status 0, 5 exchanges
 `)
 }
