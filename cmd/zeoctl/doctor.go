@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,7 +131,7 @@ func doctor(ctx context.Context, e *env, d *discoveryFlags) error {
 		}
 	}
 
-	l, cleanup, err := d.host.launcher(&env{stdout: e.stdout, stderr: devNull{}})
+	l, cleanup, err := d.host.launcher(&env{stdout: e.stdout, stderr: io.Discard})
 	if err != nil {
 		add(check{Name: "host", Detail: err.Error()})
 	} else {
@@ -156,11 +157,6 @@ func doctor(ctx context.Context, e *env, d *discoveryFlags) error {
 	}
 	return nil
 }
-
-// devNull discards writes.
-type devNull struct{}
-
-func (devNull) Write(p []byte) (int, error) { return len(p), nil }
 
 // installation is what an interpreter reports about itself.
 type installation struct {

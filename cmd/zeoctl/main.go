@@ -217,8 +217,8 @@ const exitHelp = `Exit status of every zeoctl command:
 	0  the command did what was asked
 	1  it failed; the message after "zeoctl: <command>:" says what was wrong and what to do
 	2  the command line is wrong; the usage line follows the message
-	3  invoke (or demo) ran the operation and its outcome is not a success; the
-	   outcome is printed, and its state says what to do next (see 'zeoctl help invoke')
+	3  invoke ran the operation and its outcome is not a success; the outcome
+	   is printed, and its state says what to do next (see 'zeoctl help invoke')
 `
 
 // hostHelp is `zeoctl help host`.
