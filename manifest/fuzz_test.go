@@ -124,6 +124,9 @@ func FuzzPrepareRequest(f *testing.F) {
 	f.Add([]byte(`{"properties":{"organization_id":{"default":"org-a","type":"string"},"text":{"type":"string"}},"required":["text"],"type":"object"}`), []byte(`{"text":"hello"}`))
 	f.Add([]byte(`{"$ref":"#"}`), []byte(`{}`))
 	f.Add([]byte(`{"$ref":"http://127.0.0.1:1/x"}`), []byte(`{}`))
+	f.Add([]byte(`{"$defs":{"A":{"anyOf":[{"$ref":"#/$defs/B"},{"type":"object"}]},"B":{"anyOf":[{"$ref":"#/$defs/A"},{"type":"null"}]}},"$ref":"#/$defs/A"}`), []byte(`{}`))
+	f.Add([]byte(`{"properties":{"at":{"format":"date-time","type":"string"},"u":{"format":"uri","type":"string"},"s":{"items":{"type":"integer"},"type":"array","uniqueItems":true},"d":{"anyOf":[{"type":"number"},{"pattern":"^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$","type":"string"}]}},"type":"object"}`),
+		[]byte(`{"at":"2026-09-05T08:00:00+00:00","u":"HTTP://A","s":[10,2,18,26,34,1],"d":1e16}`))
 	f.Fuzz(func(t *testing.T, schema, args []byte) {
 		var s map[string]any
 		if canon.Unmarshal(schema, &s) != nil {

@@ -398,6 +398,7 @@ type normError struct {
 	rule   string
 	detail string
 	fatal  bool
+	abort  bool // the schema, not the value, is at fault: stop everything
 	ex     exactness
 	fields int // for a fatal refusal: the model fields given, as in result; -1 otherwise
 }
@@ -411,8 +412,8 @@ const maxNormSteps = 4_000_000
 type normalizer struct {
 	path   []string // reference tokens of the value being normalized
 	trial  int      // > 0 while a union member is tried: never modify input containers
+	hops   int      // union, allOf and tagged steps taken on the current value without descending
 	budget int
-	out    bool // budget exhausted
 }
 
 func (w *normalizer) pointer() string {
@@ -445,9 +446,12 @@ func (w *normalizer) fatal(rule, format string, args ...any) *normError {
 // refusal of pydantic's own elsewhere is still found.
 func (w *normalizer) child(n *pyNode, v any, tok string, deferred **normError) (r result, skip bool, err *normError) {
 	w.path = append(w.path, tok)
+	hops := w.hops
+	w.hops = 0
 	r, err = w.norm(n, v)
+	w.hops = hops
 	w.path = w.path[:len(w.path)-1]
-	if err != nil && err.fatal {
+	if err != nil && err.fatal && !err.abort {
 		*deferred = cmp.Or(*deferred, err)
 		return r, true, nil
 	}
@@ -476,9 +480,19 @@ func ok(v any, ex exactness) (result, *normError) { return result{v: v, ex: ex, 
 func (w *normalizer) norm(n *pyNode, v any) (result, *normError) {
 	w.budget--
 	if w.budget < 0 {
-		w.out = true
-		return result{}, &normError{ptr: w.pointer(), rule: "schema.steps", fatal: true,
+		return result{}, &normError{ptr: w.pointer(), rule: "schema.steps", fatal: true, abort: true,
 			detail: fmt.Sprintf("normalizing needs more than %d schema steps; the schema is too deeply composed", maxNormSteps)}
+	}
+	switch n.kind {
+	case kindUnion, kindTagged, kindAllOf:
+		// These apply other nodes to the same value: a schema that
+		// composes them in a cycle would never descend.
+		if w.hops >= maxRefChain {
+			return result{}, &normError{ptr: w.pointer(), rule: "schema.steps", fatal: true, abort: true,
+				detail: fmt.Sprintf("the schema composes anyOf, oneOf and allOf more than %d deep without describing a nested value", maxRefChain)}
+		}
+		w.hops++
+		defer func() { w.hops-- }()
 	}
 	switch n.kind {
 	case kindAny:
@@ -728,11 +742,11 @@ func (w *normalizer) union(n *pyNode, v any) (result, *normError) {
 	w.trial++
 	for _, b := range n.branches {
 		r, err := w.norm(b, v)
+		if err != nil && err.abort {
+			w.trial--
+			return result{}, err
+		}
 		if err != nil && !err.fatal {
-			if err.rule == "schema.steps" {
-				w.trial--
-				return result{}, err
-			}
 			refusals = append(refusals, err.rule)
 			continue
 		}

@@ -135,7 +135,7 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 	}
 	args, nerr := normalizeArguments(s.normPlan(), args, maxNormSteps)
 	if nerr != nil {
-		if nerr.rule == "schema.steps" {
+		if nerr.abort {
 			return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.normalize", Detail: nerr.detail}
 		}
 		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Pointer: nerr.ptr, Rule: "pydantic." + nerr.rule, Detail: nerr.detail}

@@ -314,3 +314,23 @@ func TestSchemaDialectOnlyOnSchemas(t *testing.T) {
 		t.Fatalf("draft-07 dialect: error %v, want ErrInvalidSchema", err)
 	}
 }
+
+// TestPrepareCompositionCycle: unions that reach themselves without
+// describing a nested value (which pydantic never writes, and which the
+// JSON Schema library does not always refuse) end in a schema refusal,
+// never in endless recursion.
+func TestPrepareCompositionCycle(t *testing.T) {
+	var schema map[string]any
+	if err := canon.Unmarshal([]byte(`{"$defs": {
+		"A": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "object"}]},
+		"B": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}}, "$ref": "#/$defs/A"}`), &schema); err != nil {
+		t.Fatal(err)
+	}
+	m := manifest.CapabilityManifest{ID: manifest.CapabilityID{Namespace: "t", Name: "cycle", Version: "1.0.0"}, RequestSchema: schema}
+	var v manifest.Validator
+	_, err := v.PrepareRequestJSON(m, []byte(`{}`))
+	var ve *manifest.ValidationError
+	if !errors.Is(err, manifest.ErrInvalidSchema) || !errors.As(err, &ve) || ve.Rule != "schema.normalize" {
+		t.Fatalf("error %v, want ErrInvalidSchema (schema.normalize)", err)
+	}
+}
