@@ -124,7 +124,7 @@ func BenchmarkLaunch(b *testing.B) {
 	work := b.TempDir()
 
 	l, err := launch.New(launch.Config{
-		Interpreter: hostsim, Dir: work, Verifier: launch.TrustEnvironment{},
+		Interpreter: hostsim, Dir: work, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
 		Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"},
 	})
 	if err != nil {

@@ -48,7 +48,7 @@ func newSuperviseFixture(b *testing.B) *superviseFixture {
 	}
 	dir := b.TempDir()
 	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
-	l, err := launch.New(launch.Config{Interpreter: hostsim, Dir: b.TempDir(), Verifier: launch.TrustEnvironment{}})
+	l, err := launch.New(launch.Config{Interpreter: hostsim, Dir: b.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
 	if err != nil {
 		b.Fatal(err)
 	}

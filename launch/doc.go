@@ -23,8 +23,13 @@
 //   - The context on FD 3 and the request on stdin, each a sealed memfd
 //     (Linux; an unlinked temp file on macOS) at offset 0, so the host reads
 //     them to EOF in any order and a context of any size up to 1 MiB cannot
-//     deadlock. The child holds exactly FDs 0–4; every other descriptor of
-//     this process is marked close-on-exec first (Config.LeaveParentFDs).
+//     deadlock. The child holds exactly FDs 0–4: every other descriptor of
+//     this process is marked close-on-exec first (Config.LeaveParentFDs),
+//     and the child itself closes every other descriptor number up to
+//     past the highest this process holds, after the fork and before the
+//     exec (os/exec closes a nil ExtraFiles entry in the child), so that a
+//     descriptor another goroutine opens without close-on-exec while the
+//     child forks stays out too.
 //   - Its own session and process group. At the attempt deadline (or when
 //     ctx ends) the group gets SIGTERM, and SIGKILL after Config.Grace.
 //     Group signals are sent only while the leader is unreaped, so the
@@ -41,6 +46,42 @@
 // Stdout is read to at most MaxResultBytes+1 bytes (the rest is drained and
 // discarded); stderr keeps a bounded tail for diagnostics only and is never
 // parsed.
+//
+// # Privilege: the host runs with less
+//
+// Config.User runs the host as another uid and gid with no supplementary
+// groups; New refuses a Config that would start a host as root (or group
+// 0) unless Config.AllowRootHost says so. Unless Config.LeaveDumpable is
+// set, New marks the whole controller process non-dumpable
+// (prctl(PR_SET_DUMPABLE, 0); process-wide and for the rest of its life:
+// no core dumps, no same-user ptrace attach), so that a host running as
+// the same user cannot read its memory, environment or descriptors
+// through /proc either (doc/design.md, “Less privilege for the host”).
+//
+// # What the credential check proves
+//
+// The Runtime end of the socket has SO_PASSCRED on, and the session
+// accepts a frame only if the SCM_CREDENTIALS the kernel attached to its
+// bytes name the child's pid, and a bootstrap only if it presents that
+// pid. The kernel attaches the sender's real credentials, unless the
+// sender supplies its own: an unprivileged process may only supply its
+// own pid, uid and gid (anything else is EPERM), but a process with
+// CAP_SYS_ADMIN (root) may name any pid, and one with CAP_SETUID and
+// CAP_SETGID any uid and gid. So the check proves that a frame came from
+// the child, or from a privileged process on this host:
+//
+//   - against a host running unprivileged (Config.User, or this process
+//     not root), it proves the sender: another process holding the socket
+//     (a descendant the host gave FD 4 to) is refused, whatever it claims;
+//   - against a root host it proves nothing: root can name the child's pid
+//     from any process. Such a host is trusted with this whole machine
+//     anyway, which is why New wants AllowRootHost for it.
+//
+// It never proves which program the child is running: the child may exec
+// another program, or hand the socket to a descendant that runs under its
+// pid (threads share it). The launcher's guarantees (exact interpreter,
+// environment digest) are about what was started, not about what runs
+// later.
 //
 // # What it refuses
 //

@@ -25,6 +25,9 @@ import (
 var hostsimPath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(controllerEnv) != "" {
+		os.Exit(helperController())
+	}
 	os.Exit(runMain(m))
 }
 
@@ -50,6 +53,11 @@ func runMain(m *testing.M) int {
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building zeo-hostsim:", err)
+		return 1
+	}
+	// Every user may run it: the privilege tests start it as uid 65534.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -190,6 +198,8 @@ func newLauncher(t testing.TB, env ...string) (*launch.Launcher, string) {
 		Grace:       2 * time.Second,
 		WaitDelay:   500 * time.Millisecond,
 		Verifier:    launch.TrustEnvironment{},
+		// Tests run as whoever runs them, root included (CI).
+		AllowRootHost: true,
 	})
 	if err != nil {
 		t.Fatal(err)

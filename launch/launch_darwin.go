@@ -47,3 +47,7 @@ func socketpair() ([2]int, error) {
 	unix.CloseOnExec(fds[1])
 	return fds, nil
 }
+
+// setNotDumpable does nothing on darwin, which has no PR_SET_DUMPABLE (see
+// Config.LeaveDumpable).
+func setNotDumpable() error { return nil }

@@ -37,3 +37,9 @@ func sealedFile(name string, data []byte) (*os.File, error) {
 func socketpair() ([2]int, error) {
 	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 }
+
+// setNotDumpable marks the whole process non-dumpable (see
+// Config.LeaveDumpable).
+func setNotDumpable() error {
+	return os.NewSyscallError("prctl(PR_SET_DUMPABLE)", unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0))
+}

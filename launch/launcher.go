@@ -68,14 +68,47 @@ type Config struct {
 	Verifier EnvironmentVerifier
 	// LeaveParentFDs turns off the sweep that marks every descriptor ≥ 3
 	// of this process close-on-exec before each start (as runc does before
-	// starting its init), which keeps descriptors opened without
-	// O_CLOEXEC by cgo or third-party code out of the host. Leave it false
-	// unless the embedding program relies on descriptors being inherited
-	// by other children it starts with raw fork/exec.
+	// starting its init). The host still gets exactly FDs 0–4, because the
+	// child closes the others itself before the exec (see the package
+	// doc); the sweep is a second line, for a descriptor placed past the
+	// range the child closes. Set it only when the embedding program
+	// relies on its descriptors being inherited by other children it
+	// starts with raw fork/exec.
 	LeaveParentFDs bool
+	// User, when set, runs the host as another user: the child sets its
+	// groups to none (no supplementary groups), then its gid and uid to
+	// User's, before the host program starts. The host then cannot read
+	// this process's memory, environment or descriptors through /proc,
+	// and a frame's credentials prove its sender (see the package doc,
+	// “What the credential check proves”). Starting a host as another
+	// user needs the privilege to change credentials (CAP_SETUID and
+	// CAP_SETGID, in practice root); Interpreter and Dir must be usable by
+	// that user. Nil runs the host as this process's user.
+	User *User
+	// AllowRootHost lets the host run as root (uid 0) or with group 0:
+	// New refuses a Config that would start one (User naming uid or gid
+	// 0, or no User while this process runs as root) unless it is set. A
+	// root host can read and signal anything, including this process,
+	// and can forge the credentials of any process on the socket.
+	AllowRootHost bool
+	// LeaveDumpable keeps this process dumpable. Unless it is set, New
+	// marks the whole process (every goroutine and thread, for the rest
+	// of its life) non-dumpable with prctl(PR_SET_DUMPABLE, 0), so that a
+	// host running as the same user cannot read its memory, environment
+	// or descriptors through /proc or attach to it with ptrace. That also
+	// turns off core dumps of this process and stops same-user debuggers
+	// (gdb, dlv attach) from attaching; set LeaveDumpable to keep them, at
+	// the cost of that protection. Linux only; elsewhere it has no effect.
+	LeaveDumpable bool
 	// Logger receives one debug record per launch and warnings for forced
 	// kills. Nil means no logging.
 	Logger *slog.Logger
+}
+
+// User is the identity a host runs as (Config.User): a uid and a primary
+// gid, with no supplementary groups.
+type User struct {
+	UID, GID uint32
 }
 
 // Launcher starts ZEO runtime hosts. It holds only its frozen Config, so a
@@ -87,11 +120,18 @@ type Launcher struct {
 }
 
 // New validates cfg and returns a Launcher. Errors wrap ErrInvalidConfig.
+//
+// Unless cfg.LeaveDumpable is set, New also marks this process
+// non-dumpable (see Config.LeaveDumpable).
 func New(cfg Config) (*Launcher, error) {
 	if err := checkSupported(); err != nil {
 		return nil, err
 	}
 	c := cfg
+	if cfg.User != nil {
+		u := *cfg.User
+		c.User = &u
+	}
 	c.Args = slices.Clone(cfg.Args)
 	c.Env = slices.Clone(cfg.Env)
 	if c.Env == nil {
@@ -111,6 +151,11 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
+	}
+	if !c.LeaveDumpable {
+		if err := setNotDumpable(); err != nil {
+			return nil, fmt.Errorf("launch: making this process non-dumpable (set Config.LeaveDumpable to skip it): %w", err)
+		}
 	}
 	l := &Launcher{cfg: c, log: c.Logger}
 	if l.log == nil {
@@ -158,6 +203,14 @@ func (c *Config) validate() error {
 	}
 	if c.Verifier == nil {
 		add("Verifier is nil (use TrustEnvironment{} to skip environment verification explicitly)")
+	}
+	if !c.AllowRootHost {
+		switch {
+		case c.User != nil && (c.User.UID == 0 || c.User.GID == 0):
+			add("User {UID: %d, GID: %d} runs the host as root or group 0; set AllowRootHost to allow it", c.User.UID, c.User.GID)
+		case c.User == nil && os.Geteuid() == 0:
+			add("this process runs as root, so the host would too; set User to run it as another user, or AllowRootHost to allow a root host")
+		}
 	}
 	if len(errs) == 0 {
 		return nil

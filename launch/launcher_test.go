@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func launcherWith(t testing.TB, grace, waitDelay time.Duration, env ...string) (
 	dir := t.TempDir()
 	l, err := launch.New(launch.Config{
 		Interpreter: hostsimPath, Env: env, Dir: dir, Grace: grace, WaitDelay: waitDelay,
-		Verifier: launch.TrustEnvironment{},
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -390,10 +392,11 @@ func TestNoLeaksAcrossLaunches(t *testing.T) {
 	}
 }
 
-// TestSweepKeepsStrayDescriptorsOut shows the check above can fail: with
-// the close-on-exec sweep turned off, a descriptor this process opened
-// without O_CLOEXEC reaches the host.
-func TestSweepKeepsStrayDescriptorsOut(t *testing.T) {
+// TestChildClosesStrayDescriptors shows the child closing what the sweep
+// did not mark: with the sweep turned off (LeaveParentFDs), a descriptor
+// this process opened without O_CLOEXEC stays inheritable here, and still
+// does not reach the host.
+func TestChildClosesStrayDescriptors(t *testing.T) {
 	leak, err := unix.Open("/dev/null", unix.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +404,7 @@ func TestSweepKeepsStrayDescriptorsOut(t *testing.T) {
 	defer unix.Close(leak)
 	l, err := launch.New(launch.Config{
 		Interpreter: hostsimPath, Env: []string{"ZEO_HOSTSIM_SCENARIO=report"}, Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, LeaveParentFDs: true,
+		Verifier: launch.TrustEnvironment{}, LeaveParentFDs: true, AllowRootHost: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +415,83 @@ func TestSweepKeepsStrayDescriptorsOut(t *testing.T) {
 	if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
 		t.Fatal(err)
 	}
-	if target := r.FDs[strconv.Itoa(leak)]; target != "/dev/null" {
-		t.Fatalf("fd %d in the host is %q; the stray descriptor did not leak without the sweep", leak, target)
+	if target, ok := r.FDs[strconv.Itoa(leak)]; ok && !strings.HasPrefix(target, "cloexec ") {
+		t.Fatalf("fd %d reached the host (%q)", leak, target)
+	}
+	if flags, err := unix.FcntlInt(uintptr(leak), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC != 0 {
+		t.Fatalf("fd %d here: flags %#x, %v; LeaveParentFDs must leave it inheritable", leak, flags, err)
+	}
+}
+
+// TestNoStrayDescriptorsUnderConcurrency launches 1,000 hosts, two at a
+// time, while two goroutines keep opening descriptors without O_CLOEXEC
+// (as cgo or raw syscalls do): descriptors created between the sweep and
+// the fork, which the sweep cannot mark. Every host must hold exactly FDs
+// 0–4 not close-on-exec.
+func TestNoStrayDescriptorsUnderConcurrency(t *testing.T) {
+	const launches, parallel = 1000, 2
+	l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO=report")
+	f := newFixture(t)
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	stop := make(chan struct{})
+	var openers sync.WaitGroup
+	opened := make([]int, 2)
+	for g := range opened {
+		openers.Add(1)
+		go func() {
+			defer openers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				opened[g]++
+				runtime.Gosched() // hold it across a few scheduling points
+				unix.Close(fd)
+			}
+		}()
+	}
+	var mu sync.Mutex
+	var strays []string
+	jobs := make(chan int)
+	var workers sync.WaitGroup
+	for range parallel {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for i := range jobs {
+				out, _ := l.Invoke(testCtx(t), inv)
+				var r report
+				if out == nil || json.Unmarshal(out.Process.Stdout, &r) != nil {
+					t.Errorf("launch %d: no report", i)
+					continue
+				}
+				for fd, target := range r.FDs {
+					if n, _ := strconv.Atoi(fd); n > 4 && !strings.HasPrefix(target, "cloexec ") {
+						mu.Lock()
+						strays = append(strays, fmt.Sprintf("launch %d: fd %s (%s)", i, fd, target))
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	for i := range launches {
+		jobs <- i
+	}
+	close(jobs)
+	workers.Wait()
+	close(stop)
+	openers.Wait()
+	t.Logf("%d launches, %d at a time, while two goroutines opened %d descriptors without O_CLOEXEC: %d stray descriptors in the hosts",
+		launches, parallel, opened[0]+opened[1], len(strays))
+	if len(strays) > 0 {
+		t.Errorf("%d stray descriptors reached hosts:\n%s", len(strays), strings.Join(strays, "\n"))
 	}
 }

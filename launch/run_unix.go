@@ -63,8 +63,12 @@ func runtimeSocket() (net.Conn, *os.File, error) {
 //  2. The socketpair is created SOCK_CLOEXEC; only the child's end is
 //     placed at FD 4, and the parent closes its copy right after start.
 //  3. The child gets a new session (so its own process group, pgid = pid)
-//     and exactly FDs 0–4: Go passes nothing else, and the sweep marks any
-//     stray inheritable descriptor of ours close-on-exec first.
+//     and exactly FDs 0–4: Go passes nothing else, the sweep marks any
+//     stray inheritable descriptor of ours close-on-exec first, and the
+//     child itself closes every other number up to childproc.ChildFDBound
+//     before the exec, so that one opened meanwhile stays out too. With
+//     Config.User it drops its supplementary groups, then sets its gid and
+//     uid, before the exec.
 //  4. Group signals are only ever sent while the leader is unreaped (alive
 //     or a zombie), so the pgid cannot have been reused by then: on Linux
 //     the exit is awaited with waitid(WNOWAIT) through the pidfd, the
@@ -95,15 +99,33 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		extra = append(extra, childEnd)
 	}
 
-	stdout := &headWriter{max: MaxResultBytes + 1}
-	stderr := &tailWriter{max: l.cfg.StderrTailBytes}
-	cmd := l.newCmd(s, stdinFile, stdout, stderr, extra)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-
 	if !l.cfg.LeaveParentFDs {
 		if err := childproc.SweepCloexec(); err != nil {
 			l.log.Warn("launch: could not mark inherited descriptors close-on-exec", "err", err)
 		}
+	}
+	// The child closes every other descriptor number up to the bound
+	// itself, between fork and exec: a nil ExtraFiles entry is closed when
+	// the process starts. That keeps out what the sweep cannot: a
+	// descriptor another goroutine opens without close-on-exec while the
+	// child forks.
+	bound, err := childproc.ChildFDBound()
+	if err != nil {
+		bound = 3 + len(extra) + childproc.ChildCloseSlack
+		l.log.Warn("launch: could not list this process's descriptors; the child closes a fixed range", "err", err, "up_to", bound)
+	}
+	for 3+len(extra) < bound {
+		extra = append(extra, nil)
+	}
+
+	stdout := &headWriter{max: MaxResultBytes + 1}
+	stderr := &tailWriter{max: l.cfg.StderrTailBytes}
+	cmd := l.newCmd(s, stdinFile, stdout, stderr, extra)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if u := l.cfg.User; u != nil {
+		// Groups empty and NoSetGroups false: setgroups(0) clears the
+		// supplementary groups before setgid and setuid.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

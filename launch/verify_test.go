@@ -94,7 +94,7 @@ func TestTreeVerifierGuardsLaunch(t *testing.T) {
 	}
 	l, err := launch.New(launch.Config{
 		Interpreter: filepath.Join(root, "bin", "zeo-hostsim"), Dir: t.TempDir(),
-		Verifier: launch.TreeVerifier{Root: root},
+		Verifier: launch.TreeVerifier{Root: root}, AllowRootHost: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestTreeVerifierGuardsLaunch(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	dir := t.TempDir()
-	good := launch.Config{Interpreter: hostsimPath, Dir: dir, Verifier: launch.TrustEnvironment{}}
+	good := launch.Config{Interpreter: hostsimPath, Dir: dir, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
 	if _, err := launch.New(good); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,8 @@ func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Rec
 // from the ledger without a launch.
 func ExampleSupervisor_Invoke() {
 	ctx := context.Background()
-	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{}})
+	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{},
+		AllowRootHost: true}) // the simulated host runs as whoever runs the example
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -71,7 +72,8 @@ func ExampleSupervisor_Invoke() {
 // ExampleOutcomeError shows how a caller tells outcomes apart: every state
 // but succeeded comes with an *OutcomeError wrapping the state's sentinel.
 func ExampleOutcomeError() {
-	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{}})
+	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{},
+		AllowRootHost: true}) // the simulated host runs as whoever runs the example
 	if err != nil {
 		fmt.Println(err)
 		return

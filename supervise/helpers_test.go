@@ -60,7 +60,8 @@ func newLauncher(t testing.TB, grace time.Duration, env ...string) *launch.Launc
 		grace = 2 * time.Second
 	}
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: env, Dir: t.TempDir(), Grace: grace,
-		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{}})
+		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,9 @@ func readBinding(path string) (manifest.ProviderBinding, error) {
 // launcher builds the launcher for the chosen host, running in a fresh
 // temporary directory that cleanup removes.
 func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err error) {
-	cfg := launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}}
+	// zeoctl runs hosts as the operator who runs it: whoever runs zeoctl
+	// as root has chosen a root host.
+	cfg := launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
 	switch {
 	case h.python != "":
 		cfg.Interpreter, cfg.Args = h.python, pythonHostArgs

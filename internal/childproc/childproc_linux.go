@@ -9,6 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// fdDir lists this process's open descriptors.
+const fdDir = "/proc/self/fd"
+
 // CanAwaitUnreaped reports whether AwaitExit works here. On Linux it does,
 // with waitid(WNOWAIT).
 const CanAwaitUnreaped = true

@@ -10,6 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// fdDir lists this process's open descriptors.
+const fdDir = "/dev/fd"
+
 // CanAwaitUnreaped reports whether AwaitExit works here. It does not: x/sys
 // has no waitid(WNOWAIT) outside Linux, so a child is reaped by Wait and its
 // group can be signalled only while it runs. Best effort: descendants a child

@@ -61,6 +61,11 @@
 //   - report: instead of a HostResult, writes a JSON report of what the
 //     process inherited (descriptors at startup, environment, pid, process
 //     group, session, the sizes of the context and stdin); no IPC
+//   - probe: the report, plus what the host could do to the Runtime that
+//     started it (its parent): read its environment, 4 KiB of its memory
+//     and its descriptor list through /proc, and send a frame on the
+//     socket with SCM_CREDENTIALS naming the parent's pid; each is "ok" or
+//     the error
 //   - hang: blocks before any IPC; SIGTERM ends it
 //   - hang-ignore-term: blocks before any IPC and ignores SIGTERM
 //   - grandchild: starts a grandchild in its process group that holds

@@ -219,8 +219,13 @@ func (h *host) invoke(a args) int {
 		r.Binding = &bound
 		return h.emit(r)
 	}
-	if h.sc == scReport {
+	switch h.sc {
+	case scReport:
 		return h.emitJSON(h.report(raw, stdin, a.runtimeFD))
+	case scProbe:
+		r := h.report(raw, stdin, a.runtimeFD)
+		r["probe"] = probeParent(a.runtimeFD)
+		return h.emitJSON(r)
 	}
 	if err := silence(); err != nil {
 		return h.emit(hostsim.ProtocolErrorResult())

@@ -50,7 +50,7 @@ func TestGrandchildKeepsMarker(t *testing.T) {
 	}
 	dir := t.TempDir()
 	l, err := launch.New(launch.Config{
-		Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: launch.TrustEnvironment{},
+		Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
 		Env:   []string{hostproc.EnvScenario + "=grandchild-escape"},
 		Grace: 2 * time.Second, WaitDelay: 200 * time.Millisecond,
 	})

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,7 +60,15 @@ func (h *host) report(ctxBytes, stdin []byte, runtimeFD int) map[string]any {
 	if env == nil {
 		env = []string{}
 	}
+	groups, _ := os.Getgroups()
+	gs := make([]any, 0, len(groups))
+	for _, g := range groups {
+		gs = append(gs, int64(g))
+	}
 	return map[string]any{
+		"uid":         int64(os.Getuid()),
+		"gid":         int64(os.Getgid()),
+		"groups":      gs,
 		"fds":         h.startFDs,
 		"env":         env,
 		"pid":         int64(pid),
@@ -177,4 +186,59 @@ func hangBeforePublish(inv *hostsim.Invocation) {
 		}
 		return nil
 	}
+}
+
+// probeParent tries what a host must not be able to do to the Runtime that
+// started it (scProbe): read its environment, 4 KiB of its memory and its
+// descriptor list through /proc, and send a frame on the socket whose
+// SCM_CREDENTIALS name the parent's pid instead of its own. Each result is
+// "ok" or the error; environ_has_secret says whether the parent's
+// environment held ZEO_CONTROLLER_SECRET.
+func probeParent(runtimeFD int) map[string]any {
+	ppid := os.Getppid()
+	proc := "/proc/" + strconv.Itoa(ppid)
+	result := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		return err.Error()
+	}
+	env, envErr := os.ReadFile(proc + "/environ")
+	_, fdErr := os.ReadDir(proc + "/fd")
+	return map[string]any{
+		"ppid":               int64(ppid),
+		"environ":            result(envErr),
+		"environ_has_secret": strings.Contains(string(env), "ZEO_CONTROLLER_SECRET="),
+		"mem":                result(readParentMem(proc)),
+		"fds":                result(fdErr),
+		"forge":              result(forgeCredentials(runtimeFD, ppid)),
+	}
+}
+
+// readParentMem reads 4 KiB of the process at proc (a /proc/<pid>
+// directory) from the start of its first mapping, or from 4 MiB when its
+// maps cannot be read.
+func readParentMem(proc string) error {
+	addr := int64(4 << 20)
+	if maps, err := os.ReadFile(proc + "/maps"); err == nil {
+		start, _, _ := strings.Cut(string(maps), "-")
+		if a, err := strconv.ParseInt(start, 16, 64); err == nil {
+			addr = a
+		}
+	}
+	f, err := os.Open(proc + "/mem")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.ReadAt(make([]byte, 4096), addr)
+	return err
+}
+
+// forgeCredentials sends a complete frame ({}) on fd with SCM_CREDENTIALS
+// that name pid, not this process. The kernel refuses credentials that
+// are not the sender's own unless the sender is privileged (root).
+func forgeCredentials(fd, pid int) error {
+	cred := unix.Ucred{Pid: int32(pid), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+	return unix.Sendmsg(fd, []byte{0, 0, 0, 2, '{', '}'}, unix.UnixCredentials(&cred), nil, 0)
 }

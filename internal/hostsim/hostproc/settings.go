@@ -22,6 +22,7 @@ type scenario string
 // The scenarios.
 const (
 	scReport            scenario = "report"
+	scProbe             scenario = "probe"
 	scHang              scenario = "hang"
 	scHangIgnoreTerm    scenario = "hang-ignore-term"
 	scGrandchild        scenario = "grandchild"
@@ -54,6 +55,7 @@ func scenarioTable() []struct {
 		help string
 	}{
 		{scReport, "write a JSON report of what the process inherited instead of a result; no IPC"},
+		{scProbe, "the report, plus what the host could do to its parent: read its environment, memory and descriptors through /proc, and send a frame whose credentials name the parent"},
 		{scHang, "block before any IPC; SIGTERM ends it"},
 		{scHangIgnoreTerm, "block before any IPC, ignoring SIGTERM"},
 		{scGrandchild, "start a grandchild in the group that holds stdout and ignores SIGTERM (pid in hostsim-grandchild.pid), then block ignoring SIGTERM"},

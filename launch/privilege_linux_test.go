@@ -1,0 +1,267 @@
+package launch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+)
+
+// nobody is the unprivileged user the privilege tests run hosts and
+// controllers as.
+const nobody = 65534
+
+// probeReport is what the simulated host's probe scenario writes.
+type probeReport struct {
+	UID    int   `json:"uid"`
+	GID    int   `json:"gid"`
+	Groups []int `json:"groups"`
+	Probe  struct {
+		PPID             int    `json:"ppid"`
+		Environ          string `json:"environ"`
+		EnvironHasSecret bool   `json:"environ_has_secret"`
+		Mem              string `json:"mem"`
+		FDs              string `json:"fds"`
+		Forge            string `json:"forge"`
+	} `json:"probe"`
+}
+
+func parseProbe(t *testing.T, out *launch.Outcome) probeReport {
+	t.Helper()
+	var r probeReport
+	if out == nil {
+		t.Fatal("no outcome: the host did not start")
+	}
+	if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+		t.Fatalf("probe report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
+	}
+	return r
+}
+
+// requireRoot skips a test that must start processes as another user
+// when this process cannot (it is not root).
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it starts processes as uid 65534")
+	}
+}
+
+// openDir returns a new directory every user can enter (t.TempDir's
+// parent is private), removed at the end of the test.
+func openDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "zeo-launch-open-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestRootHostRefused checks that New refuses a Config that would start a
+// host as root, or with group 0, unless AllowRootHost says so.
+func TestRootHostRefused(t *testing.T) {
+	base := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{}}
+	for _, u := range []*launch.User{{UID: 0, GID: nobody}, {UID: nobody, GID: 0}} {
+		c := base
+		c.User = u
+		if _, err := launch.New(c); !errors.Is(err, launch.ErrInvalidConfig) {
+			t.Errorf("User %+v without AllowRootHost: %v, want ErrInvalidConfig", *u, err)
+		}
+		c.AllowRootHost = true
+		if _, err := launch.New(c); err != nil {
+			t.Errorf("User %+v with AllowRootHost: %v", *u, err)
+		}
+	}
+	_, err := launch.New(base)
+	if root := os.Geteuid() == 0; root != errors.Is(err, launch.ErrInvalidConfig) {
+		t.Errorf("no User, this process root %v: New = %v", root, err)
+	}
+	c := base
+	c.User = &launch.User{UID: nobody, GID: nobody}
+	if _, err := launch.New(c); err != nil {
+		t.Errorf("an unprivileged User: %v", err)
+	}
+}
+
+// TestHostAsAnotherUser runs the probing host as uid and gid 65534: it has
+// no supplementary groups, it cannot read this process's environment,
+// memory or descriptor list, and the kernel refuses its frame with forged
+// credentials (naming this process's pid), so that nothing reaches the
+// session. The same probe from a root host (AllowRootHost) reads all three
+// and forges the frame, which the session then refuses as foreign: that
+// is what the probe would see if the protections were missing.
+func TestHostAsAnotherUser(t *testing.T) {
+	requireRoot(t)
+	f := newFixture(t)
+	run := func(u *launch.User) (*launch.Outcome, probeReport) {
+		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"}, Dir: openDir(t),
+			Verifier: launch.TrustEnvironment{}, User: u, AllowRootHost: u == nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := l.Invoke(testCtx(t), f.invocation(t, "echo", map[string]any{"text": "hello"}, nil))
+		return out, parseProbe(t, out)
+	}
+
+	out, r := run(&launch.User{UID: nobody, GID: nobody})
+	if r.UID != nobody || r.GID != nobody || len(r.Groups) != 0 {
+		t.Errorf("host ran as uid %d gid %d groups %v, want %d, %d and none", r.UID, r.GID, r.Groups, nobody, nobody)
+	}
+	if r.Probe.PPID != os.Getpid() {
+		t.Fatalf("the probe looked at pid %d, this process is %d", r.Probe.PPID, os.Getpid())
+	}
+	for what, got := range map[string]string{"environ": r.Probe.Environ, "mem": r.Probe.Mem, "fd list": r.Probe.FDs} {
+		if got == "ok" {
+			t.Errorf("a host running as uid %d read this process's %s", nobody, what)
+		}
+	}
+	if !strings.Contains(r.Probe.Forge, "operation not permitted") {
+		t.Errorf("a frame with credentials naming pid %d from a host running as uid %d: %q, want the kernel's EPERM", r.Probe.PPID, nobody, r.Probe.Forge)
+	}
+	if errors.Is(out.SessionErr, ipc.ErrPeerCredentials) || out.Session.Frames != 0 {
+		t.Errorf("the refused forgery still reached the session: %d frames, %v", out.Session.Frames, out.SessionErr)
+	}
+
+	// The control: a root host.
+	out, r = run(nil)
+	if r.UID != 0 || r.Probe.Environ != "ok" || r.Probe.Mem != "ok" || r.Probe.FDs != "ok" || r.Probe.Forge != "ok" {
+		t.Errorf("a root host's probe %+v: want every read and the forgery to succeed (the control)", r.Probe)
+	}
+	if !errors.Is(out.SessionErr, ipc.ErrPeerCredentials) {
+		t.Errorf("a forged frame from a root host: session ended with %v, want ErrPeerCredentials", out.SessionErr)
+	}
+}
+
+// controllerEnv selects the controller helper of TestMain (see
+// helperController).
+const controllerEnv = "ZEO_LAUNCH_HELPER_CONTROLLER"
+
+// TestControllerNotDumpable runs a controller (this test binary again) as
+// uid 65534, which launches the probing host as the same user: with the
+// controller non-dumpable (New's default) the host cannot read the
+// controller's environment, memory or descriptor list; with
+// LeaveDumpable it can (the control).
+func TestControllerNotDumpable(t *testing.T) {
+	requireRoot(t)
+	dir := openDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "launch.test")
+	if err := copyFile(self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	b, err := json.Marshal(struct {
+		Context launch.LaunchContext
+		Request []byte
+	}{inv.Context, inv.Request})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invPath := filepath.Join(dir, "invocation.json")
+	if err := os.WriteFile(invPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dumpable := range []bool{false, true} {
+		cmd := exec.CommandContext(testCtx(t), bin, "-test.run=^$")
+		cmd.Env = []string{controllerEnv + "=" + invPath, "ZEO_HOSTSIM_PATH=" + hostsimPath, "ZEO_LAUNCH_DIR=" + dir,
+			"ZEO_CONTROLLER_SECRET=hunter2-controller-secret"}
+		if dumpable {
+			cmd.Env = append(cmd.Env, "ZEO_LAUNCH_DUMPABLE=1")
+		}
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("controller as uid %d (dumpable %v): %v\n%s", nobody, dumpable, err, stderr.String())
+		}
+		var r probeReport
+		if err := json.Unmarshal(stdout, &r); err != nil {
+			t.Fatalf("controller output %q: %v\n%s", stdout, err, stderr.String())
+		}
+		if r.UID != nobody || r.Probe.PPID != cmd.Process.Pid {
+			t.Fatalf("host uid %d probed pid %d; want uid %d probing the controller %d", r.UID, r.Probe.PPID, nobody, cmd.Process.Pid)
+		}
+		reads := []string{r.Probe.Environ, r.Probe.Mem, r.Probe.FDs}
+		if !dumpable && (slices.Contains(reads, "ok") || r.Probe.EnvironHasSecret) {
+			t.Errorf("a same-user host read the non-dumpable controller: environ %q (secret %v), mem %q, fds %q",
+				r.Probe.Environ, r.Probe.EnvironHasSecret, r.Probe.Mem, r.Probe.FDs)
+		}
+		if dumpable && (slices.ContainsFunc(reads, func(s string) bool { return s != "ok" }) || !r.Probe.EnvironHasSecret) {
+			t.Errorf("the control: a same-user host could not read the dumpable controller: environ %q, mem %q, fds %q",
+				r.Probe.Environ, r.Probe.Mem, r.Probe.FDs)
+		}
+	}
+}
+
+// helperController is the controller of TestControllerNotDumpable: it
+// launches the probing host for the invocation in the file named by
+// controllerEnv and writes the host's stdout to its own.
+func helperController() int {
+	b, err := os.ReadFile(os.Getenv(controllerEnv))
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 1
+	}
+	var in struct {
+		Context launch.LaunchContext
+		Request []byte
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 1
+	}
+	l, err := launch.New(launch.Config{Interpreter: os.Getenv("ZEO_HOSTSIM_PATH"), Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"},
+		Dir: os.Getenv("ZEO_LAUNCH_DIR"), Verifier: launch.TrustEnvironment{}, LeaveDumpable: os.Getenv("ZEO_LAUNCH_DUMPABLE") == "1"})
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := l.Invoke(ctx, launch.Invocation{Context: in.Context, Request: in.Request, Handler: &handler{}})
+	if out == nil {
+		os.Stderr.WriteString(err.Error())
+		return 1
+	}
+	os.Stdout.Write(out.Process.Stdout)
+	return 0
+}
+
+func copyFile(from, to string, mode os.FileMode) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
