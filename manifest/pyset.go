@@ -220,7 +220,9 @@ func jsonEqKey(v any) string {
 // depend on the process's string hash seed.
 func pyHash(n *pyNode, v any) (uint64, bool) {
 	switch n.kind {
-	case kindInt, kindFloat, kindBool:
+	case kindInt, kindFloat, kindBool, kindUnion, kindAny:
+		// A union member's or Any's number stays the int, float or bool it
+		// was read as; any other value may be a string-hashed type.
 		switch x := v.(type) {
 		case int64:
 			return hashInt(x), true

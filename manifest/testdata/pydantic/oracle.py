@@ -121,6 +121,7 @@ class Collections(BaseModel):
     uset: set[uuid.UUID] = set()
     tdset: set[datetime.timedelta] = set()
     decset: set[decimal.Decimal] = set()
+    numset: set[Union[int, float]] = set()
     pair: tuple[int, str, datetime.datetime] = (1, "a", datetime.datetime(2020, 1, 1))
     var: tuple[int, ...] = ()
     when: dict[str, datetime.datetime] = {}
