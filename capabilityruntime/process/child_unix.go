@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,9 +26,13 @@ type child struct {
 	cmd    *exec.Cmd
 	pid    int
 	stderr *tailBuffer
-	// exited is closed once the process is reaped; waitErr is set before.
+	// exited is closed once the process is reaped and its output pipes are
+	// drained; waitErr is set before. gone is set as soon as the exit is
+	// observed, before the reap, so that a dead worker is never leased in
+	// the window while its pipes drain.
 	exited  chan struct{}
 	waitErr error
+	gone    atomic.Bool
 
 	mu      sync.Mutex // guards reaping
 	reaping bool       // the group id may no longer be ours: never signal it
@@ -67,6 +72,7 @@ func startChild(path, dir string, env []string, stdin io.Reader, stdout io.Write
 // unreaped pid still pins the group id, so that no descendant outlives it.
 func (c *child) reap() {
 	if childproc.CanAwaitUnreaped && childproc.AwaitExit(c.cmd.Process) == nil {
+		c.gone.Store(true)
 		c.mu.Lock()
 		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
 		c.reaping = true
@@ -74,6 +80,7 @@ func (c *child) reap() {
 		c.waitErr = c.cmd.Wait()
 	} else {
 		c.waitErr = c.cmd.Wait()
+		c.gone.Store(true)
 		c.mu.Lock()
 		c.reaping = true
 		c.mu.Unlock()
@@ -174,4 +181,10 @@ func (c *child) hasExited() bool {
 	default:
 		return false
 	}
+}
+
+// isGone reports whether the child is known to have exited, reaped or not:
+// a worker that is gone must not be leased, even while its pipes drain.
+func (c *child) isGone() bool {
+	return c.gone.Load()
 }

@@ -86,7 +86,7 @@ func (p *pool) lease(ctx context.Context) (*worker, error) {
 		}
 		w := p.idle[n-1]
 		p.idle = p.idle[:n-1]
-		if !w.proc.hasExited() {
+		if !w.proc.isGone() {
 			p.mu.Unlock()
 			return w, nil
 		}
@@ -136,7 +136,7 @@ func (p *pool) take(ctx context.Context, g grant) (*worker, error) {
 	switch {
 	case g.err != nil:
 		return nil, g.err
-	case g.w != nil && g.w.proc.hasExited():
+	case g.w != nil && g.w.proc.isGone():
 		// It died between its last call and this one: replace it.
 		p.discard(g.w)
 		return p.lease(ctx)
