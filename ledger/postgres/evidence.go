@@ -34,7 +34,7 @@ func (l *Ledger) RecordAttempt(ctx context.Context, f ledger.Fence, ev ledger.At
 		code   string
 		stored []byte
 	)
-	if err := l.write(ctx, op, l.sql.recordAttempt, append(fenceArgs(f), json.RawMessage(doc)), &code, &stored); err != nil {
+	if err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.recordAttempt, append(fenceArgs(f), json.RawMessage(doc)), &code, &stored); err != nil {
 		return ledger.AttemptEvidence{}, err
 	}
 	switch code {
@@ -72,7 +72,7 @@ func (l *Ledger) Evidence(ctx context.Context, s ledger.Scope, opID string) ([]l
 		docs  [][]byte
 		found bool
 	)
-	err := l.run(ctx, op, false, func(c *pgxpool.Conn) error {
+	err := l.run(ctx, op, func(c *pgxpool.Conn) error {
 		docs, found = docs[:0], false
 		rows, err := c.Query(ctx, l.sql.evidence, raw(s.OrganizationID), raw(s.ProjectID), raw(opID))
 		if err != nil {
@@ -149,7 +149,7 @@ func (l *Ledger) ListOperations(ctx context.Context, q ledger.OperationQuery) ([
 	sql += "\nORDER BY org_id, project_id, operation_id LIMIT " + arg(limit)
 
 	out := []ledger.Operation{}
-	err := l.run(ctx, op, false, func(c *pgxpool.Conn) error {
+	err := l.run(ctx, op, func(c *pgxpool.Conn) error {
 		out = out[:0]
 		rows, err := c.Query(ctx, sql, args...)
 		if err != nil {

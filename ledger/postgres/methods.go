@@ -18,6 +18,10 @@ import (
 // raw is an identifier as stored: bytea, byte for byte.
 func raw(s string) []byte { return []byte(s) }
 
+func keyOf(s ledger.Scope, opID string) opKey {
+	return opKey{org: s.OrganizationID, project: s.ProjectID, op: opID}
+}
+
 // val is *p, or the zero value for NULL.
 func val[T any](p *T) T {
 	if p == nil {
@@ -100,7 +104,7 @@ func (l *Ledger) CreateOperation(ctx context.Context, spec ledger.OperationSpec)
 		reason, curID []byte
 		used, gen     *int64
 	)
-	err := l.write(ctx, op, l.sql.createOperation,
+	err := l.write(ctx, op, keyOf(spec.Scope, spec.OperationID), l.sql.createOperation,
 		[]any{raw(spec.Scope.OrganizationID), raw(spec.Scope.ProjectID), raw(spec.OperationID), raw(spec.CapabilityID),
 			string(spec.RequestDigest), string(spec.ManifestDigest), spec.EffectBudget, sec, nsec},
 		&code, &state, &reason, &used, &curID, &gen)
@@ -136,7 +140,7 @@ func (l *Ledger) StartAttempt(ctx context.Context, s ledger.Scope, opID, attempt
 		h   head
 		gen *int64
 	)
-	err := l.write(ctx, op, l.sql.startAttempt,
+	err := l.write(ctx, op, keyOf(s, opID), l.sql.startAttempt,
 		[]any{raw(s.OrganizationID), raw(s.ProjectID), raw(opID), raw(attemptID)},
 		&h.code, &gen, &h.curAttempt, &h.curGen, &h.cancelReason)
 	if err != nil {
@@ -186,7 +190,7 @@ func (l *Ledger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, 
 		h head
 		b bootstrapAnswer
 	)
-	err := l.write(ctx, op, l.sql.issueBootstrap, append(fenceArgs(f), raw(id), string(launch)), h.dest(b.dest()...)...)
+	err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.issueBootstrap, append(fenceArgs(f), raw(id), string(launch)), h.dest(b.dest()...)...)
 	if err != nil {
 		return ledger.Bootstrap{}, err
 	}
@@ -218,7 +222,7 @@ func (l *Ledger) RedeemBootstrap(ctx context.Context, f ledger.Fence, r ledger.R
 		h head
 		b bootstrapAnswer
 	)
-	err := l.write(ctx, op, l.sql.redeemBootstrap,
+	err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.redeemBootstrap,
 		append(fenceArgs(f), raw(r.BootstrapID), string(r.LaunchDigest), int64(r.PID), raw(r.SessionID)),
 		h.dest(b.dest()...)...)
 	if err != nil {
@@ -257,7 +261,7 @@ func (l *Ledger) Admit(ctx context.Context, f ledger.Fence, d canon.Digest) (led
 		dlSec   *int64
 		dlNsec  *int32
 	)
-	err := l.write(ctx, op, l.sql.admit, append(fenceArgs(f), string(d)), h.dest(&request, &dlSec, &dlNsec)...)
+	err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.admit, append(fenceArgs(f), string(d)), h.dest(&request, &dlSec, &dlNsec)...)
 	if err != nil {
 		return ledger.Attempt{}, err
 	}
@@ -316,7 +320,7 @@ func (l *Ledger) BeginEffect(ctx context.Context, f ledger.Fence, id string, d c
 		e            effectAnswer
 		auth         = core.NewID("auth_") // used only if the effect is new
 	)
-	err := l.write(ctx, op, l.sql.beginEffect, append(fenceArgs(f), raw(id), string(d), auth),
+	err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.beginEffect, append(fenceArgs(f), raw(id), string(d), auth),
 		h.dest(append([]any{&dlSec, &dlNsec, &budget, &used}, e.dest()...)...)...)
 	if err != nil {
 		return ledger.EffectGrant{}, err
@@ -415,7 +419,7 @@ func (l *Ledger) settle(ctx context.Context, op string, s ledger.Scope, opID str
 		h head
 		e effectAnswer
 	)
-	err := l.write(ctx, op, l.sql.settleEffect,
+	err := l.write(ctx, op, keyOf(s, opID), l.sql.settleEffect,
 		[]any{raw(s.OrganizationID), raw(s.ProjectID), raw(opID), attempt, gen, raw(id), string(d), string(to), receiptA, reasonA},
 		append([]any{&h.code, &h.curAttempt, &h.curGen}, e.dest()...)...)
 	if err != nil {
@@ -463,7 +467,7 @@ func (l *Ledger) AcceptResult(ctx context.Context, f ledger.Fence, dd canon.Dige
 		gen         *int64
 		sum, newRef = canon.Sum(artifact), core.NewID("artifact_")
 	)
-	err := l.write(ctx, op, l.sql.acceptResult, append(fenceArgs(f), string(dd), string(sum), artifact, raw(newRef)),
+	err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.acceptResult, append(fenceArgs(f), string(dd), string(sum), artifact, raw(newRef)),
 		h.dest(&data, &ref, &attempt, &gen)...)
 	if err != nil {
 		return ledger.Result{}, err
@@ -500,7 +504,7 @@ func (l *Ledger) Cancel(ctx context.Context, s ledger.Scope, opID, reason string
 		dlSec                 *int64
 		dlNsec                *int32
 	)
-	err := l.write(ctx, op, l.sql.cancel, []any{raw(s.OrganizationID), raw(s.ProjectID), raw(opID), raw(reason)},
+	err := l.write(ctx, op, keyOf(s, opID), l.sql.cancel, []any{raw(s.OrganizationID), raw(s.ProjectID), raw(opID), raw(reason)},
 		&code, &capID, &req, &man, &budget, &dlSec, &dlNsec, &state, &why, &used, &curID, &gen)
 	if err != nil {
 		return ledger.Operation{}, err

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +23,14 @@ const DefaultSchema = "zeo_ledger"
 // DefaultMaxRetries is how many times a call is run again after a
 // serialization failure or a deadlock when Options.MaxRetries is zero.
 const DefaultMaxRetries = 8
+
+// DefaultMaxBatch is the largest number of writes committed in one
+// transaction when Options.MaxBatch is zero.
+const DefaultMaxBatch = 256
+
+// DefaultCommitters is the number of group-commit transactions in flight
+// at once when Options.Committers is zero.
+const DefaultCommitters = 2
 
 // maxSchemaBytes is PostgreSQL's identifier limit (NAMEDATALEN - 1); a
 // longer name would be silently truncated, and two ledgers could share it.
@@ -40,6 +50,17 @@ type Options struct {
 	// deadlock (40P01); no other error is retried. Zero means
 	// DefaultMaxRetries; negative values are refused.
 	MaxRetries int
+
+	// MaxBatch is the most writes group-committed in one transaction (see
+	// committer.go). Zero means DefaultMaxBatch; 1 disables group commit
+	// (one transaction per write); negative values are refused.
+	MaxBatch int
+
+	// Committers is how many group-commit transactions may be in flight at
+	// once, each on one pooled connection: more lets a server with more
+	// cores run more of them in parallel, fewer makes batches larger. Zero
+	// means DefaultCommitters; negative values are refused.
+	Committers int
 }
 
 // Ledger is a [ledger.Ledger] stored in PostgreSQL. It is safe for
@@ -51,7 +72,14 @@ type Ledger struct {
 	ownsPool bool // Close closes pool (Open made it)
 	schema   string
 	retries  int
+	maxBatch int
 	sql      statements
+
+	reqs       chan *request  // writes for the committers
+	quit       chan struct{}  // closed when no write can be queued or in flight any more
+	committers sync.WaitGroup // the committer goroutines
+
+	stats struct{ commits, writes atomic.Int64 } // added to by the committers only
 
 	mu       sync.RWMutex   // guards closed, and orders inflight.Add before Close's Wait
 	closed   bool           // set by the first Close; no new calls after it
@@ -112,8 +140,8 @@ func (o Options) validate() error {
 	if !utf8.ValidString(o.Schema) || containsNUL(o.Schema) {
 		return fmt.Errorf("ledger/postgres: schema name %q is not valid UTF-8 without U+0000: %w", o.Schema, ledger.ErrInvalid)
 	}
-	if o.MaxRetries < 0 {
-		return fmt.Errorf("ledger/postgres: MaxRetries %d is negative: %w", o.MaxRetries, ledger.ErrInvalid)
+	if o.MaxRetries < 0 || o.MaxBatch < 0 || o.Committers < 0 {
+		return fmt.Errorf("ledger/postgres: MaxRetries %d, MaxBatch %d or Committers %d is negative: %w", o.MaxRetries, o.MaxBatch, o.Committers, ledger.ErrInvalid)
 	}
 	return nil
 }
@@ -132,22 +160,26 @@ func open(ctx context.Context, pool *pgxpool.Pool, owns bool, opts Options) (*Le
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	retries := opts.MaxRetries
-	if retries == 0 {
-		retries = DefaultMaxRetries
-	}
 	quoted := pgx.Identifier{schema}.Sanitize()
 	if err := migrate(ctx, pool, schema, quoted); err != nil {
 		return nil, err
 	}
-	return &Ledger{
+	l := &Ledger{
 		pool:     pool,
 		ownsPool: owns,
 		schema:   schema,
-		retries:  retries,
+		retries:  cmp.Or(opts.MaxRetries, DefaultMaxRetries),
+		maxBatch: cmp.Or(opts.MaxBatch, DefaultMaxBatch),
 		sql:      newStatements(quoted),
+		quit:     make(chan struct{}),
 		drained:  make(chan struct{}),
-	}, nil
+	}
+	l.reqs = make(chan *request, l.maxBatch)
+	for range cmp.Or(opts.Committers, DefaultCommitters) {
+		l.committers.Add(1)
+		go l.committer()
+	}
+	return l, nil
 }
 
 // Schema returns the PostgreSQL schema the ledger lives in.
@@ -169,8 +201,8 @@ func (l *Ledger) enter(ctx context.Context, op string) error {
 	return nil
 }
 
-// Close stops accepting calls, waits for every call in flight and, if
-// Open made the connection pool, closes it. If ctx ends first, Close
+// Close stops accepting calls, waits for every call in flight, stops the
+// committer goroutines and, if Open made the connection pool, closes it. If ctx ends first, Close
 // returns an error wrapping [ledger.ErrCloseTimeout]: a write still in
 // flight may yet commit, so its caller's answer is the only one to trust;
 // the pool is closed when that call ends. PostgreSQL holds no lock for a
@@ -183,6 +215,8 @@ func (l *Ledger) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() {
 		go func() { // the drainer: returns once the last admitted call is done
 			l.inflight.Wait()
+			close(l.quit)
+			l.committers.Wait() // a batch whose callers all gave up may still be ending
 			if l.ownsPool {
 				l.pool.Close()
 			}
@@ -213,37 +247,25 @@ type notSentError struct{ err error }
 func (e notSentError) Error() string { return e.err.Error() }
 func (e notSentError) Unwrap() error { return e.err }
 
-// write runs sql, one call of one of the ledger's functions in its own
-// implicit transaction, and scans its one row into dest. Errors say
-// whether the write was applied (see writeErr).
-func (l *Ledger) write(ctx context.Context, op, sql string, args []any, dest ...any) error {
-	return l.run(ctx, op, true, func(c *pgxpool.Conn) error {
-		return c.QueryRow(ctx, sql, args...).Scan(dest...)
-	})
-}
-
 // read runs sql and scans its one row into dest; no row is pgx.ErrNoRows.
 func (l *Ledger) read(ctx context.Context, op, sql string, args []any, dest ...any) error {
-	return l.run(ctx, op, false, func(c *pgxpool.Conn) error {
+	return l.run(ctx, op, func(c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, sql, args...).Scan(dest...)
 	})
 }
 
-// run runs fn on a pooled connection. A run that PostgreSQL rolled back
-// with a serialization failure or a deadlock runs again, at most
-// l.retries times; any other error is returned at once, in the ledger's
-// terms (writeErr, readErr). A read's pgx.ErrNoRows is returned as is.
-func (l *Ledger) run(ctx context.Context, op string, writes bool, fn func(*pgxpool.Conn) error) error {
+// run runs the read fn on a pooled connection. A run that PostgreSQL
+// rolled back with a serialization failure or a deadlock runs again, at
+// most l.retries times; any other error is returned at once (readErr).
+// pgx.ErrNoRows is returned as is.
+func (l *Ledger) run(ctx context.Context, op string, fn func(*pgxpool.Conn) error) error {
 	for try := 0; ; try++ {
 		err := l.once(ctx, fn)
-		if err == nil || (!writes && errors.Is(err, pgx.ErrNoRows)) {
+		if err == nil || errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 		if try < l.retries && retryable(err) && ctx.Err() == nil {
 			continue
-		}
-		if writes {
-			return writeErr(ctx, op, err, try)
 		}
 		return readErr(ctx, op, err)
 	}
@@ -295,6 +317,14 @@ func writeErr(ctx context.Context, op string, err error, retries int) error {
 		out = fmt.Errorf("ledger/postgres: %s: %w (the connection failed after the call was sent; repeat the call to learn whether it committed): %w", op, ledger.ErrOutcomeUnknown, err)
 	}
 	return withCtx(ctx, out)
+}
+
+func notApplied(ctx context.Context, op string) error {
+	return fmt.Errorf("ledger/postgres: %s: %w: %w", op, ledger.ErrNotApplied, context.Cause(ctx))
+}
+
+func outcomeUnknown(ctx context.Context, op string) error {
+	return withCtx(ctx, fmt.Errorf("ledger/postgres: %s: %w (the write was sent; repeat the call to learn whether it committed): %w", op, ledger.ErrOutcomeUnknown, context.Cause(ctx)))
 }
 
 func readErr(ctx context.Context, op string, err error) error {

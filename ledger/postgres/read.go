@@ -156,7 +156,7 @@ func (l *Ledger) ListUnknown(ctx context.Context) ([]ledger.Effect, error) {
 	}
 	defer l.inflight.Done()
 	var out []ledger.Effect
-	err := l.run(ctx, op, false, func(c *pgxpool.Conn) error {
+	err := l.run(ctx, op, func(c *pgxpool.Conn) error {
 		out = out[:0]
 		rows, err := c.Query(ctx, l.sql.listUnknown)
 		if err != nil {

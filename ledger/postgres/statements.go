@@ -92,10 +92,9 @@ WHERE o.org_id = $1 AND o.project_id = $2 AND o.operation_id = $3`
 // Go orders strings).
 const listUnknownSQL = `
 SELECT o.org_id, o.project_id, o.operation_id, e.effect_id, e.request_digest, e.authorization_id, e.state,
-	a.attempt_id, e.generation, e.ordinal
+	e.attempt_id, e.generation, e.ordinal
 FROM __SCHEMA__.effects e
 JOIN __SCHEMA__.operations o ON o.op_pk = e.op_pk
-JOIN __SCHEMA__.attempts a ON a.op_pk = e.op_pk AND a.generation = e.generation
 WHERE e.state IN ('authorized', 'unknown')
 ORDER BY o.org_id, o.project_id, o.operation_id, e.effect_id`
 

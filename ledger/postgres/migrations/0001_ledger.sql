@@ -70,7 +70,11 @@ CREATE TABLE __SCHEMA__.bootstraps (
 CREATE INDEX bootstraps_by_attempt ON __SCHEMA__.bootstraps (op_pk, generation);
 
 -- One row per logical effect of an operation: the primary key is the
--- idempotency key, and ordinal numbers the operation's budget.
+-- idempotency key, and ordinal numbers the operation's budget. The attempt
+-- that authorized the effect is kept in the row (it never changes), and
+-- effects carry no foreign key: a key check would lock the attempt's row on
+-- every authorization, and the functions that write effects hold the
+-- operation's lock, under which the attempt is known to exist.
 CREATE TABLE __SCHEMA__.effects (
 	op_pk            bigint NOT NULL,
 	effect_id        bytea  NOT NULL,
@@ -79,11 +83,10 @@ CREATE TABLE __SCHEMA__.effects (
 	state            text   NOT NULL,
 	receipt_id       bytea,
 	reason           text,
+	attempt_id       bytea  NOT NULL,
 	generation       bigint NOT NULL,
 	ordinal          bigint NOT NULL CHECK (ordinal >= 1),
 	PRIMARY KEY (op_pk, effect_id),
-	UNIQUE (op_pk, ordinal),
-	FOREIGN KEY (op_pk, generation) REFERENCES __SCHEMA__.attempts,
 	CHECK (state IN ('authorized', 'confirmed', 'not_consumed', 'unknown')),
 	CHECK ((state = 'confirmed') = (receipt_id IS NOT NULL)),
 	CHECK ((state = 'not_consumed') = (reason IS NOT NULL)),
@@ -120,28 +123,6 @@ ALTER TABLE __SCHEMA__.operations
 -- A broken invariant that only corruption explains raises SQLSTATE ZL001,
 -- which rolls the call back.
 
--- op_locked returns the operation's row, locked for this transaction, or
--- no row.
-CREATE FUNCTION __SCHEMA__.op_locked(p_org bytea, p_project bytea, p_op bytea)
-RETURNS SETOF __SCHEMA__.operations LANGUAGE sql AS $$
-	SELECT * FROM __SCHEMA__.operations
-	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op
-	FOR NO KEY UPDATE
-$$;
-
--- deadline_passed uses the database's clock, so that every controller
--- judges a deadline by the same clock.
-CREATE FUNCTION __SCHEMA__.deadline_passed(o __SCHEMA__.operations)
-RETURNS boolean LANGUAGE sql AS $$
-	SELECT o.deadline_sec IS NOT NULL
-		AND extract(epoch FROM clock_timestamp()) * 1000000000 >= o.deadline_sec * 1000000000::numeric + o.deadline_nsec
-$$;
-
-CREATE FUNCTION __SCHEMA__.corrupt(what text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	RAISE EXCEPTION 'ledger: %', what USING ERRCODE = 'ZL001';
-END $$;
-
 CREATE FUNCTION __SCHEMA__.create_operation(
 	p_org bytea, p_project bytea, p_op bytea, p_cap bytea, p_req text, p_man text,
 	p_budget bigint, p_dl_sec bigint, p_dl_nsec integer,
@@ -163,7 +144,7 @@ BEGIN
 	SELECT * INTO o FROM __SCHEMA__.operations
 	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op;
 	IF NOT FOUND THEN
-		PERFORM __SCHEMA__.corrupt('operation conflicted on insert but cannot be read');
+		RAISE EXCEPTION 'ledger: operation conflicted on insert but cannot be read' USING ERRCODE = 'ZL001';
 	END IF;
 	IF o.capability_id <> p_cap OR o.request_digest <> p_req OR o.manifest_digest <> p_man
 		OR o.effect_budget <> p_budget OR o.deadline_sec IS DISTINCT FROM p_dl_sec
@@ -184,7 +165,8 @@ DECLARE
 	o __SCHEMA__.operations;
 	g bigint;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
 	r_cur_attempt := o.attempt_id; r_cur_generation := o.generation; r_cancel_reason := o.cancel_reason;
 	IF o.state <> 'open' THEN r_code := o.state; RETURN; END IF;
@@ -201,20 +183,10 @@ BEGIN
 	UPDATE __SCHEMA__.operations SET attempt_id = p_attempt, generation = r_generation
 	WHERE op_pk = o.op_pk AND generation = o.generation;
 	IF NOT FOUND THEN
-		PERFORM __SCHEMA__.corrupt('fencing generation moved under the operation lock');
+		RAISE EXCEPTION 'ledger: fencing generation moved under the operation lock' USING ERRCODE = 'ZL001';
 	END IF;
 	r_code := 'ok';
 END $$;
-
--- fence_code answers the first refusal of a fenced call: the operation is
--- missing, or the fence is not its current one.
-CREATE FUNCTION __SCHEMA__.fence_code(o __SCHEMA__.operations, p_attempt bytea, p_gen bigint)
-RETURNS text LANGUAGE sql IMMUTABLE AS $$
-	SELECT CASE
-		WHEN o.op_pk IS NULL THEN 'not_found'
-		WHEN o.generation <> p_gen OR o.attempt_id IS DISTINCT FROM p_attempt THEN 'stale'
-	END
-$$;
 
 CREATE FUNCTION __SCHEMA__.issue_bootstrap(
 	p_org bytea, p_project bytea, p_op bytea, p_attempt bytea, p_gen bigint, p_boot bytea, p_launch text,
@@ -226,10 +198,11 @@ DECLARE
 	o __SCHEMA__.operations;
 	b __SCHEMA__.bootstraps;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	r_cur_attempt := o.attempt_id; r_cur_generation := o.generation; r_cancel_reason := o.cancel_reason;
-	r_code := __SCHEMA__.fence_code(o, p_attempt, p_gen);
-	IF r_code IS NOT NULL THEN RETURN; END IF;
+	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
+	IF o.generation <> p_gen OR o.attempt_id <> p_attempt THEN r_code := 'stale'; RETURN; END IF;
 	IF o.state <> 'open' THEN r_code := o.state; RETURN; END IF;
 	FOR attempt IN 1..2 LOOP
 		SELECT * INTO b FROM __SCHEMA__.bootstraps WHERE bootstrap_id = p_boot;
@@ -255,7 +228,7 @@ BEGIN
 		-- Another operation issued the id meanwhile (this operation's
 		-- writers wait for its lock); the next round reads its row.
 	END LOOP;
-	PERFORM __SCHEMA__.corrupt('bootstrap id conflicted on insert but cannot be read');
+	RAISE EXCEPTION 'ledger: bootstrap id conflicted on insert but cannot be read' USING ERRCODE = 'ZL001';
 END $$;
 
 CREATE FUNCTION __SCHEMA__.redeem_bootstrap(
@@ -269,10 +242,11 @@ DECLARE
 	o __SCHEMA__.operations;
 	b __SCHEMA__.bootstraps;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	r_cur_attempt := o.attempt_id; r_cur_generation := o.generation; r_cancel_reason := o.cancel_reason;
-	r_code := __SCHEMA__.fence_code(o, p_attempt, p_gen);
-	IF r_code IS NOT NULL THEN RETURN; END IF;
+	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
+	IF o.generation <> p_gen OR o.attempt_id <> p_attempt THEN r_code := 'stale'; RETURN; END IF;
 	IF o.state <> 'open' THEN r_code := o.state; RETURN; END IF;
 	SELECT * INTO b FROM __SCHEMA__.bootstraps WHERE bootstrap_id = p_boot AND op_pk = o.op_pk;
 	IF NOT FOUND THEN r_code := 'boot_not_found'; RETURN; END IF;
@@ -292,7 +266,7 @@ BEGIN
 	UPDATE __SCHEMA__.bootstraps SET redeemed_pid = p_pid, redeemed_session = p_session
 	WHERE bootstrap_id = p_boot AND redeemed_pid IS NULL;
 	IF NOT FOUND THEN
-		PERFORM __SCHEMA__.corrupt('bootstrap redeemed under the operation lock');
+		RAISE EXCEPTION 'ledger: bootstrap redeemed under the operation lock' USING ERRCODE = 'ZL001';
 	END IF;
 	r_redeemed_pid := p_pid; r_redeemed_session := p_session; r_code := 'ok';
 END $$;
@@ -306,22 +280,24 @@ DECLARE
 	o __SCHEMA__.operations;
 	v_admitted boolean;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	r_cur_attempt := o.attempt_id; r_cur_generation := o.generation; r_cancel_reason := o.cancel_reason;
 	r_request_digest := o.request_digest; r_deadline_sec := o.deadline_sec; r_deadline_nsec := o.deadline_nsec;
-	r_code := __SCHEMA__.fence_code(o, p_attempt, p_gen);
-	IF r_code IS NOT NULL THEN RETURN; END IF;
+	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
+	IF o.generation <> p_gen OR o.attempt_id <> p_attempt THEN r_code := 'stale'; RETURN; END IF;
 	IF o.state <> 'open' THEN r_code := o.state; RETURN; END IF;
 	SELECT a.admitted INTO v_admitted FROM __SCHEMA__.attempts a WHERE a.op_pk = o.op_pk AND a.generation = p_gen;
 	IF NOT FOUND THEN
-		PERFORM __SCHEMA__.corrupt('current attempt has no attempt row');
+		RAISE EXCEPTION 'ledger: current attempt has no attempt row' USING ERRCODE = 'ZL001';
 	END IF;
 	IF NOT v_admitted AND NOT EXISTS (SELECT 1 FROM __SCHEMA__.bootstraps b
 		WHERE b.op_pk = o.op_pk AND b.generation = p_gen AND b.redeemed_pid IS NOT NULL) THEN
 		r_code := 'out_of_order'; RETURN;
 	END IF;
 	IF o.request_digest <> p_req THEN r_code := 'changed'; RETURN; END IF;
-	IF __SCHEMA__.deadline_passed(o) THEN r_code := 'deadline'; RETURN; END IF;
+	IF o.deadline_sec IS NOT NULL AND extract(epoch FROM clock_timestamp()) * 1000000000
+		>= o.deadline_sec * 1000000000::numeric + o.deadline_nsec THEN r_code := 'deadline'; RETURN; END IF;
 	IF NOT v_admitted THEN
 		UPDATE __SCHEMA__.attempts SET admitted = true WHERE op_pk = o.op_pk AND generation = p_gen;
 	END IF;
@@ -340,12 +316,13 @@ DECLARE
 	o __SCHEMA__.operations;
 	e __SCHEMA__.effects;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	r_cur_attempt := o.attempt_id; r_cur_generation := o.generation; r_cancel_reason := o.cancel_reason;
 	r_deadline_sec := o.deadline_sec; r_deadline_nsec := o.deadline_nsec;
 	r_budget := o.effect_budget; r_used := o.effects_used;
-	r_code := __SCHEMA__.fence_code(o, p_attempt, p_gen);
-	IF r_code IS NOT NULL THEN RETURN; END IF;
+	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
+	IF o.generation <> p_gen OR o.attempt_id <> p_attempt THEN r_code := 'stale'; RETURN; END IF;
 	IF NOT (SELECT a.admitted FROM __SCHEMA__.attempts a WHERE a.op_pk = o.op_pk AND a.generation = p_gen) THEN
 		r_code := 'out_of_order'; RETURN;
 	END IF;
@@ -353,14 +330,14 @@ BEGIN
 	IF FOUND THEN
 		-- A redelivery, its fingerprint checked like a new effect's.
 		r_digest := e.request_digest; r_auth := e.authorization_id; r_state := e.state;
-		r_receipt := e.receipt_id; r_reason := e.reason; r_generation := e.generation; r_ordinal := e.ordinal;
-		SELECT a.attempt_id INTO r_attempt FROM __SCHEMA__.attempts a
-		WHERE a.op_pk = o.op_pk AND a.generation = e.generation;
+		r_receipt := e.receipt_id; r_reason := e.reason; r_attempt := e.attempt_id;
+		r_generation := e.generation; r_ordinal := e.ordinal;
 		r_code := CASE WHEN e.request_digest = p_digest THEN 'redelivery' ELSE 'changed' END;
 		RETURN;
 	END IF;
 	IF o.state <> 'open' THEN r_code := o.state; RETURN; END IF;
-	IF __SCHEMA__.deadline_passed(o) THEN r_code := 'deadline'; RETURN; END IF;
+	IF o.deadline_sec IS NOT NULL AND extract(epoch FROM clock_timestamp()) * 1000000000
+		>= o.deadline_sec * 1000000000::numeric + o.deadline_nsec THEN r_code := 'deadline'; RETURN; END IF;
 	IF o.effects_used >= o.effect_budget THEN r_code := 'budget'; RETURN; END IF;
 	-- The debit, conditional on the fence and the budget, in the same
 	-- transaction as the effect it pays for.
@@ -368,10 +345,10 @@ BEGIN
 	WHERE op_pk = o.op_pk AND generation = p_gen AND effects_used < effect_budget
 	RETURNING effects_used INTO r_ordinal;
 	IF NOT FOUND THEN
-		PERFORM __SCHEMA__.corrupt('budget or fence moved under the operation lock');
+		RAISE EXCEPTION 'ledger: budget or fence moved under the operation lock' USING ERRCODE = 'ZL001';
 	END IF;
-	INSERT INTO __SCHEMA__.effects (op_pk, effect_id, request_digest, authorization_id, state, generation, ordinal)
-	VALUES (o.op_pk, p_effect, p_digest, p_auth, 'authorized', p_gen, r_ordinal);
+	INSERT INTO __SCHEMA__.effects (op_pk, effect_id, request_digest, authorization_id, state, attempt_id, generation, ordinal)
+	VALUES (o.op_pk, p_effect, p_digest, p_auth, 'authorized', p_attempt, p_gen, r_ordinal);
 	r_code := 'ok'; r_digest := p_digest; r_auth := p_auth; r_state := 'authorized';
 	r_attempt := p_attempt; r_generation := p_gen; r_used := r_ordinal;
 END $$;
@@ -392,19 +369,16 @@ DECLARE
 	o __SCHEMA__.operations;
 	e __SCHEMA__.effects;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	r_cur_attempt := o.attempt_id; r_cur_generation := o.generation;
-	IF o.op_pk IS NULL THEN r_code := 'not_found'; RETURN; END IF;
-	IF p_gen IS NOT NULL THEN
-		r_code := __SCHEMA__.fence_code(o, p_attempt, p_gen);
-		IF r_code IS NOT NULL THEN RETURN; END IF;
-	END IF;
+	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
+	IF p_gen IS NOT NULL AND (o.generation <> p_gen OR o.attempt_id <> p_attempt) THEN r_code := 'stale'; RETURN; END IF;
 	SELECT * INTO e FROM __SCHEMA__.effects WHERE op_pk = o.op_pk AND effect_id = p_effect;
 	IF NOT FOUND THEN r_code := 'effect_not_found'; RETURN; END IF;
 	r_digest := e.request_digest; r_auth := e.authorization_id; r_state := e.state;
-	r_receipt := e.receipt_id; r_reason := e.reason; r_generation := e.generation; r_ordinal := e.ordinal;
-	SELECT a.attempt_id INTO r_attempt FROM __SCHEMA__.attempts a
-	WHERE a.op_pk = o.op_pk AND a.generation = e.generation;
+	r_receipt := e.receipt_id; r_reason := e.reason; r_attempt := e.attempt_id;
+	r_generation := e.generation; r_ordinal := e.ordinal;
 	IF e.request_digest <> p_digest THEN r_code := 'changed'; RETURN; END IF;
 	IF e.state = p_to AND e.receipt_id IS NOT DISTINCT FROM p_receipt AND e.reason IS NOT DISTINCT FROM p_reason THEN
 		r_code := 'ok'; RETURN;
@@ -415,7 +389,7 @@ BEGIN
 	UPDATE __SCHEMA__.effects SET state = p_to, receipt_id = p_receipt, reason = p_reason
 	WHERE op_pk = o.op_pk AND effect_id = p_effect AND state = e.state;
 	IF NOT FOUND THEN
-		PERFORM __SCHEMA__.corrupt('effect moved under the operation lock');
+		RAISE EXCEPTION 'ledger: effect moved under the operation lock' USING ERRCODE = 'ZL001';
 	END IF;
 	r_code := 'ok'; r_state := p_to; r_receipt := p_receipt; r_reason := p_reason;
 END $$;
@@ -430,10 +404,11 @@ DECLARE
 	o __SCHEMA__.operations;
 	v_sum text;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	r_cur_attempt := o.attempt_id; r_cur_generation := o.generation; r_cancel_reason := o.cancel_reason;
-	r_code := __SCHEMA__.fence_code(o, p_attempt, p_gen);
-	IF r_code IS NOT NULL THEN RETURN; END IF;
+	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
+	IF o.generation <> p_gen OR o.attempt_id <> p_attempt THEN r_code := 'stale'; RETURN; END IF;
 	IF NOT (SELECT a.admitted FROM __SCHEMA__.attempts a WHERE a.op_pk = o.op_pk AND a.generation = p_gen) THEN
 		r_code := 'out_of_order'; RETURN;
 	END IF;
@@ -452,7 +427,7 @@ BEGIN
 	SET state = 'completed', result_digest = p_data, result_ref = p_ref, result_generation = p_gen
 	WHERE op_pk = o.op_pk AND generation = p_gen AND state = 'open';
 	IF NOT FOUND THEN
-		PERFORM __SCHEMA__.corrupt('operation moved under its lock');
+		RAISE EXCEPTION 'ledger: operation moved under its lock' USING ERRCODE = 'ZL001';
 	END IF;
 	r_code := 'ok'; r_data := p_data; r_ref := p_ref; r_attempt := p_attempt; r_generation := p_gen;
 END $$;
@@ -466,7 +441,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	o __SCHEMA__.operations;
 BEGIN
-	SELECT * INTO o FROM __SCHEMA__.op_locked(p_org, p_project, p_op);
+	SELECT * INTO o FROM __SCHEMA__.operations
+	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
 	IF o.state = 'completed' THEN r_code := 'completed'; RETURN; END IF;
 	IF o.state = 'open' THEN

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/zeoruntime/runtimeipc/ledger/postgres"
+)
+
+// Effect authorization on PostgreSQL (BeginEffect then ConfirmEffect: two
+// committed transactions) by W concurrent writers, each on its own
+// operation, beside raw pgx doing one single-row INSERT per transaction
+// (an autocommit Exec: one statement, one round trip, one commit) with the
+// same writers, in the same run. Both sides get a pool of W connections,
+// so no writer waits for a connection. Needs ZEO_TEST_POSTGRES_DSN:
+//
+//	cd bench && ZEO_TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//		go test -run '^$' -bench LedgerPostgres -benchmem -count 5
+func BenchmarkLedgerPostgres(b *testing.B) {
+	dsn := os.Getenv("ZEO_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		b.Skip("set ZEO_TEST_POSTGRES_DSN to a PostgreSQL database to run the PostgreSQL ledger benchmarks")
+	}
+	for _, w := range ledgerWriters {
+		b.Run(fmt.Sprintf("writers=%d/raw-pgx-insert", w), func(b *testing.B) {
+			pool, schema := benchSchema(b, dsn, w)
+			if _, err := pool.Exec(context.Background(), "CREATE TABLE "+schema+".raw (k bigint PRIMARY KEY, v bytea NOT NULL)"); err != nil {
+				b.Fatal(err)
+			}
+			benchRawInsert(b, pool, schema, w)
+		})
+		b.Run(fmt.Sprintf("writers=%d/postgres-authorize", w), func(b *testing.B) {
+			pool, schema := benchSchema(b, dsn, w)
+			l, err := postgres.New(context.Background(), pool, postgres.Options{Schema: pgxUnquote(schema)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close(context.Background())
+			before := l.Stats()
+			benchAuthorize(b, l, w, nil)
+			after := l.Stats()
+			if n := after.Commits - before.Commits; n > 0 {
+				b.ReportMetric(float64(after.Writes-before.Writes)/float64(n), "writes/commit")
+			}
+		})
+	}
+}
+
+// benchSchema returns a pool of w connections and the quoted name of a new
+// schema, both released when b ends.
+func benchSchema(b *testing.B, dsn string, w int) (*pgxpool.Pool, string) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns, cfg.MinConns = int32(w), int32(w)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	name := "zeo_bench_" + hex.EncodeToString(r[:])
+	quoted := pgx.Identifier{name}.Sanitize()
+	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+quoted); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA "+quoted+" CASCADE"); err != nil {
+			b.Error(err)
+		}
+		pool.Close()
+	})
+	return pool, quoted
+}
+
+// pgxUnquote undoes pgx.Identifier.Sanitize for the plain names benchSchema
+// makes.
+func pgxUnquote(quoted string) string { return quoted[1 : len(quoted)-1] }
+
+// benchRawInsert is the baseline: one single-row INSERT per transaction.
+func benchRawInsert(b *testing.B, pool *pgxpool.Pool, schema string, w int) {
+	ctx := context.Background()
+	sql := "INSERT INTO " + schema + ".raw (k, v) VALUES ($1, $2)"
+	val := make([]byte, 200) // about the size of one effect row
+	b.ReportAllocs()
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > int64(b.N) {
+					return
+				}
+				if _, err := pool.Exec(ctx, sql, n, val); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "insert/s")
+}
