@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
@@ -17,8 +18,8 @@ import (
 
 var bg = context.Background()
 
-// exec runs sql on a connection of its own, outside any ledger.
-func exec(t testing.TB, dsn, sql string, args ...any) {
+// execSQL runs sql on a connection of its own, outside any ledger.
+func execSQL(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
 	c, err := pgx.Connect(bg, dsn)
 	if err != nil {
@@ -91,7 +92,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeLedger(t, l)
-	exec(t, dsn, "UPDATE "+pgx.Identifier{schema}.Sanitize()+".schema_version SET version = $1", postgres.SchemaVersion+1)
+	execSQL(t, dsn, "UPDATE "+pgx.Identifier{schema}.Sanitize()+".schema_version SET version = $1", postgres.SchemaVersion+1)
 	_, err = postgres.Open(bg, dsn, postgres.Options{Schema: schema})
 	if !errors.Is(err, postgres.ErrSchemaTooNew) || !strings.Contains(err.Error(), schema) {
 		t.Fatalf("Open of a newer schema: err = %v, want ErrSchemaTooNew naming the schema", err)
@@ -137,4 +138,46 @@ func TestNewKeepsCallersPool(t *testing.T) {
 	if err := pool.Ping(bg); err != nil {
 		t.Fatalf("caller's pool after Close: %v", err)
 	}
+}
+
+var testScope = ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
+
+func digest(s string) canon.Digest { return ledgertest.Digest(s) }
+
+// readyOp creates operation op in testScope with a budget of 1000, starts
+// attempt a1, and redeems a bootstrap id and admits it, so that it may
+// authorize effects.
+func readyOp(t testing.TB, l ledger.Ledger, op string) ledger.Fence {
+	t.Helper()
+	f, err := prepareOp(bg, l, testScope, op, "a1", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// prepareOp is readyOp's work, with errors returned: create (idempotent),
+// start the attempt, issue a bootstrap id for it, redeem it, admit.
+func prepareOp(ctx context.Context, l ledger.Ledger, s ledger.Scope, op, attempt string, budget int64) (ledger.Fence, error) {
+	if _, err := l.CreateOperation(ctx, opSpec(s, op, budget)); err != nil {
+		return ledger.Fence{}, err
+	}
+	f, err := l.StartAttempt(ctx, s, op, attempt)
+	if err != nil {
+		return ledger.Fence{}, err
+	}
+	boot, launch := "boot-"+op+"-"+attempt, digest("launch")
+	if _, err := l.IssueBootstrap(ctx, f, boot, launch); err != nil {
+		return f, err
+	}
+	if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: launch, PID: 7, SessionID: "s-" + attempt}); err != nil {
+		return f, err
+	}
+	_, err = l.Admit(ctx, f, digest("request"))
+	return f, err
+}
+
+func opSpec(s ledger.Scope, op string, budget int64) ledger.OperationSpec {
+	return ledger.OperationSpec{Scope: s, OperationID: op, CapabilityID: "cap", RequestDigest: digest("request"),
+		ManifestDigest: digest("manifest"), EffectBudget: budget}
 }
