@@ -164,6 +164,7 @@ func (l *Ledger) commit(queued []*request) {
 			break
 		}
 		if try < l.retries && retryable(err) && ctx.Err() == nil {
+			l.stats.retries.Add(1)
 			continue
 		}
 		if failed && len(live) > 1 {
@@ -195,6 +196,7 @@ func (l *Ledger) runAlone(ctx context.Context, r *request) error {
 		if !(try < l.retries && retryable(err) && ctx.Err() == nil) {
 			return writeErr(ctx, r.op, err, try)
 		}
+		l.stats.retries.Add(1)
 	}
 }
 
@@ -250,10 +252,13 @@ type Stats struct {
 	// Writes is the number of writes those transactions carried, refused
 	// writes included (a refusal is an answer the batch delivered).
 	Writes int64
+	// Retries is the number of transactions run again after PostgreSQL
+	// rolled them back with a serialization failure or a deadlock.
+	Retries int64
 }
 
 // Stats returns the committers' counters. It is safe to call concurrently
 // with every other method, and after Close.
 func (l *Ledger) Stats() Stats {
-	return Stats{Commits: l.stats.commits.Load(), Writes: l.stats.writes.Load()}
+	return Stats{Commits: l.stats.commits.Load(), Writes: l.stats.writes.Load(), Retries: l.stats.retries.Load()}
 }

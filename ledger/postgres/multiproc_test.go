@@ -41,9 +41,9 @@ func TestMain(m *testing.M) {
 // Each operation of the multi-controller test has workEffects logical
 // effects and a budget of workBudget, so that every operation that gets
 // far enough also exhausts its budget.
-var workEffects = []string{"e0", "e1", "e2"}
+var workEffects = []string{"e0", "e1"}
 
-const workBudget = 2
+const workBudget = 1
 
 // workStreams is how many operations each controller works at once (one
 // goroutine per stream, operation i in stream i % workStreams), so that

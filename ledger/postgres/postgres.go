@@ -79,7 +79,7 @@ type Ledger struct {
 	quit       chan struct{}  // closed when no write can be queued or in flight any more
 	committers sync.WaitGroup // the committer goroutines
 
-	stats struct{ commits, writes atomic.Int64 } // added to by the committers only
+	stats struct{ commits, writes, retries atomic.Int64 } // added to by the committers only
 
 	mu       sync.RWMutex   // guards closed, and orders inflight.Add before Close's Wait
 	closed   bool           // set by the first Close; no new calls after it

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,9 +71,66 @@ func openTest(t testing.TB) *postgres.Ledger {
 	return l
 }
 
+// reopener opens empty ledgers for ledgertest. A test that opens more than
+// one ledger, one after the other (the state-machine test opens one per
+// rapid check, and closes it before the next), gets its schema again with
+// every table emptied: migrating a new schema for each check would cost
+// most of the run.
+type reopener struct {
+	mu      sync.Mutex
+	schemas map[testing.TB]string
+}
+
+func (o *reopener) open(t *testing.T) ledger.Ledger {
+	t.Helper()
+	dsn := testDSN(t)
+	o.mu.Lock()
+	schema, again := o.schemas[t]
+	if !again {
+		schema = newSchema(t, dsn)
+		o.schemas[t] = schema
+	}
+	o.mu.Unlock()
+	if again {
+		emptySchema(t, dsn, schema)
+	}
+	l, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return l
+}
+
+// emptySchema truncates every table of the ledger in schema but its
+// schema version.
+func emptySchema(t testing.TB, dsn, schema string) {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(context.Background(), "SELECT tablename FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_version'", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var n string
+		err := r.Scan(&n)
+		return pgx.Identifier{schema, n}.Sanitize(), err
+	})
+	if err != nil || len(names) == 0 {
+		t.Fatalf("tables of %s: %v, %v", schema, names, err)
+	}
+	if _, err := c.Exec(context.Background(), "TRUNCATE "+strings.Join(names, ", ")+" RESTART IDENTITY"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestConformance(t *testing.T) {
 	testDSN(t)
-	ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return openTest(t) })
+	o := &reopener{schemas: map[testing.TB]string{}}
+	ledgertest.Run(t, o.open)
 }
 
 func TestDurable(t *testing.T) {
