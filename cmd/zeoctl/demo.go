@@ -54,7 +54,7 @@ The steps:
 Demo exits 0 when every step showed what it should.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
-			path := fs.String("ledger", "", "the bolt ledger `file` to use and keep (default: a temporary one, removed at the end)")
+			path := fs.String("ledger", "", "the ledger to use and keep: a bolt `file`, or a postgres:// DSN (default: a temporary file, removed at the end)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
 					return err
@@ -97,7 +97,7 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "ledger.db")
 	}
-	l, err := openLedger(path)
+	l, err := openLedger(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 
 	run := newRunID()
 	fmt.Fprintf(w, "zeoctl demo: capability operations end to end, on the simulated host (this zeoctl in its\n"+
-		"hidden host mode, a real child process) and the bolt ledger %s\n", path)
+		"hidden host mode, a real child process) and the %s ledger %s\n", ledgerKind(path), displayLedger(path))
 
 	// 1. No effects.
 	echo := supervise.Call{Scope: demoScope, OperationID: "demo-echo-" + run, CapabilityID: "example.echo@1.0.0",
@@ -190,7 +190,7 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 	}
 
 	if kept {
-		fmt.Fprintf(w, "\nDone. The ledger is kept: 'zeoctl ledger operations -ledger %s' lists its operations.\n", path)
+		fmt.Fprintf(w, "\nDone. The ledger is kept: 'zeoctl ledger operations -ledger %s' lists its operations.\n", displayLedger(path))
 	} else {
 		fmt.Fprintf(w, "\nDone. The ledger was temporary; run 'zeoctl demo -ledger PATH' to keep it for 'zeoctl ledger'.\n")
 	}

@@ -23,6 +23,11 @@
 // nothing but Go. With -ledger PATH the ledger is kept for the ledger and
 // artifact commands.
 //
+// Wherever a command takes -ledger PATH, PATH may also be a PostgreSQL DSN
+// (postgres://user@host:5432/db?sslmode=disable): the ledger that several
+// controllers share (package ledger/postgres), in the schema the DSN's
+// ledger_schema parameter names (default zeo_ledger), created on first use.
+//
 // # Running a capability
 //
 //	zeoctl invoke -python PATH -binding FILE -capability ID -args JSON|@FILE

@@ -83,7 +83,7 @@ the outcome says what to do next:
 			f.host.register(fs)
 			fs.StringVar(&f.capability, "capability", "", "the capability `ID` (namespace.name@version)")
 			fs.StringVar(&f.args, "args", "{}", "the arguments: a JSON object, or @FILE")
-			fs.StringVar(&f.ledgerPath, "ledger", "", "the bolt ledger `file` (default: a memory ledger, gone at exit)")
+			fs.StringVar(&f.ledgerPath, "ledger", "", "the ledger: a bolt `file`, or a postgres:// DSN (default: a memory ledger, gone at exit)")
 			fs.DurationVar(&f.deadline, "deadline", time.Minute, "the operation's deadline, from now, for every attempt (a new operation only)")
 			fs.Int64Var(&f.budget, "budget", 0, "the operation's total effect budget: distinct logical effects across all attempts (a new operation only)")
 			fs.StringVar(&f.services, "services", supervise.EffectsService, "comma-separated services the Runtime offers; a capability requiring another is refused before launch")
@@ -192,7 +192,7 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 
 	var l ledger.Ledger
 	if f.ledgerPath != "" {
-		bl, err := openLedger(f.ledgerPath)
+		bl, err := openLedger(ctx, f.ledgerPath)
 		if err != nil {
 			return err
 		}

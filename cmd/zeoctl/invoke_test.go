@@ -2,11 +2,16 @@ package main_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
@@ -109,7 +114,42 @@ func TestInvoke(t *testing.T) {
 // the operator's receipt and dispatches only the new effect.
 func TestReconciliation(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "ledger.db")
+	testReconciliation(t, filepath.Join(t.TempDir(), "ledger.db"))
+}
+
+// TestReconciliationPostgres is TestReconciliation on a PostgreSQL ledger:
+// -ledger takes a DSN wherever it takes a file.
+func TestReconciliationPostgres(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv("ZEO_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("set ZEO_TEST_POSTGRES_DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run zeoctl against a PostgreSQL ledger")
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	schema := "zeo_test_zeoctl_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("ledger_schema", schema)
+	u.RawQuery = q.Encode()
+	testReconciliation(t, u.String())
+}
+
+func testReconciliation(t *testing.T, path string) {
 	call := []string{"invoke", "-simulated", "-ledger", path, "-operation", "op-r", "-capability", "example.two_effects@1.0.0", "-args", `{"target":"x"}`}
 	wantRun(t, zeoctl(t, append(call, "-budget", "2", "-effects", "uncertain")...), 3,
 		[]string{"state      needs_reconciliation", "effect-1: unknown", "settle the unknown effect with 'zeoctl ledger resolve'"}, nil)
@@ -141,6 +181,10 @@ func TestLedgerUsage(t *testing.T) {
 	wantRun(t, zeoctl(t, "artifact", "get", "-ledger", path, "-org", "o", "-project", "p"), 2, nil, []string{"want exactly one artifact REF"})
 	wantRun(t, zeoctl(t, "ledger", "resolve", "-ledger", path, "-org", "o", "-project", "p", "-operation", "x", "-effect", "e"), 2, nil,
 		[]string{"exactly one of -confirmed RECEIPT and -not-consumed REASON"})
+	// A DSN's password is never printed, not even when it cannot connect.
+	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", "postgres://zeo:s3cret@127.0.0.1:1/db?sslmode=disable", "-unknown"), 1,
+		nil, []string{"opening the ledger at postgres://zeo:xxxxx@127.0.0.1:1/db"})
+
 }
 
 // TestLedgerOwned checks that a ledger another process holds is refused

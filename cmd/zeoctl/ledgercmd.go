@@ -21,7 +21,7 @@ type ledgerFlags struct {
 }
 
 func (f *ledgerFlags) register(fs *flag.FlagSet, scoped bool) {
-	fs.StringVar(&f.path, "ledger", "", "the bolt ledger `file` (required)")
+	fs.StringVar(&f.path, "ledger", "", "the ledger: a bolt `file`, or a postgres:// DSN (required)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	if scoped {
 		fs.StringVar(&f.org, "org", "", "the operation's organization `id` (required)")
@@ -34,17 +34,19 @@ func (f *ledgerFlags) scope() ledger.Scope {
 }
 
 // open checks the flags and opens the ledger; scoped also requires a scope.
-func (f *ledgerFlags) open(scoped bool) (ledger.Ledger, error) {
+func (f *ledgerFlags) open(ctx context.Context, scoped bool) (ledger.Ledger, error) {
 	if f.path == "" {
-		return nil, usagef("-ledger PATH is required: the bolt ledger file (zeoctl demo -ledger PATH or invoke -ledger PATH writes one)")
+		return nil, usagef("-ledger PATH is required: the bolt ledger file (zeoctl demo -ledger PATH or invoke -ledger PATH writes one), or a postgres:// DSN")
 	}
 	if scoped && (f.org == "" || f.project == "") {
 		return nil, usagef("-org and -project are required: ledger records are read only within their organization and project")
 	}
-	if _, err := os.Stat(f.path); err != nil {
-		return nil, fmt.Errorf("ledger %s: %w", f.path, err)
+	if !isDSN(f.path) {
+		if _, err := os.Stat(f.path); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", f.path, err)
+		}
 	}
-	l, err := openLedger(f.path)
+	l, err := openLedger(ctx, f.path)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +81,7 @@ needs_reconciliation for it, and it is never dispatched again.
 				if *unknown == (*operation != "") {
 					return usagef("give -unknown, or -operation with -org and -project")
 				}
-				l, err := f.open(!*unknown)
+				l, err := f.open(ctx, !*unknown)
 				if err != nil {
 					return err
 				}
@@ -192,7 +194,7 @@ outcome it is refused.
 					}
 					res = ledger.Resolution{State: ledger.EffectNotConsumed, Reason: r}
 				}
-				l, err := f.open(true)
+				l, err := f.open(ctx, true)
 				if err != nil {
 					return err
 				}
@@ -245,7 +247,7 @@ a digest or a ref alone grants nothing.
 				if len(args) != 1 {
 					return usagef("want exactly one artifact REF")
 				}
-				l, err := f.open(true)
+				l, err := f.open(ctx, true)
 				if err != nil {
 					return err
 				}
@@ -300,7 +302,7 @@ bootstrap ids and who redeemed them, its effects and its result.
 				default:
 					return usagef("-state must be open, completed or cancelled, not %q", *state)
 				}
-				l, err := f.open(*operation != "")
+				l, err := f.open(ctx, *operation != "")
 				if err != nil {
 					return err
 				}

@@ -4,18 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 )
 
 // closeTimeout bounds the wait for a ledger's writes in flight at exit.
 const closeTimeout = 30 * time.Second
 
-// openLedger opens the bolt ledger file at path, creating it if needed.
-func openLedger(path string) (*bolt.Ledger, error) {
-	l, err := bolt.Open(path, bolt.Options{LockTimeout: 2 * time.Second})
+// openTimeout bounds connecting to a PostgreSQL ledger and migrating its
+// schema.
+const openTimeout = 30 * time.Second
+
+// schemaParam is the DSN query parameter that names the ledger's schema;
+// zeoctl takes it out of the DSN before connecting.
+const schemaParam = "ledger_schema"
+
+// isDSN reports whether a -ledger value names a PostgreSQL ledger rather
+// than a bolt file.
+func isDSN(where string) bool {
+	return strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://")
+}
+
+// openLedger opens the ledger -ledger names: a postgres:// (or
+// postgresql://) DSN, whose ledger_schema parameter names the schema
+// (default postgres.DefaultSchema), or else a bolt ledger file, created
+// if needed.
+func openLedger(ctx context.Context, where string) (ledger.Ledger, error) {
+	if isDSN(where) {
+		return openPostgres(ctx, where)
+	}
+	l, err := bolt.Open(where, bolt.Options{LockTimeout: 2 * time.Second})
 	if errors.Is(err, ledger.ErrLocked) {
 		return nil, fmt.Errorf("%w: another process (a controller, or another zeoctl) owns this ledger; stop it or wait for it to finish", err)
 	}
@@ -23,6 +46,45 @@ func openLedger(path string) (*bolt.Ledger, error) {
 		return nil, fmt.Errorf("opening the ledger: %w", err)
 	}
 	return l, nil
+}
+
+func openPostgres(ctx context.Context, dsn string) (ledger.Ledger, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// url's error quotes the DSN, password and all.
+		return nil, fmt.Errorf("opening the ledger: the -ledger DSN is not a URL")
+	}
+	q := u.Query()
+	schema := q.Get(schemaParam)
+	q.Del(schemaParam)
+	u.RawQuery = q.Encode()
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	l, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema})
+	if err != nil {
+		return nil, fmt.Errorf("opening the ledger at %s: %w", displayLedger(dsn), err)
+	}
+	return l, nil
+}
+
+// ledgerKind names the backend -ledger where selects.
+func ledgerKind(where string) string {
+	if isDSN(where) {
+		return "PostgreSQL"
+	}
+	return "bolt"
+}
+
+// displayLedger is where for people: a DSN without its password.
+func displayLedger(where string) string {
+	if !isDSN(where) {
+		return where
+	}
+	u, err := url.Parse(where)
+	if err != nil {
+		return "(a PostgreSQL DSN)"
+	}
+	return u.Redacted()
 }
 
 // closeLedger closes l, bounded; a failure is joined to err.
