@@ -60,6 +60,10 @@
 // does: \d, \w and \s are Unicode-aware and '$' also matches before a final
 // "\n" (the pattern is translated to RE2; see pyRegexp).
 //
+// "multipleOf" runs as in Python's jsonschema: with a float divisor the
+// quotient is taken in floating point (3.8000000000000003 is a multiple
+// of 0.1 there, 0.3 is not), not in the library's exact arithmetic.
+//
 // Known differences from upstream's Python jsonschema, each in the
 // direction of refusing more: a pattern using what RE2 lacks (look-around,
 // back-references) makes the schema invalid, except the look-aheads

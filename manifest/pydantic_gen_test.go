@@ -84,6 +84,9 @@ func (g *gen) value(schema any, depth int) string {
 	case "integer":
 		return g.integer(s)
 	case "number":
+		if m, ok := s["multipleOf"].(float64); ok && g.chance(0.6) {
+			return strconv.FormatFloat(float64(g.pick(200)-100)*m, 'g', -1, 64)
+		}
 		return g.number()
 	case "boolean":
 		return oneOf(g, "true", "false", "true", "false", "1", "0", `"true"`)
@@ -207,6 +210,9 @@ func (g *gen) enumValue(values []any) string {
 }
 
 func (g *gen) integer(s map[string]any) string {
+	if m, ok := s["multipleOf"].(float64); ok && g.chance(0.5) {
+		return strconv.Itoa(int(m) * (g.pick(200) - 100))
+	}
 	if min, ok := s["exclusiveMinimum"].(float64); ok && g.chance(0.5) {
 		return strconv.Itoa(int(min) + 1 + g.pick(50))
 	}

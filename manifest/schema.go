@@ -112,6 +112,7 @@ func compileDoc(doc any, digest canon.Digest, capID, ptr string) (*compiledSchem
 	if err != nil {
 		return nil, schemaError(err, capID, ptr)
 	}
+	pythonMultipleOf(sch, doc)
 	return &compiledSchema{sch: sch, doc: doc}, nil
 }
 

@@ -43,6 +43,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     condecimal,
+    confloat,
     conint,
     constr,
     field_validator,
@@ -110,6 +111,8 @@ class Numbers(BaseModel):
     level: Level = Level.MID
     lit: Literal["x", "y", 3] = "x"
     dec_def: decimal.Decimal = decimal.Decimal("1.50")
+    tenth: confloat(multiple_of=0.1) = 0.0
+    third: conint(multiple_of=3) = 0
 
 
 class Collections(BaseModel):
