@@ -98,7 +98,7 @@ func (c LaunchContext) Deadline() time.Time { return time.UnixMilli(c.DeadlineUn
 // manifest digest equal to the provider's): those are the host's refusals to
 // report. Errors wrap ErrInvalidContext.
 func (c LaunchContext) Validate() error {
-	_, err := c.Materialize().validate()
+	_, err := c.Materialize().validate(nil)
 	return err
 }
 
@@ -106,7 +106,9 @@ func (c LaunchContext) Validate() error {
 // canonical inventory JSON it computed to check the manifest digest (nil
 // when the provider's fields were already wrong), so that Encode does not
 // project and encode the inventory a second time for the launch digest.
-func (c LaunchContext) validate() ([]byte, error) {
+// A non-nil inv is that JSON for a provider a ContextEncoder has already
+// validated: the provider's checks are skipped and inv is returned.
+func (c LaunchContext) validate(inv []byte) ([]byte, error) {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if c.ProtocolVersion != ipc.ProtocolVersion {
@@ -115,9 +117,11 @@ func (c LaunchContext) validate() ([]byte, error) {
 	if err := c.Attempt.Validate(); err != nil {
 		add("attempt: %w", err)
 	}
-	inv, err := validateProvider(c.Provider)
-	if err != nil {
-		add("provider: %w", err)
+	if inv == nil {
+		var err error
+		if inv, err = validateProvider(c.Provider); err != nil {
+			add("provider: %w", err)
+		}
 	}
 	if err := protocol.CheckIdentifier("bootstrap_id", c.BootstrapID); err != nil {
 		errs = append(errs, err)
@@ -218,14 +222,24 @@ type Encoded struct {
 }
 
 // Encode materializes and validates c, and returns its canonical bytes and
-// launch digest. Errors wrap ErrInvalidContext.
-func (c LaunchContext) Encode() (Encoded, error) {
+// launch digest. Errors wrap ErrInvalidContext. A launcher of many attempts
+// of one provider encodes them with a ContextEncoder instead, which does
+// the provider's part once.
+func (c LaunchContext) Encode() (Encoded, error) { return c.encode(nil) }
+
+// encode is Encode, with the provider's validation and inventory bytes
+// taken from p when it is not nil.
+func (c LaunchContext) encode(p *ContextEncoder) (Encoded, error) {
 	c = c.Materialize()
-	inv, err := c.validate()
+	var inv, manifests []byte
+	if p != nil {
+		inv, manifests = p.inventory, p.manifests
+	}
+	inv, err := c.validate(inv)
 	if err != nil {
 		return Encoded{}, err
 	}
-	b, d, err := encodeSpliced(c, inv)
+	b, d, err := encodeSpliced(c, inv, manifests)
 	if err != nil {
 		return Encoded{}, err
 	}
@@ -233,6 +247,67 @@ func (c LaunchContext) Encode() (Encoded, error) {
 		return Encoded{}, fmt.Errorf("%w: %d bytes, the host reads at most %d", ErrInvalidContext, len(b), MaxContextBytes)
 	}
 	return Encoded{Context: c, Bytes: b, LaunchDigest: d}, nil
+}
+
+// ContextEncoder encodes the launch contexts of one provider binding. The
+// binding's inventory — its manifests with their schemas — is most of a
+// context's bytes and most of the work of encoding one: Encode validates the
+// binding, projects the inventory for the launch digest and encodes the
+// manifests every time. A ContextEncoder does that once, when it is made,
+// and its Encode returns exactly what LaunchContext.Encode returns: the
+// same bytes, launch digest and errors.
+//
+// A ContextEncoder is immutable and safe for concurrent use. It keeps the
+// binding it was made from, whose manifests must not be modified while it
+// is in use.
+type ContextEncoder struct {
+	provider  manifest.ProviderBinding
+	manifests []byte // canonical bytes of provider.Manifests, as sent
+	inventory []byte // their canonical projection, as hashed
+}
+
+// NewContextEncoder validates p as LaunchContext.Validate validates a
+// context's provider, and encodes its inventory. Errors wrap
+// ErrInvalidContext.
+func NewContextEncoder(p manifest.ProviderBinding) (*ContextEncoder, error) {
+	inv, err := validateProvider(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: provider: %w", ErrInvalidContext, err)
+	}
+	mb, err := canon.Marshal(p.Manifests)
+	if err != nil {
+		return nil, fmt.Errorf("%w: provider: encoding the manifests: %w", ErrInvalidContext, err)
+	}
+	return &ContextEncoder{provider: p, manifests: mb, inventory: inv}, nil
+}
+
+// Encode materializes, validates and encodes c, as c.Encode does. c.Provider
+// must be the encoder's binding (a copy of the value it was made from);
+// any other provider is refused with ErrInvalidContext.
+func (e *ContextEncoder) Encode(c LaunchContext) (Encoded, error) {
+	if !e.isProvider(c.Provider) {
+		return Encoded{}, fmt.Errorf("%w: provider: not the binding this ContextEncoder was made for (distribution %q, version %q, manifest digest %s)",
+			ErrInvalidContext, e.provider.Distribution, e.provider.Version, e.provider.ManifestDigest)
+	}
+	return c.encode(e)
+}
+
+// isProvider reports whether p is the encoder's binding: the same scalar
+// fields, and the same manifests — at once when they are the same slice
+// (a copy of the binding shares it), else when they encode to the same
+// bytes.
+func (e *ContextEncoder) isProvider(p manifest.ProviderBinding) bool {
+	q := e.provider
+	if p.ProtocolVersion != q.ProtocolVersion || p.Distribution != q.Distribution || p.Version != q.Version ||
+		p.PythonVersion != q.PythonVersion || p.EnvironmentDigest != q.EnvironmentDigest || p.Factory != q.Factory ||
+		p.ManifestDigest != q.ManifestDigest || p.Generation != q.Generation || len(p.Manifests) != len(q.Manifests) {
+		return false
+	}
+	if len(p.Manifests) == 0 || &p.Manifests[0] == &q.Manifests[0] {
+		return true
+	}
+	b, err := canon.Marshal(p.Manifests)
+	return err == nil && bytes.Equal(b, e.manifests)
 }
 
 // LaunchDigest returns the launch digest of c (doc/protocol.md,
@@ -258,16 +333,19 @@ var manifestsMember = []byte(`"manifests":[]`)
 // document the launch digest is defined on. The context's own schemas are
 // thus encoded once and never parsed back. Should the empty member not be
 // found exactly once, it falls back to encoding and re-parsing the whole.
-func encodeSpliced(c LaunchContext, inv []byte) ([]byte, canon.Digest, error) {
+//
+// mb, when not nil, is the manifests' canonical bytes, already encoded.
+func encodeSpliced(c LaunchContext, inv, mb []byte) ([]byte, canon.Digest, error) {
 	small := c
 	small.Provider.Manifests = nil // written as []
 	sb, err := canon.Marshal(small)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
 	}
-	mb, err := canon.Marshal(c.Provider.Manifests)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+	if mb == nil {
+		if mb, err = canon.Marshal(c.Provider.Manifests); err != nil {
+			return nil, "", fmt.Errorf("%w: encoding: %w", ErrInvalidContext, err)
+		}
 	}
 	at := bytes.Index(sb, manifestsMember)
 	if at < 0 || bytes.Count(sb, manifestsMember) != 1 {

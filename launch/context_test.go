@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -126,5 +129,93 @@ func TestContextValidate(t *testing.T) {
 		if _, err := launch.DecodeContext([]byte(doc)); !errors.Is(err, launch.ErrInvalidContext) {
 			t.Errorf("DecodeContext accepted a bad document: %v", err)
 		}
+	}
+}
+
+// TestContextEncoderEncodesAsEncode holds a ContextEncoder to
+// LaunchContext.Encode: the same bytes, launch digest and materialized
+// context for every context of its provider, whatever the other fields
+// (rapid draws them), and the same refusal of an invalid one.
+func TestContextEncoderEncodesAsEncode(t *testing.T) {
+	v := testvectors.Inline[vectors](t)
+	base, err := launch.DecodeContext([]byte(v.Derived.WorkedExample.LaunchContextCanonical))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := launch.NewContextEncoder(base.Provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rapid.StringMatching(`[a-z0-9_.-]{1,12}`)
+	ids := rapid.SliceOfN(id, 0, 3)
+	rapid.Check(t, func(rt *rapid.T) {
+		c := base
+		c.Attempt.AttemptID = id.Draw(rt, "attempt")
+		c.Attempt.FencingGeneration = rapid.Int64Range(0, 1<<40).Draw(rt, "generation")
+		c.BootstrapID = rapid.StringMatching(`[a-z0-9_-]{0,8}`).Draw(rt, "bootstrap")
+		c.DeadlineUnixMS = rapid.Int64Range(-1, 1<<45).Draw(rt, "deadline")
+		c.TotalDispatchBudget = rapid.Int64Range(-1, 100).Draw(rt, "budget")
+		c.Services, c.Credentials, c.NetworkHosts = ids.Draw(rt, "services"), ids.Draw(rt, "credentials"), ids.Draw(rt, "hosts")
+		c.NetworkAllowed = rapid.Bool().Draw(rt, "network")
+		c.RPCTimeoutMS = rapid.IntRange(0, 40000).Draw(rt, "rpc")
+		want, werr := c.Encode()
+		got, gerr := e.Encode(c)
+		if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+			rt.Fatalf("Encode err = %v, ContextEncoder.Encode err = %v", werr, gerr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			rt.Fatalf("ContextEncoder.Encode differs from Encode (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestContextEncoderProvider checks that a ContextEncoder encodes only its
+// own provider's contexts: a copy of the binding, or an equal one decoded
+// again, is its; a binding that differs in any field is refused, and so is
+// an invalid binding when the encoder is made.
+func TestContextEncoderProvider(t *testing.T) {
+	v := testvectors.Inline[vectors](t)
+	doc := []byte(v.Derived.WorkedExample.LaunchContextCanonical)
+	base, err := launch.DecodeContext(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := launch.NewContextEncoder(base.Provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := launch.DecodeContext(doc) // equal manifests, another slice
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Encode(again); err != nil {
+		t.Fatalf("an equal provider decoded again: %v", err)
+	}
+	tests := []struct {
+		name   string
+		mutate func(c *launch.LaunchContext)
+	}{
+		{"version", func(c *launch.LaunchContext) { c.Provider.Version = "0.12.0" }},
+		{"python", func(c *launch.LaunchContext) { c.Provider.PythonVersion = "3.15.0" }},
+		{"generation", func(c *launch.LaunchContext) { c.Provider.Generation++ }},
+		{"no manifests", func(c *launch.LaunchContext) { c.Provider.Manifests = nil }},
+		{"manifest changed", func(c *launch.LaunchContext) { c.Provider.Manifests[0].Description += "!" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := launch.DecodeContext(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.mutate(&c)
+			if _, err := e.Encode(c); !errors.Is(err, launch.ErrInvalidContext) {
+				t.Fatalf("Encode err = %v", err)
+			}
+		})
+	}
+	bad := base.Provider
+	bad.ManifestDigest = canon.Digest("sha256:" + strings.Repeat("0", 64))
+	if _, err := launch.NewContextEncoder(bad); !errors.Is(err, launch.ErrInvalidContext) {
+		t.Fatalf("NewContextEncoder of a binding with a wrong manifest digest: %v", err)
 	}
 }

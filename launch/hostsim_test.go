@@ -494,3 +494,28 @@ func TestTwoEffects(t *testing.T) {
 		t.Fatalf("stdout %q", out.Process.Stdout)
 	}
 }
+
+// TestInvokeEncoded launches a context encoded beforehand by a
+// ContextEncoder: Invoke sends those bytes, with Context left empty, and
+// the host bootstraps with their launch digest.
+func TestInvokeEncoded(t *testing.T) {
+	f := newFixture(t)
+	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	e, err := launch.NewContextEncoder(f.binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := e.Encode(inv.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv.Context, inv.Encoded = launch.LaunchContext{}, &enc
+	l, _ := newLauncher(t)
+	out, err := l.Invoke(testCtx(t), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.State != launch.StateSucceeded || out.LaunchDigest != enc.LaunchDigest || out.Session.Frames != 3 {
+		t.Fatalf("%+v, launch digest %s (encoded %s), %d frames", out.Result, out.LaunchDigest, enc.LaunchDigest, out.Session.Frames)
+	}
+}

@@ -19,8 +19,14 @@ var invokeArgs = []string{"invoke", "--request", "-", "--context-fd", "3", "--ru
 type Invocation struct {
 	// Context is the launch context; Invoke materializes, validates and
 	// encodes it, and its Attempt is the binding every reply and the result
-	// must carry.
+	// must carry. It is not read when Encoded is set.
 	Context LaunchContext
+	// Encoded, when set, is the launch context already encoded, by
+	// LaunchContext.Encode or a ContextEncoder, unmodified: Invoke sends
+	// its bytes and expects its launch digest instead of encoding Context
+	// again (a caller that needs the launch digest before the launch, to
+	// record it, encodes once).
+	Encoded *Encoded
 	// Request is the InvocationRequest document sent on stdin, byte for
 	// byte (see EncodeRequest). The host, not the launcher, judges it.
 	Request []byte
@@ -106,9 +112,13 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 			return nil, fmt.Errorf("%w: Invocation.Dir: %w", ErrInvalidConfig, err)
 		}
 	}
-	enc, err := inv.Context.Encode()
-	if err != nil {
-		return nil, err
+	enc := inv.Encoded
+	if enc == nil {
+		e, err := inv.Context.Encode()
+		if err != nil {
+			return nil, err
+		}
+		enc = &e
 	}
 	c := enc.Context
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, c.Provider); err != nil {

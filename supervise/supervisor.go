@@ -83,6 +83,7 @@ type Supervisor struct {
 	cfg       Config
 	log       *slog.Logger
 	validator *manifest.Validator
+	encoder   *launch.ContextEncoder                 // the provider's part of every LaunchContext, encoded once
 	manifests map[string]manifest.CapabilityManifest // by canonical id; read-only
 
 	mu      sync.Mutex // guards running
@@ -137,6 +138,8 @@ func New(cfg Config) (*Supervisor, error) {
 	if err := s.validator.ValidateBinding(c.Provider); err != nil {
 		add("Provider: %w", err)
 	} else if err := CheckDocument("provider binding", c.Provider); err != nil {
+		add("Provider: %w", err)
+	} else if s.encoder, err = launch.NewContextEncoder(c.Provider); err != nil {
 		add("Provider: %w", err)
 	}
 	if c.HostPythonVersion != "" && c.HostPythonVersion != c.Provider.PythonVersion {
@@ -377,7 +380,7 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	if err != nil {
 		return nil, err
 	}
-	enc, err := lc.Encode()
+	enc, err := s.encoder.Encode(lc)
 	if err != nil {
 		return nil, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
 	}
@@ -412,7 +415,7 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 		defer close(h.issue.done)
 		_, h.issue.err = s.cfg.Ledger.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest)
 	}()
-	lo, lerr := s.cfg.Launcher.Invoke(lctx, launch.Invocation{Context: lc, Request: req, Handler: h})
+	lo, lerr := s.cfg.Launcher.Invoke(lctx, launch.Invocation{Encoded: &enc, Request: req, Handler: h})
 	<-h.issue.done
 	if h.issue.err != nil {
 		// The id was never issued: the evidence must not name it.

@@ -127,7 +127,7 @@ func run(ctx context.Context, w io.Writer) error {
 		if n == 1 {
 			lnch = crashing
 		}
-		out, lerr := lnch.Invoke(ctx, launch.Invocation{Context: lc, Request: request, Handler: h})
+		out, lerr := lnch.Invoke(ctx, launch.Invocation{Encoded: &enc, Request: request, Handler: h})
 		if out == nil {
 			return lerr // the host never started
 		}
