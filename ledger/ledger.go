@@ -41,7 +41,11 @@ import (
 //
 // Per method, after step 4: StartAttempt: ErrCancelled or
 // ErrResultAlreadyAccepted, then a *FenceError for an older attempt id.
-// IssueBootstrap: operation over, then ErrChangedInput. RedeemBootstrap:
+// IssueBootstrap: operation over, then ErrChangedInput. LaunchAttempt (whose
+// operation may be missing, so step 3 does not apply): ErrChangedInput for
+// another operation spec, operation over, a *FenceError for an attempt
+// that would not get the generation asked for, then IssueBootstrap's
+// ErrChangedInput. RedeemBootstrap:
 // operation over, ErrNotFound (id not issued in this operation), a
 // *FenceError (id issued to an older attempt), ErrBootstrapRedeemed,
 // ErrChangedInput (launch digest). Admit: operation over, ErrOutOfOrder,
@@ -82,6 +86,22 @@ type Ledger interface {
 	// operation), for an operation in any other scope, or with another
 	// launch digest is ErrChangedInput, redeemed or not.
 	IssueBootstrap(ctx context.Context, f Fence, bootstrapID string, launchDigest canon.Digest) (Bootstrap, error)
+
+	// LaunchAttempt records, in one atomic write, what an attempt needs
+	// before its host may bootstrap, and returns the attempt's fence: it
+	// creates the operation a.Operation describes unless it exists (as
+	// CreateOperation: an existing operation with another spec is
+	// ErrChangedInput), starts attempt a.AttemptID with fencing generation
+	// a.Generation (as StartAttempt) and issues a.BootstrapID for it with
+	// a.LaunchDigest (as IssueBootstrap). The launch digest covers the
+	// generation, so the caller names the generation it expects:
+	// StartAttempt's next one, the operation's current generation plus one
+	// (1 for an operation the call creates). Any other generation is a
+	// *FenceError, and nothing is written: a concurrent attempt made the
+	// caller's view of the operation stale; read it again and prepare
+	// another launch. Repeating the call returns the same fence while the
+	// attempt is current (a lost reply is safe to repeat).
+	LaunchAttempt(ctx context.Context, a AttemptLaunch) (Fence, error)
 
 	// RedeemBootstrap redeems a bootstrap id exactly once, for the child
 	// process and session in r. The launch digest must equal the issued one
@@ -219,6 +239,26 @@ type OperationSpec struct {
 	// nanosecond precision in UTC and is part of the fingerprint. The zero
 	// value means no deadline.
 	Deadline time.Time
+}
+
+// AttemptLaunch is what LaunchAttempt records: an operation, one attempt
+// of it and the attempt's bootstrap id. Every field is required.
+type AttemptLaunch struct {
+	// Operation is the operation's spec, as CreateOperation takes it.
+	Operation OperationSpec
+	// AttemptID is the attempt to start.
+	AttemptID string
+	// Generation is the fencing generation the attempt must get, >= 1.
+	Generation int64
+	// BootstrapID and LaunchDigest are issued for the attempt.
+	BootstrapID  string
+	LaunchDigest canon.Digest
+}
+
+// Fence returns the fence the launch's attempt gets when LaunchAttempt
+// succeeds.
+func (a AttemptLaunch) Fence() Fence {
+	return Fence{Scope: a.Operation.Scope, OperationID: a.Operation.OperationID, AttemptID: a.AttemptID, Generation: a.Generation}
 }
 
 // OperationState is the lifecycle state of an operation.

@@ -37,6 +37,23 @@ func (s OperationSpec) Validate() error {
 	return nil
 }
 
+// Validate reports whether every field of a is well formed.
+func (a AttemptLaunch) Validate() error {
+	if err := a.Operation.Validate(); err != nil {
+		return err
+	}
+	if err := check.ID("attempt_id", a.AttemptID); err != nil {
+		return err
+	}
+	if a.Generation < 1 {
+		return fmt.Errorf("%w: fencing generation is %d, want >= 1 (the operation's current generation plus one)", ErrInvalid, a.Generation)
+	}
+	if err := check.ID("bootstrap_id", a.BootstrapID); err != nil {
+		return err
+	}
+	return check.Digest("launch_digest", a.LaunchDigest)
+}
+
 // Validate reports whether f is well formed (it does not say whether f is
 // current; only the ledger knows that).
 func (f Fence) Validate() error {

@@ -99,20 +99,41 @@
 // # Invoke
 //
 // An operation is identified by its scope and operation id. Invoke reads
-// it, or creates it with the Call's deadline and budget; a recorded
-// operation with another capability, request or manifest is
-// ErrOperationMismatch. A completed operation returns its accepted result
-// (Outcome.Reconnected) and a cancelled or expired one its state, without
-// launching. Otherwise a new attempt starts (a new fence, which fences off
-// every older attempt), BuildContext makes its LaunchContext, and the host
-// is launched and served by a Handler. Its bootstrap id is issued with the
-// launch digest while the host starts; the Handler redeems it only once
-// that write is durable, so the write costs the invocation no wait.
+// it; a recorded operation with another capability, request or manifest
+// is ErrOperationMismatch. A completed operation returns its accepted
+// result (Outcome.Reconnected) and a cancelled or expired one its state,
+// without launching. Otherwise Invoke prepares a new attempt: the next
+// fencing generation, the AttemptBinding, the LaunchContext (BuildContext,
+// with the budget left and the operation's deadline, or the Call's
+// deadline and budget for a new operation) and a bootstrap id. One ledger
+// write, LaunchAttempt, records the operation when it is new, the attempt
+// with its fence (which fences off every older attempt) and the bootstrap
+// id with the launch digest; it runs while the host starts, and the host
+// is served by a Handler.
 //
-// Ledger writes of one invocation of a new operation, each fsynced by a
-// durable ledger: CreateOperation, StartAttempt, IssueBootstrap (beside
-// the host's start), RedeemBootstrap, Admit, two per effect (BeginEffect,
-// ConfirmEffect), AcceptResult and RecordAttempt.
+// Recording the launch while the host starts is safe, and costs the
+// invocation no wait for its fsync: a host does nothing on the Runtime's
+// behalf before bootstrap (the host activates the provider only after an
+// allowed bootstrap, and the Session refuses every other method before
+// it), and the Handler answers bootstrap only once the write is durable.
+// Until then the host is a process that read its context and waits. If the
+// write fails, the host is stopped before it can bootstrap and nothing
+// names it in the ledger: an operation settled meanwhile (cancelled,
+// completed) is answered from the ledger; a generation that a concurrent
+// Invoke of the same operation took first (or a new operation it created
+// first with another default deadline) is prepared again from a fresh
+// read, at most 4 times; anything else is returned as an error.
+//
+// Ledger writes of one invocation, each fsynced by a durable ledger:
+// LaunchAttempt (beside the host's start), RedeemBootstrap, Admit, two per
+// effect (BeginEffect, ConfirmEffect), AcceptResult and RecordAttempt: 5
+// for an invocation without effects, 4 of them on its critical path. The
+// others cannot move off it: each of RedeemBootstrap, Admit, BeginEffect,
+// ConfirmEffect and AcceptResult is durable before the host hears the
+// answer it guards, since the host acts on that answer (activates and runs
+// provider code, consumes the effect, reports success), and RecordAttempt
+// before Invoke returns, since the evidence is the only durable record of
+// an attempt that ended without a result, and the caller may read it.
 //
 // Before anything is recorded, preflight refuses what the host would refuse
 // anyway, saying why: a capability not in the inventory (refused),

@@ -11,13 +11,14 @@ type EventKind string
 
 // The event kinds, in the order an attempt produces them.
 const (
-	// EventOperation: the operation was created or found (Operation set).
+	// EventOperation: the operation was found, or created by its first
+	// attempt's launch (Operation set, as it was before the attempt).
 	EventOperation EventKind = "operation"
-	// EventAttempt: an attempt started with a new fence (AttemptID,
-	// Generation).
+	// EventAttempt: an attempt's launch was recorded with a new fence
+	// (AttemptID, Generation).
 	EventAttempt EventKind = "attempt"
-	// EventLaunch: the bootstrap id was issued and the host is about to be
-	// started (BootstrapID, LaunchDigest, Budget).
+	// EventLaunch: the attempt's bootstrap id was issued with the launch
+	// digest; the host is starting (BootstrapID, LaunchDigest, Budget).
 	EventLaunch EventKind = "launch"
 	// EventRequest: the Handler decided one IPC request (Method, State,
 	// Reason; for effects Effect, Redelivery, Dispatched; for a publish

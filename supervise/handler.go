@@ -25,8 +25,8 @@ type HandlerConfig struct {
 	// organization, project, operation, attempt and generation must be the
 	// Fence's.
 	Binding ipc.AttemptBinding
-	// BootstrapID is the id issued for this attempt (IssueBootstrap) and
-	// sent in the LaunchContext.
+	// BootstrapID is the id issued for this attempt (IssueBootstrap or
+	// LaunchAttempt) and sent in the LaunchContext.
 	BootstrapID string
 	// Manifest, when set, is the admitted manifest of the capability:
 	// published data is validated against its response_schema before it is
@@ -113,8 +113,9 @@ type Handler struct {
 	published *ledger.Result
 	sessionID string // of the Session that asked
 
-	// issue, when set by a Supervisor, is the bootstrap id's issuing write
-	// running while the host starts; Bootstrap waits for it.
+	// issue, when set by a Supervisor, is the write that records the
+	// launch (LaunchAttempt: the attempt and its bootstrap id) running
+	// while the host starts; Bootstrap waits for it.
 	issue *issue
 }
 
@@ -247,14 +248,14 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 		select {
 		case <-h.issue.done:
 		case <-ctx.Done():
-			return ipc.Decision{}, fmt.Errorf("supervise: waiting for the bootstrap id to be issued: %w", context.Cause(ctx))
+			return ipc.Decision{}, fmt.Errorf("supervise: waiting for the launch to be recorded: %w", context.Cause(ctx))
 		}
 		if err := h.issue.err; err != nil {
 			if st, ok := refusal(err); ok {
 				ev.Refusal = err
-				return answer(st, "issuing the bootstrap id was refused: "+err.Error())
+				return answer(st, "recording the launch was refused: "+err.Error())
 			}
-			return ipc.Decision{}, fmt.Errorf("supervise: issuing the bootstrap id: %w", err)
+			return ipc.Decision{}, fmt.Errorf("supervise: recording the launch: %w", err)
 		}
 	}
 	_, err := h.cfg.Ledger.RedeemBootstrap(ctx, h.cfg.Fence, ledger.Redemption{

@@ -226,13 +226,13 @@ func (s *Supervisor) emit(ev Event) {
 	}
 }
 
-// Invoke runs one capability operation: it creates the operation or
-// continues the recorded one, returns an accepted result without
-// launching, or starts a new attempt (a new fence), builds its
-// LaunchContext, issues its bootstrap id, launches the host, serves it with
-// a Handler, judges what it left behind against the session and the ledger
-// and records the attempt's outcome (see the package documentation,
-// “Invoke”).
+// Invoke runs one capability operation: it continues the recorded
+// operation or creates it, returns an accepted result without launching,
+// or prepares a new attempt (a new fence, its LaunchContext and bootstrap
+// id), launches the host while the ledger records the launch, serves the
+// host with a Handler, judges what it left behind against the session and
+// the ledger and records the attempt's outcome (see the package
+// documentation, “Invoke”).
 //
 // The error is nil exactly when the Outcome's State is succeeded. Every
 // other definite outcome is returned with an *OutcomeError wrapping the
@@ -269,73 +269,88 @@ func (s *Supervisor) Invoke(ctx context.Context, c Call) (*Outcome, error) {
 		o.State, o.Reason = launch.StateInvalidRequest, "the arguments with the schema's defaults cannot be sent to the host"
 		return o.result(&PreflightError{Check: "document", Detail: "arguments with defaults", Err: err})
 	}
-	view, err := s.operation(ctx, c, prep.RequestDigest)
-	if err != nil {
-		return nil, err
-	}
-	op := view.Operation
-	s.emit(Event{Kind: EventOperation, Scope: c.Scope, OperationID: c.OperationID, Operation: &op})
-	if done, res, err := s.settled(view, o); done {
-		return res, err
-	}
-
-	attemptID, err := newID("attempt")
-	if err != nil {
-		return nil, err
-	}
-	fence, err := s.cfg.Ledger.StartAttempt(ctx, c.Scope, c.OperationID, attemptID)
-	if err != nil {
-		if errors.Is(err, ledger.ErrCancelled) || errors.Is(err, ledger.ErrResultAlreadyAccepted) {
-			// Settled since it was read: answer from the ledger.
-			if view, verr := s.cfg.Ledger.Operation(ctx, c.Scope, c.OperationID); verr == nil {
-				if done, res, err := s.settled(view, o); done {
-					return res, err
-				}
+	for try := 1; ; try++ {
+		view, recorded, err := s.operation(ctx, c, prep.RequestDigest)
+		if err != nil {
+			return nil, err
+		}
+		if recorded {
+			op := view.Operation
+			s.emit(Event{Kind: EventOperation, Scope: c.Scope, OperationID: c.OperationID, Operation: &op})
+			if done, res, err := s.settled(view, o); done {
+				return res, err
 			}
 		}
-		return nil, fmt.Errorf("supervise: operation %q: starting an attempt: %w", c.OperationID, err)
+		res, again, err := s.attempt(ctx, c, m, prep, view, recorded, o)
+		if !again {
+			return res, err
+		}
+		if try == maxLaunches {
+			return nil, fmt.Errorf("supervise: operation %q: %d launches in a row lost their fencing generation to concurrent attempts: %w",
+				c.OperationID, maxLaunches, err)
+		}
 	}
-	o.AttemptID, o.Generation = fence.AttemptID, fence.Generation
-	s.emit(Event{Kind: EventAttempt, Scope: c.Scope, OperationID: c.OperationID, AttemptID: o.AttemptID, Generation: o.Generation})
-	return s.attempt(ctx, c, m, prep, view, fence, o)
 }
 
-// operation returns the recorded operation for c, creating it when there
-// is none. A recorded operation must match c's capability, request and
-// manifest; its deadline and budget apply unless c names others.
-func (s *Supervisor) operation(ctx context.Context, c Call, digest canon.Digest) (ledger.OperationView, error) {
+// maxLaunches bounds the launches one Invoke prepares when concurrent
+// Invoke calls of the same operation keep taking the generation each one
+// prepared its launch for.
+const maxLaunches = 4
+
+// operation returns the recorded operation for c (recorded), or the one
+// its first attempt's launch will create, not yet recorded. A recorded
+// operation must match c's capability, request and manifest; its deadline
+// and budget apply unless c names others.
+func (s *Supervisor) operation(ctx context.Context, c Call, digest canon.Digest) (view ledger.OperationView, recorded bool, err error) {
 	for try := 0; ; try++ {
 		view, err := s.cfg.Ledger.Operation(ctx, c.Scope, c.OperationID)
 		if err == nil {
 			op := view.Operation
 			switch {
 			case op.CapabilityID != c.CapabilityID, op.RequestDigest != digest, op.ManifestDigest != s.cfg.Provider.ManifestDigest:
-				return view, fmt.Errorf("%w: operation %q is recorded for capability %s with request digest %s and manifest digest %s; this call has %s, %s, %s",
+				return view, true, fmt.Errorf("%w: operation %q is recorded for capability %s with request digest %s and manifest digest %s; this call has %s, %s, %s",
 					ErrOperationMismatch, c.OperationID, op.CapabilityID, op.RequestDigest, op.ManifestDigest, c.CapabilityID, digest, s.cfg.Provider.ManifestDigest)
 			case c.EffectBudget != 0 && c.EffectBudget != op.EffectBudget:
-				return view, fmt.Errorf("%w: operation %q is recorded with effect budget %d, this call names %d", ErrOperationMismatch, c.OperationID, op.EffectBudget, c.EffectBudget)
+				return view, true, fmt.Errorf("%w: operation %q is recorded with effect budget %d, this call names %d", ErrOperationMismatch, c.OperationID, op.EffectBudget, c.EffectBudget)
 			case !c.Deadline.IsZero() && !c.Deadline.Equal(op.Deadline):
-				return view, fmt.Errorf("%w: operation %q is recorded with deadline %s, this call names %s", ErrOperationMismatch, c.OperationID, op.Deadline, c.Deadline)
+				return view, true, fmt.Errorf("%w: operation %q is recorded with deadline %s, this call names %s", ErrOperationMismatch, c.OperationID, op.Deadline, c.Deadline)
 			}
-			return view, nil
+			return view, true, nil
 		}
 		if !errors.Is(err, ledger.ErrNotFound) || try > 0 {
-			return view, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
+			return view, false, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
 		}
 		dl := c.Deadline
 		if dl.IsZero() {
 			dl = time.Now().Add(s.cfg.OperationTimeout)
 		}
-		_, err = s.cfg.Ledger.CreateOperation(ctx, ledger.OperationSpec{
+		spec := ledger.OperationSpec{
 			Scope: c.Scope, OperationID: c.OperationID, CapabilityID: c.CapabilityID, RequestDigest: digest,
 			ManifestDigest: s.cfg.Provider.ManifestDigest, EffectBudget: c.EffectBudget, Deadline: dl,
-		})
+		}
+		if time.Now().Before(dl) {
+			// Its first attempt's launch records it (LaunchAttempt).
+			return ledger.OperationView{Operation: ledger.Operation{
+				Scope: spec.Scope, OperationID: spec.OperationID, CapabilityID: spec.CapabilityID,
+				RequestDigest: spec.RequestDigest, ManifestDigest: spec.ManifestDigest, EffectBudget: spec.EffectBudget,
+				Deadline: dl.UTC(), State: ledger.OperationOpen,
+			}}, false, nil
+		}
+		// Born past its deadline: recorded as it is, and answered timed_out
+		// without launching.
+		_, err = s.cfg.Ledger.CreateOperation(ctx, spec)
 		if err != nil && !errors.Is(err, ledger.ErrChangedInput) {
 			// ErrChangedInput: a concurrent call created it first with
-			// another default deadline; read it again.
-			return ledger.OperationView{}, fmt.Errorf("supervise: operation %q: creating: %w", c.OperationID, err)
+			// another deadline; read it again.
+			return ledger.OperationView{}, false, fmt.Errorf("supervise: operation %q: creating: %w", c.OperationID, err)
 		}
 	}
+}
+
+// specOf is the spec op was created with.
+func specOf(op ledger.Operation) ledger.OperationSpec {
+	return ledger.OperationSpec{Scope: op.Scope, OperationID: op.OperationID, CapabilityID: op.CapabilityID,
+		RequestDigest: op.RequestDigest, ManifestDigest: op.ManifestDigest, EffectBudget: op.EffectBudget, Deadline: op.Deadline}
 }
 
 // settled fills o from an operation that needs no attempt: completed
@@ -358,10 +373,29 @@ func (s *Supervisor) settled(view ledger.OperationView, o *Outcome) (bool, *Outc
 	return true, res, err
 }
 
-// attempt runs one attempt whose fence is issued.
+// attempt runs one new attempt of the operation view shows (recorded, or
+// to be created by the launch): it prepares the attempt's fence (the
+// operation's next generation), binding, context and bootstrap id, starts
+// the host while LaunchAttempt records all of it, serves the host with a
+// Handler, judges what the host left behind and records the evidence.
+//
+// again reports that the launch was refused because its generation or the
+// operation's spec was taken by a concurrent Invoke: nothing was recorded,
+// the host was stopped before it could bootstrap, and the caller prepares
+// another attempt from a fresh read.
 func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityManifest, prep manifest.Prepared,
-	view ledger.OperationView, fence ledger.Fence, o *Outcome) (*Outcome, error) {
+	view ledger.OperationView, recorded bool, o *Outcome) (res *Outcome, again bool, err error) {
 	started := time.Now()
+	op := view.Operation
+	attemptID, err := newID("attempt")
+	if err != nil {
+		return nil, false, err
+	}
+	bootstrapID, err := newID("bootstrap")
+	if err != nil {
+		return nil, false, err
+	}
+	fence := ledger.Fence{Scope: c.Scope, OperationID: c.OperationID, AttemptID: attemptID, Generation: op.CurrentGeneration + 1}
 	binding := ipc.AttemptBinding{
 		OrganizationID: c.Scope.OrganizationID, ProjectID: c.Scope.ProjectID,
 		SeatID: or(c.SeatID, s.cfg.SeatID), RuntimeBindingID: or(c.RuntimeBindingID, s.cfg.RuntimeBindingID),
@@ -369,27 +403,23 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 		FencingGeneration: fence.Generation, CapabilityID: c.CapabilityID,
 		RequestDigest: prep.RequestDigest, ManifestDigest: s.cfg.Provider.ManifestDigest,
 	}
-	bootstrapID, err := newID("bootstrap")
-	if err != nil {
-		return nil, err
-	}
 	lc, err := BuildContext(ContextSpec{
 		Provider: s.cfg.Provider, Manifest: m, Binding: binding, Operation: view, BootstrapID: bootstrapID,
 		Workspace: s.cfg.Workspace, Grants: s.cfg.Grants, RPCTimeout: s.cfg.RPCTimeout, MaxMessageBytes: s.cfg.MaxMessageBytes,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	enc, err := s.encoder.Encode(lc)
 	if err != nil {
-		return nil, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
+		return nil, false, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
 	}
 	req, err := launch.EncodeRequest(c.CapabilityID, prep.Arguments)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	s.emit(Event{Kind: EventLaunch, Scope: c.Scope, OperationID: c.OperationID, AttemptID: fence.AttemptID,
-		Generation: fence.Generation, BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest, Budget: lc.TotalDispatchBudget})
+	record := ledger.AttemptLaunch{Operation: specOf(op), AttemptID: fence.AttemptID, Generation: fence.Generation,
+		BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest}
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -404,39 +434,49 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 		OutcomeTimeout: s.cfg.OutcomeTimeout, Observer: s.cfg.Observer, Logger: s.cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	// The bootstrap id is made durable while the host starts: the Handler
-	// redeems it only after the write has landed, so a host can do
-	// nothing with an id that is not issued, and the write's fsync is off
-	// the invocation's critical path.
+	// The launch (the operation when new, the attempt and its fence, the
+	// bootstrap id with the launch digest) is recorded in one write while
+	// the host starts, so that its fsync costs the invocation no wait. The
+	// host can do nothing with its context before that write is durable:
+	// it acts only after bootstrap, and the Handler answers bootstrap only
+	// once the write has landed (see the package documentation, “Invoke”).
 	h.issue = &issue{done: make(chan struct{})}
 	go func() {
 		defer close(h.issue.done)
-		_, h.issue.err = s.cfg.Ledger.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest)
+		if _, err := s.cfg.Ledger.LaunchAttempt(ctx, record); err != nil {
+			h.issue.err = err
+			stop() // nothing is recorded for this host: stop it now
+			return
+		}
+		if !recorded {
+			op := op
+			s.emit(Event{Kind: EventOperation, Scope: c.Scope, OperationID: c.OperationID, Operation: &op})
+		}
+		s.emit(Event{Kind: EventAttempt, Scope: c.Scope, OperationID: c.OperationID, AttemptID: fence.AttemptID, Generation: fence.Generation})
+		s.emit(Event{Kind: EventLaunch, Scope: c.Scope, OperationID: c.OperationID, AttemptID: fence.AttemptID,
+			Generation: fence.Generation, BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest, Budget: lc.TotalDispatchBudget})
 	}()
 	lo, lerr := s.cfg.Launcher.Invoke(lctx, launch.Invocation{Encoded: &enc, Request: req, Handler: h})
 	<-h.issue.done
-	if h.issue.err != nil {
-		// The id was never issued: the evidence must not name it.
-		bootstrapID = ""
-		if lo == nil && lerr == nil {
-			lerr = h.issue.err
-		}
-		s.log.Warn("supervise: issuing the bootstrap id failed", "operation", c.OperationID, "attempt", fence.AttemptID, "err", h.issue.err)
-	}
 	r.once.Do(func() {}) // a Cancel from now on finds nothing to stop
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+	if err := h.issue.err; err != nil {
+		return s.launchRefused(ctx, c, o, err)
+	}
+	o.AttemptID, o.Generation = fence.AttemptID, fence.Generation
 	o.Decisions = h.Decisions()
 	if lo == nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("supervise: operation %q: %w", c.OperationID, context.Cause(ctx))
+			return nil, false, fmt.Errorf("supervise: operation %q: %w", c.OperationID, context.Cause(ctx))
 		}
 		o.State, o.Reason = launch.StateUnavailable, "the host could not be started: "+lerr.Error()
-		s.record(ctx, fence, o, evidence(o, binding, bootstrapID, launchDigestIf(bootstrapID, enc.LaunchDigest), nil, h, started))
-		return o.result(lerr)
+		s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, nil, h, started))
+		res, err := o.result(lerr)
+		return res, false, err
 	}
 	o.Launched, o.Launch = true, lo
 	cancelled := false
@@ -449,17 +489,30 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	defer cancel()
 	after, verr := s.cfg.Ledger.Operation(wctx, c.Scope, c.OperationID)
 	cause := s.judge(o, lo, lerr, after, verr, cancelled, h)
-	s.record(ctx, fence, o, evidence(o, binding, bootstrapID, launchDigestIf(bootstrapID, enc.LaunchDigest), lo, h, started))
+	s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, lo, h, started))
 	s.emit(Event{Kind: EventOutcome, Scope: c.Scope, OperationID: c.OperationID, AttemptID: o.AttemptID, Generation: o.Generation, Outcome: o})
-	return o.result(cause)
+	res, err = o.result(cause)
+	return res, false, err
 }
 
-// launchDigestIf is d when a bootstrap id was issued with it, else empty.
-func launchDigestIf(bootstrapID string, d canon.Digest) canon.Digest {
-	if bootstrapID == "" {
-		return ""
+// launchRefused answers an attempt whose launch the ledger did not
+// record (err); its host was stopped before it could bootstrap. A
+// generation or spec taken by a concurrent Invoke is tried again (again);
+// an operation settled since it was read is answered from the ledger;
+// anything else is an error.
+func (s *Supervisor) launchRefused(ctx context.Context, c Call, o *Outcome, err error) (*Outcome, bool, error) {
+	err = fmt.Errorf("supervise: operation %q: recording the launch of an attempt: %w", c.OperationID, err)
+	switch {
+	case errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrChangedInput):
+		return nil, true, err
+	case errors.Is(err, ledger.ErrCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted):
+		if view, verr := s.cfg.Ledger.Operation(ctx, c.Scope, c.OperationID); verr == nil {
+			if done, res, serr := s.settled(view, o); done {
+				return res, false, serr
+			}
+		}
 	}
-	return d
+	return nil, false, err
 }
 
 func or(s, def string) string {

@@ -143,9 +143,9 @@ func TestArtifactScope(t *testing.T) {
 
 // TestLedgerWritesPerInvocation counts the fsynced ledger writes of one
 // invocation of a new operation, so that a change that adds one is seen:
-// create the operation, start the attempt, issue and redeem the bootstrap
-// id, admit, accept the result, record the evidence; and two per effect
-// (authorize, confirm).
+// record the launch (operation, attempt, bootstrap id), redeem the
+// bootstrap id, admit, accept the result, record the evidence; and two per
+// effect (authorize, confirm). One at a time, each write is a commit.
 func TestLedgerWritesPerInvocation(t *testing.T) {
 	t.Parallel()
 	ctx, l, _, s := setup(t, nil)
@@ -154,14 +154,18 @@ func TestLedgerWritesPerInvocation(t *testing.T) {
 		args       map[string]any
 		writes     int64
 	}{
-		{"example.echo@1.0.0", map[string]any{"text": "x"}, 7},
-		{"example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 7 + 2*2},
+		{"example.echo@1.0.0", map[string]any{"text": "x"}, 5},
+		{"example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 5 + 2*2},
 	} {
-		before := l.Stats().Writes
+		before := l.Stats()
 		o, err := s.Invoke(ctx, call("op-count-"+tt.capability, tt.capability, tt.args, 2))
 		wantState(t, o, err, launch.StateSucceeded, nil)
-		if got := l.Stats().Writes - before; got != tt.writes {
+		after := l.Stats()
+		if got := after.Writes - before.Writes; got != tt.writes {
 			t.Errorf("%s: %d ledger writes, want %d", tt.capability, got, tt.writes)
+		}
+		if got := after.Commits - before.Commits; got != tt.writes {
+			t.Errorf("%s: %d commits, want one per write (%d)", tt.capability, got, tt.writes)
 		}
 	}
 }

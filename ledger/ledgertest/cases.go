@@ -140,6 +140,8 @@ func testContextDone(t *testing.T, l ledger.Ledger) {
 	cancel()
 	_, err := l.CreateOperation(ctx, spec(scopeA, "op1", 1))
 	wantErr(t, "CreateOperation with a cancelled context", err, context.Canceled)
+	_, err = l.LaunchAttempt(ctx, launchOf(scopeA, "op1", "a1", 1))
+	wantErr(t, "LaunchAttempt with a cancelled context", err, context.Canceled)
 	_, err = l.Operation(ctx, scopeA, "op1")
 	wantErr(t, "Operation with a cancelled context", err, context.Canceled)
 	// A call refused before it started writes nothing.
@@ -158,6 +160,7 @@ func testClosed(t *testing.T, l ledger.Ledger) {
 	calls := map[string]func() error{
 		"CreateOperation": func() error { _, err := l.CreateOperation(bg, spec(scopeA, "op2", 1)); return err },
 		"StartAttempt":    func() error { _, err := l.StartAttempt(bg, scopeA, "op1", "a2"); return err },
+		"LaunchAttempt":   func() error { _, err := l.LaunchAttempt(bg, launchOf(scopeA, "op1", "a2", 2)); return err },
 		"BeginEffect":     func() error { _, err := l.BeginEffect(bg, f, "e", Digest("e")); return err },
 		"Operation":       func() error { _, err := l.Operation(bg, scopeA, "op1"); return err },
 		"ListUnknown":     func() error { _, err := l.ListUnknown(bg); return err },

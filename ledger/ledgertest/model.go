@@ -224,6 +224,66 @@ func (r *mRun) start(rt *rapid.T, k mKey, id string) {
 	}
 }
 
+// launch is LaunchAttempt: create (when missing), start at gen, issue.
+func (r *mRun) launch(rt *rapid.T, k mKey, a ledger.AttemptLaunch) {
+	f, err := r.l.LaunchAttempt(r.ctx, a)
+	want := func() error {
+		o := r.m.ops[k]
+		started := false
+		if o != nil {
+			if o.op.EffectBudget != a.Operation.EffectBudget || !o.op.Deadline.Equal(a.Operation.Deadline) {
+				return ledger.ErrChangedInput
+			}
+			if err := o.open(); err != nil {
+				return err
+			}
+			for i, at := range o.attempts {
+				if at.AttemptID == a.AttemptID {
+					if at.Generation != a.Generation || i != len(o.attempts)-1 {
+						return ledger.ErrStaleFence
+					}
+					started = true
+				}
+			}
+		}
+		if _, gen := r.m.current(k); !started && gen+1 != a.Generation {
+			return ledger.ErrStaleFence
+		}
+		if owner, ok := r.m.bootOwner[a.BootstrapID]; ok && owner != k {
+			return ledger.ErrChangedInput
+		}
+		var issued bool
+		if o != nil {
+			var b ledger.Bootstrap
+			if b, issued = o.boots[a.BootstrapID]; issued && (b.AttemptID != a.AttemptID || b.Generation != a.Generation || b.LaunchDigest != a.LaunchDigest) {
+				return ledger.ErrChangedInput
+			}
+		}
+		if o == nil {
+			r.newOperation(k, a.Operation)
+			o = r.m.ops[k]
+		}
+		if !started {
+			o.attempts = append(o.attempts, ledger.Attempt{AttemptID: a.AttemptID, Generation: a.Generation})
+			o.op.CurrentAttemptID, o.op.CurrentGeneration = a.AttemptID, a.Generation
+		}
+		if !issued {
+			o.boots[a.BootstrapID] = ledger.Bootstrap{BootstrapID: a.BootstrapID, AttemptID: a.AttemptID, Generation: a.Generation, LaunchDigest: a.LaunchDigest}
+			r.m.bootOwner[a.BootstrapID] = k
+		}
+		return nil
+	}()
+	r.same(rt, fmt.Sprintf("LaunchAttempt(%v, %q, %d, %q)", k, a.AttemptID, a.Generation, a.BootstrapID), err, want)
+	if err == nil {
+		if f != a.Fence() {
+			rt.Fatalf("LaunchAttempt = %+v, want %+v", f, a.Fence())
+		}
+		if !slices.Contains(r.m.fences[k], f) {
+			r.m.fences[k] = append(r.m.fences[k], f)
+		}
+	}
+}
+
 func (r *mRun) issue(rt *rapid.T, f ledger.Fence, id string, ld canon.Digest) {
 	k := mKey{f.Scope, f.OperationID}
 	got, err := r.l.IssueBootstrap(r.ctx, f, id, ld)
@@ -557,6 +617,30 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 				r.start(rt, r.pickKey(rt), rapid.SampledFrom(mAttempts).Draw(rt, "attempt"))
 			},
 			"prepare": func(rt *rapid.T) { r.prepare(rt, r.pickKey(rt)) },
+			// launch mostly asks for the next generation, as a caller that
+			// read the operation does; otherwise any.
+			"launch": func(rt *rapid.T) {
+				k := r.pickKey(rt)
+				sp := spec(k.s, k.op, rapid.Int64Range(0, 3).Draw(rt, "budget"))
+				sp.Deadline = sp.Deadline.AddDate(0, 0, rapid.IntRange(0, 1).Draw(rt, "deadline"))
+				if o := r.m.ops[k]; o != nil && rapid.IntRange(0, 9).Draw(rt, "sameSpec") > 1 {
+					sp.EffectBudget, sp.Deadline = o.op.EffectBudget, o.op.Deadline
+				}
+				_, gen := r.m.current(k)
+				gen++
+				if rapid.IntRange(0, 9).Draw(rt, "nextGeneration") < 3 {
+					gen = rapid.Int64Range(1, 4).Draw(rt, "generation")
+				}
+				attempt := rapid.SampledFrom(mAttempts).Draw(rt, "attempt")
+				// Half the launches name a bootstrap id of their own, the
+				// others one of the ids every call shares.
+				boot := fmt.Sprintf("launch-%s-%s-%s", k.s.OrganizationID, k.op, attempt)
+				if rapid.Bool().Draw(rt, "sharedBoot") {
+					boot = rapid.SampledFrom(mBoots).Draw(rt, "boot")
+				}
+				r.launch(rt, k, ledger.AttemptLaunch{Operation: sp, AttemptID: attempt, Generation: gen,
+					BootstrapID: boot, LaunchDigest: rapid.SampledFrom(mDigests).Draw(rt, "launch")})
+			},
 			"issue": func(rt *rapid.T) {
 				k := r.pickKey(rt)
 				r.issue(rt, r.pickFence(rt, k), rapid.SampledFrom(mBoots).Draw(rt, "boot"), rapid.SampledFrom(mDigests).Draw(rt, "launch"))
@@ -623,7 +707,7 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 		// Weigh the calls that build state over the two that end an
 		// operation (accept, cancel), so that histories reach redemptions,
 		// settled effects and exhausted budgets before the operation ends.
-		for _, name := range []string{"issue", "redeem", "begin", "settle", "settle2", "start", "admit", "prepare"} {
+		for _, name := range []string{"issue", "redeem", "begin", "settle", "settle2", "start", "admit", "prepare", "launch"} {
 			for i := range 2 {
 				actions[fmt.Sprint(name, i)] = actions[name]
 			}

@@ -27,6 +27,8 @@
 //	CreateOperation  create_operation   INSERT … ON CONFLICT DO NOTHING, and a SELECT if it existed (2)
 //	StartAttempt     start_attempt      lock the operation, find the attempt, INSERT it, UPDATE the fence (4)
 //	IssueBootstrap   issue_bootstrap    lock, look the id up, INSERT … ON CONFLICT DO NOTHING (3)
+//	LaunchAttempt    launch_attempt     lock (or INSERT the operation), find the attempt, look the id up,
+//	                                    INSERT the attempt, UPDATE the fence, INSERT the id (6)
 //	RedeemBootstrap  redeem_bootstrap   lock, look the id and its attempt up, conditional UPDATE (4)
 //	Admit            admit              lock, read the attempt, find a redemption, UPDATE the attempt (4)
 //	BeginEffect      begin_effect       lock, read the attempt, look the effect up, debit, INSERT the effect (5)
@@ -66,8 +68,11 @@
 //
 // A call that PostgreSQL rolled back with a serialization failure
 // (SQLSTATE 40001) or a deadlock (40P01) runs again, at most
-// Options.MaxRetries times; nothing else is retried. A write that fails
-// says whether it was applied:
+// Options.MaxRetries times; nothing else is retried. launch_attempt raises
+// 40001 itself when, after its checks, it loses a race to create the same
+// operation or to issue the same bootstrap id: run again, its checks see
+// the winner's rows and answer. A write that fails says whether it was
+// applied:
 //
 //   - [ledger.ErrNotApplied]: it never reached the server (no connection),
 //     or the server answered with an error and rolled it back;

@@ -10,7 +10,7 @@ import (
 // migrations define (one statement, one implicit transaction, one round
 // trip); each read is one SELECT, so it sees one snapshot.
 type statements struct {
-	createOperation, startAttempt, issueBootstrap, redeemBootstrap, admit,
+	createOperation, startAttempt, issueBootstrap, launchAttempt, redeemBootstrap, admit,
 	beginEffect, settleEffect, acceptResult, cancel, recordAttempt string
 
 	view, listUnknown, artifact, evidence string
@@ -42,6 +42,7 @@ func newStatements(schema string) statements {
 		createOperation: call("create_operation", 9),
 		startAttempt:    call("start_attempt", 4),
 		issueBootstrap:  call("issue_bootstrap", 7),
+		launchAttempt:   call("launch_attempt", 13),
 		redeemBootstrap: call("redeem_bootstrap", 9),
 		admit:           call("admit", 6),
 		beginEffect:     call("begin_effect", 8),

@@ -111,20 +111,34 @@ func CreateOperation(tx Tx, spec ledger.OperationSpec) (ledger.Operation, error)
 		return ledger.Operation{}, err
 	}
 	k := KeyOf(spec.Scope, spec.OperationID)
-	dl := NormDeadline(spec.Deadline)
-	rec, ok, err := tx.Op(k)
-	if err != nil {
+	rec, ok, err := specOp(tx, spec)
+	if err != nil || ok {
+		return rec.Op, err
+	}
+	if err := tx.PutOp(k, rec); err != nil {
 		return ledger.Operation{}, err
+	}
+	return rec.Op, nil
+}
+
+// specOp returns the recorded operation spec names (ok), refused with
+// ErrChangedInput when its spec is another, or the record of a new
+// operation created from spec, not yet stored.
+func specOp(tx Tx, spec ledger.OperationSpec) (rec OpRecord, ok bool, err error) {
+	dl := NormDeadline(spec.Deadline)
+	rec, ok, err = tx.Op(KeyOf(spec.Scope, spec.OperationID))
+	if err != nil {
+		return OpRecord{}, false, err
 	}
 	if ok {
 		o := rec.Op
 		if o.CapabilityID != spec.CapabilityID || o.RequestDigest != spec.RequestDigest ||
 			o.ManifestDigest != spec.ManifestDigest || o.EffectBudget != spec.EffectBudget || !o.Deadline.Equal(dl) {
-			return ledger.Operation{}, SpecChanged(spec.OperationID)
+			return OpRecord{}, false, SpecChanged(spec.OperationID)
 		}
-		return o, nil
+		return rec, true, nil
 	}
-	o := ledger.Operation{
+	return OpRecord{Op: ledger.Operation{
 		Scope:          spec.Scope,
 		OperationID:    spec.OperationID,
 		CapabilityID:   spec.CapabilityID,
@@ -133,11 +147,7 @@ func CreateOperation(tx Tx, spec ledger.OperationSpec) (ledger.Operation, error)
 		EffectBudget:   spec.EffectBudget,
 		Deadline:       dl,
 		State:          ledger.OperationOpen,
-	}
-	if err := tx.PutOp(k, OpRecord{Op: o}); err != nil {
-		return ledger.Operation{}, err
-	}
-	return o, nil
+	}}, false, nil
 }
 
 func loadOp(tx Tx, op string, s ledger.Scope, id string) (OpRecord, error) {
@@ -225,32 +235,90 @@ func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledg
 	if err := checkOpen(op, rec); err != nil {
 		return ledger.Bootstrap{}, err
 	}
-	k := KeyOf(f.Scope, f.OperationID)
-	owner, ok, err := tx.BootstrapOwner(id)
-	if err != nil {
-		return ledger.Bootstrap{}, err
+	b, ok, err := issued(tx, op, f, id, launch)
+	if err != nil || ok {
+		return b, err
 	}
-	if ok && owner != k {
-		return ledger.Bootstrap{}, BootstrapOtherOperation(op, id)
-	}
-	b, ok, err := tx.Bootstrap(k, id)
-	if err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	if ok {
-		if b.AttemptID != f.AttemptID || b.Generation != f.Generation {
-			return ledger.Bootstrap{}, BootstrapOtherAttempt(op, b, f)
-		}
-		if b.LaunchDigest != launch {
-			return ledger.Bootstrap{}, BootstrapOtherLaunch(op, b, launch)
-		}
-		return b, nil
-	}
-	b = ledger.Bootstrap{BootstrapID: id, AttemptID: f.AttemptID, Generation: f.Generation, LaunchDigest: launch}
-	if err := tx.PutBootstrap(k, b); err != nil {
+	if err := tx.PutBootstrap(KeyOf(f.Scope, f.OperationID), b); err != nil {
 		return ledger.Bootstrap{}, err
 	}
 	return b, nil
+}
+
+// issued returns bootstrap id as issued to the attempt f names with launch
+// (ok), refused with ErrChangedInput when it was issued to another
+// operation, attempt or launch, or the record to issue, not yet stored.
+func issued(tx Tx, op string, f ledger.Fence, id string, launch canon.Digest) (b ledger.Bootstrap, ok bool, err error) {
+	k := KeyOf(f.Scope, f.OperationID)
+	owner, ok, err := tx.BootstrapOwner(id)
+	if err != nil {
+		return ledger.Bootstrap{}, false, err
+	}
+	if ok && owner != k {
+		return ledger.Bootstrap{}, false, BootstrapOtherOperation(op, id)
+	}
+	b, ok, err = tx.Bootstrap(k, id)
+	if err != nil {
+		return ledger.Bootstrap{}, false, err
+	}
+	if ok {
+		if b.AttemptID != f.AttemptID || b.Generation != f.Generation {
+			return ledger.Bootstrap{}, false, BootstrapOtherAttempt(op, b, f)
+		}
+		if b.LaunchDigest != launch {
+			return ledger.Bootstrap{}, false, BootstrapOtherLaunch(op, b, launch)
+		}
+		return b, true, nil
+	}
+	return ledger.Bootstrap{BootstrapID: id, AttemptID: f.AttemptID, Generation: f.Generation, LaunchDigest: launch}, false, nil
+}
+
+// LaunchAttempt implements ledger.Ledger.LaunchAttempt: CreateOperation,
+// StartAttempt at the generation asked for and IssueBootstrap, decided in
+// that order before anything is written, then written together.
+func LaunchAttempt(tx Tx, a ledger.AttemptLaunch) (ledger.Fence, error) {
+	const op = "LaunchAttempt"
+	if err := ValidateLaunchAttempt(a); err != nil {
+		return ledger.Fence{}, err
+	}
+	rec, _, err := specOp(tx, a.Operation)
+	if err != nil {
+		return ledger.Fence{}, err
+	}
+	if err := checkOpen(op, rec); err != nil {
+		return ledger.Fence{}, err
+	}
+	f := a.Fence()
+	started := false
+	for _, at := range rec.Attempts {
+		if at.AttemptID == a.AttemptID {
+			started = true
+			if at.Generation != a.Generation || at.Generation != rec.Op.CurrentGeneration {
+				return ledger.Fence{}, StaleFence(op, f, rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration)
+			}
+		}
+	}
+	if !started && rec.Op.CurrentGeneration+1 != a.Generation {
+		return ledger.Fence{}, StaleFence(op, f, rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration)
+	}
+	b, issuedAlready, err := issued(tx, op, f, a.BootstrapID, a.LaunchDigest)
+	if err != nil {
+		return ledger.Fence{}, err
+	}
+	k := KeyOf(f.Scope, f.OperationID)
+	if !started { // a new operation has no attempt yet: this stores it too
+		rec.Attempts = append(rec.Attempts, ledger.Attempt{AttemptID: a.AttemptID, Generation: a.Generation})
+		rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration = a.AttemptID, a.Generation
+		if err := tx.PutOp(k, rec); err != nil {
+			return ledger.Fence{}, err
+		}
+	}
+	if !issuedAlready {
+		if err := tx.PutBootstrap(k, b); err != nil {
+			return ledger.Fence{}, err
+		}
+	}
+	return f, nil
 }
 
 // RedeemBootstrap implements ledger.Ledger.RedeemBootstrap.

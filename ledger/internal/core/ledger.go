@@ -186,6 +186,11 @@ func (l *Ledger) StartAttempt(ctx context.Context, s ledger.Scope, opID, attempt
 	return call3(l, ctx, "StartAttempt", writes, StartAttempt, s, opID, attemptID)
 }
 
+// LaunchAttempt implements [ledger.Ledger].
+func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (ledger.Fence, error) {
+	return call1(l, ctx, "LaunchAttempt", writes, LaunchAttempt, a)
+}
+
 // IssueBootstrap implements [ledger.Ledger].
 func (l *Ledger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
 	return call3(l, ctx, "IssueBootstrap", writes, IssueBootstrap, f, id, launch)

@@ -31,6 +31,11 @@ func ValidateIssueBootstrap(f ledger.Fence, id string, launch canon.Digest) erro
 	return invalid("IssueBootstrap", check.ID("bootstrap_id", id), check.Digest("launch_digest", launch), f.Validate())
 }
 
+// ValidateLaunchAttempt checks LaunchAttempt's arguments.
+func ValidateLaunchAttempt(a ledger.AttemptLaunch) error {
+	return invalid("LaunchAttempt", a.Validate())
+}
+
 // ValidateRedeemBootstrap checks RedeemBootstrap's arguments.
 func ValidateRedeemBootstrap(f ledger.Fence, r ledger.Redemption) error {
 	return invalid("RedeemBootstrap", r.Validate(), f.Validate())
