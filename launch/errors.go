@@ -40,9 +40,12 @@ var (
 	ErrBindingMismatch = errors.New("launch: host result binding does not match the attempt")
 	// ErrExitMismatch: the exit status disagrees with the state's exit code.
 	ErrExitMismatch = errors.New("launch: host exit status disagrees with the result state")
-	// ErrSessionMismatch: the host claims success, but the Runtime's own
-	// session never allowed its result.publish, or ended on a violation.
-	// The Runtime's evidence wins; the claim is a protocol failure.
+	// ErrSessionMismatch: the host's result is not coherent with what the
+	// Runtime's own session saw (History.Check): a success whose
+	// result.publish the session never allowed, a waiting_approval,
+	// cancelled, refused or needs_reconciliation that no reply (and no
+	// ending of the host's own) explains, and so on. The Runtime's
+	// evidence wins; the claim is a protocol failure.
 	ErrSessionMismatch = errors.New("launch: host result disagrees with the IPC session")
 )
 

@@ -53,10 +53,15 @@ type Outcome struct {
 	Session ipc.Summary
 	// SessionErr is how the IPC session ended: nil when the host closed its
 	// end at a frame boundary, else the *ipc.ViolationError that poisoned
-	// it. A session failure is evidence: the host's result (a
-	// protocol_error when it noticed) decides the outcome, except that a
-	// claimed success over a failed session is ErrSessionMismatch.
+	// it. A session failure is evidence: the host's result decides the
+	// outcome only if it is coherent with it (see History).
 	SessionErr error
+	// History is what the Runtime itself saw of the invocation (the
+	// session, as in Session and SessionErr, and what the launcher knows
+	// of the deadline, a stop and the scope), which the host's result
+	// was judged against. A caller that also consults durable state (the
+	// ledger) adds its own checks on top of it.
+	History History
 }
 
 // EncodeRequest returns the canonical InvocationRequest document
@@ -88,10 +93,11 @@ func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error
 // Before the host starts, errors wrap ErrInvalidContext, ErrInvalidConfig,
 // ErrEnvironmentMismatch or the start failure, and the Outcome is nil. Once
 // it has started, the Outcome is always returned; the error is nil when the
-// result is valid, bound to the attempt and agrees with the exit status
-// (and, for a success, with the session: it ended cleanly after allowing
-// one result.publish), and otherwise a *ResultError (errors.Is ErrProtocol)
-// naming the failure, with its Signal set when the host was killed.
+// result is valid, bound to the attempt, agrees with the exit status and
+// is coherent with what the session saw (History.Check: a claim the
+// session contradicts is ErrSessionMismatch), and otherwise a
+// *ResultError (errors.Is ErrProtocol) naming the failure, with its
+// Signal set when the host was killed.
 //
 // ctx bounds the whole call together with the attempt deadline; when it is
 // done the host is stopped the same way. Invoke is safe for concurrent use.
@@ -167,6 +173,8 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 	if session != nil {
 		out.Session = session.Summary()
 	}
+	out.History = History{Session: out.Session, SessionErr: serveErr, Stopped: p.Stopped,
+		DeadlinePassed: !time.Now().Before(c.Deadline()), OutOfScope: outOfScope(c, inv.Request)}
 	r, err := parseResult(p.Stdout, p.ExitCode, c.Attempt)
 	if err != nil {
 		if re, ok := err.(*ResultError); ok {
@@ -175,8 +183,9 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 		}
 		return out, err
 	}
-	if session != nil && r.State == StateSucceeded {
-		if err := agreesWithSession(out.Session, serveErr); err != nil {
+	// With a test's raw peer there is no session to judge against.
+	if session != nil {
+		if err := out.History.Check(r); err != nil {
 			want, _ := r.State.ExitCode()
 			return out, &ResultError{Err: ErrSessionMismatch, ExitCode: p.ExitCode, WantExitCode: want,
 				Result: &r, Want: c.Attempt, Stdout: head(p.Stdout), StdoutLen: len(p.Stdout), Cause: err}
@@ -184,17 +193,4 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 	}
 	out.Result = r
 	return out, nil
-}
-
-// agreesWithSession checks a host's success against what the Runtime's own
-// session saw: a success needs a session that ended cleanly after allowing
-// exactly one result.publish.
-func agreesWithSession(sum ipc.Summary, serveErr error) error {
-	if serveErr != nil {
-		return fmt.Errorf("the session ended on a violation: %w", serveErr)
-	}
-	if n := sum.Methods[ipc.MethodPublish]; n != 1 || !sum.Published {
-		return fmt.Errorf("the session answered %d result.publish requests, allowed: %v; want exactly one, allowed", n, sum.Published)
-	}
-	return nil
 }

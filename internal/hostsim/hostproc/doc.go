@@ -53,6 +53,8 @@
 //     duties (see Scenarios). Empty means a well-behaved host; a name not
 //     listed there makes the host write protocol_error, with a line naming
 //     the known scenarios on stderr.
+//   - ZEO_HOSTSIM_CLAIM, ZEO_HOSTSIM_CLAIM_CODE: the state (and error
+//     code) the claim and claim-at-once scenarios write.
 //
 // # Scenarios
 //
@@ -80,6 +82,12 @@
 //   - wrong-exit: writes its result and exits with a code that disagrees
 //   - claim-success: runs normally, then writes a well-formed succeeded
 //     result whatever happened, and exits 0
+//   - claim: runs normally, then writes the state ZEO_HOSTSIM_CLAIM names
+//     whatever happened, with the error code, effect disposition and exit
+//     status an honest host writes with it (ZEO_HOSTSIM_CLAIM_CODE
+//     overrides the error code)
+//   - claim-at-once: the same claim, right after reading its inputs,
+//     without any IPC
 //   - crash-mid-frame: sends half a bootstrap frame and SIGKILLs itself
 //   - exit-1: exits 1 without output, as a crashing interpreter would
 //   - lie: answers discovery with a well-formed but wrong document

@@ -220,6 +220,8 @@ func (h *host) invoke(a args) int {
 		return h.emit(r)
 	}
 	switch h.sc {
+	case scClaimAtOnce:
+		return h.emit(claim(hostsim.Result{Binding: &bound, ProtocolVersion: 1}, os.Getenv(EnvClaim)))
 	case scReport:
 		return h.emitJSON(h.report(raw, stdin, a.runtimeFD))
 	case scProbe:
@@ -251,9 +253,12 @@ func (h *host) finish(r hostsim.Result) int {
 	if err != nil || len(line) > maxBytes {
 		return h.emit(hostsim.ProtocolErrorResult())
 	}
-	if h.sc == scClaimSuccess && r.Binding != nil {
-		r.State, r.ErrorCode, r.EffectDisposition = hostsim.StateSucceeded, nil, hostsim.DispositionNone
-		r.ArtifactRefs = []string{"artifact-forged"}
+	if (h.sc == scClaimSuccess || h.sc == scClaim) && r.Binding != nil {
+		state := hostsim.StateSucceeded
+		if h.sc == scClaim {
+			state = os.Getenv(EnvClaim)
+		}
+		r = claim(r, state)
 		if line, err = r.Line(); err != nil {
 			return h.emit(hostsim.ProtocolErrorResult())
 		}
@@ -312,4 +317,29 @@ type request struct {
 func validIdentifier(s string) bool {
 	n := len([]rune(s))
 	return n >= 1 && n <= 256
+}
+
+// claim returns r claiming state, with the error code (EnvClaimCode when
+// set), effect disposition and artifact refs an honest host writes with
+// that state.
+func claim(r hostsim.Result, state string) hostsim.Result {
+	codes := map[string]string{
+		hostsim.StateRefused: hostsim.CodeRefused, hostsim.StateFailed: "ZEO_CAP_UNEXPECTED",
+		hostsim.StateUnavailable: hostsim.CodeCapabilityFailed, hostsim.StateTimedOut: hostsim.CodeDeadline,
+		hostsim.StateInvalidRequest: hostsim.CodeInvalidRequest, hostsim.StateProtocolError: hostsim.CodeProtocol,
+	}
+	r.State, r.ErrorCode, r.EffectDisposition, r.ArtifactRefs = state, nil, hostsim.DispositionNone, []string{}
+	if c, ok := codes[state]; ok {
+		r.ErrorCode = &c
+	}
+	if c := os.Getenv(EnvClaimCode); c != "" {
+		r.ErrorCode = &c
+	}
+	switch state {
+	case hostsim.StateSucceeded:
+		r.ArtifactRefs = []string{"artifact-forged"}
+	case hostsim.StateNeedsReconciliation:
+		r.EffectDisposition = hostsim.DispositionUnknown
+	}
+	return r
 }

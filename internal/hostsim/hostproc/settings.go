@@ -13,6 +13,10 @@ const (
 	EnvDistribution  = "ZEO_HOSTSIM_DISTRIBUTION"
 	EnvVersion       = "ZEO_HOSTSIM_VERSION"
 	EnvScenario      = "ZEO_HOSTSIM_SCENARIO"
+	// EnvClaim names the state the claim and claim-at-once scenarios
+	// write, and EnvClaimCode its error code when not the usual one.
+	EnvClaim     = "ZEO_HOSTSIM_CLAIM"
+	EnvClaimCode = "ZEO_HOSTSIM_CLAIM_CODE"
 )
 
 // scenario is a misbehaviour selected by ZEO_HOSTSIM_SCENARIO. The empty
@@ -32,6 +36,8 @@ const (
 	scBigStdout         scenario = "big-stdout"
 	scWrongExit         scenario = "wrong-exit"
 	scClaimSuccess      scenario = "claim-success"
+	scClaim             scenario = "claim"
+	scClaimAtOnce       scenario = "claim-at-once"
 	scCrashMidFrame     scenario = "crash-mid-frame"
 	scExit1             scenario = "exit-1"
 	scLie               scenario = "lie"
@@ -65,6 +71,8 @@ func scenarioTable() []struct {
 		{scBigStdout, "write the result line, then 1 MiB of 'x'"},
 		{scWrongExit, "write the result and exit with a code that disagrees with it"},
 		{scClaimSuccess, "run normally, then claim succeeded whatever happened and exit 0"},
+		{scClaim, "run normally, then claim the state " + EnvClaim + " names (with " + EnvClaimCode + " as its error code, if set) whatever happened"},
+		{scClaimAtOnce, "claim the state " + EnvClaim + " names right after reading the inputs, without any IPC"},
 		{scCrashMidFrame, "send half a bootstrap frame and SIGKILL itself"},
 		{scExit1, "exit 1 without output, as a crashing interpreter would"},
 		{scLie, "answer discovery with a well-formed but wrong document"},
