@@ -364,6 +364,9 @@ func TestPydanticUnsupported(t *testing.T) {
 	args := `{"tags":["alpha","beta","gamma","delta","epsilon","zeta","eta"]}`
 	orders := map[string]bool{}
 	for _, seed := range []string{"1", "2", "3", "4"} {
+		if len(orders) >= 2 {
+			break
+		}
 		in, _ := json.Marshal([]oracleCase{{Model: "StrSet", Args: args}})
 		c := exec.Command("python3", oracleScript, "run")
 		c.Stdin = bytes.NewReader(in)
