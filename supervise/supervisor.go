@@ -179,8 +179,10 @@ type Call struct {
 	OperationID string
 	// CapabilityID is the exact canonical id, e.g. "example.echo@1.0.0".
 	CapabilityID string
-	// Arguments are the request's arguments; the request schema's defaults
-	// are materialized before they are bound and sent.
+	// Arguments are the request's arguments, sent to the host as given.
+	// The request digest binds them as the provider's validation leaves
+	// them: normalized and with the request schema's defaults materialized
+	// (manifest.PrepareRequest).
 	Arguments map[string]any
 	// SeatID, RuntimeBindingID and PacketID complete the AttemptBinding;
 	// empty SeatID and RuntimeBindingID take Config's, an empty PacketID
@@ -264,10 +266,6 @@ func (s *Supervisor) Invoke(ctx context.Context, c Call) (*Outcome, error) {
 	if err != nil {
 		o.State, o.Reason = launch.StateInvalidRequest, "the arguments do not satisfy the capability's request schema"
 		return o.result(&PreflightError{Check: "arguments", Detail: o.Reason, Err: err})
-	}
-	if err := CheckDocument("arguments", prep.Arguments); err != nil {
-		o.State, o.Reason = launch.StateInvalidRequest, "the arguments with the schema's defaults cannot be sent to the host"
-		return o.result(&PreflightError{Check: "document", Detail: "arguments with defaults", Err: err})
 	}
 	for try := 1; ; try++ {
 		view, recorded, err := s.operation(ctx, c, prep.RequestDigest)
@@ -414,7 +412,12 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	if err != nil {
 		return nil, false, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
 	}
-	req, err := launch.EncodeRequest(c.CapabilityID, prep.Arguments)
+	// The host receives the caller's arguments, not prep.Arguments: it
+	// runs the provider's own validation and must arrive at prep's digest
+	// from them. pydantic's output does not always survive pydantic again
+	// (see doc/pydantic.md), and a prepared large integral float would be
+	// written as an integer token the host's strict parser refuses.
+	req, err := launch.EncodeRequest(c.CapabilityID, c.Arguments)
 	if err != nil {
 		return nil, false, err
 	}

@@ -75,7 +75,8 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	// The request: defaults materialized, and its digest, which the ledger,
 	// the context and the host all bind.
-	prep, err := manifest.PrepareRequest(m, map[string]any{"target": "doc-1"})
+	args := map[string]any{"target": "doc-1"}
+	prep, err := manifest.PrepareRequest(m, args)
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,9 @@ func run(ctx context.Context, w io.Writer) error {
 		EffectBudget: 2, Deadline: time.Now().Add(time.Minute)}); err != nil {
 		return err
 	}
-	request, err := launch.EncodeRequest(m.ID.String(), prep.Arguments)
+	// The host gets the arguments as given; the digest binds them as the
+	// provider's validation leaves them (prep.RequestDigest).
+	request, err := launch.EncodeRequest(m.ID.String(), args)
 	if err != nil {
 		return err
 	}
