@@ -9,10 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 )
 
@@ -115,4 +117,87 @@ func benchRawInsert(b *testing.B, pool *pgxpool.Pool, schema string, w int) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "insert/s")
+}
+
+// BenchmarkLedgerPostgresPaired measures the same two sides in alternating
+// rounds (a round of raw inserts by every writer, then a round of
+// authorizations, and again), so that load drift on a shared machine hits
+// both sides of the ratio alike; ratio is authorizations/s over raw
+// inserts/s. One op is one round of each.
+func BenchmarkLedgerPostgresPaired(b *testing.B) {
+	dsn := os.Getenv("ZEO_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		b.Skip("set ZEO_TEST_POSTGRES_DSN to a PostgreSQL database to run the PostgreSQL ledger benchmarks")
+	}
+	for _, w := range ledgerWriters {
+		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) {
+			ctx := context.Background()
+			// One pool for both sides: two of 64 connections would pass
+			// PostgreSQL's default limit of 100.
+			pool, schema := benchSchema(b, dsn, w)
+			if _, err := pool.Exec(ctx, "CREATE TABLE "+schema+".raw (k bigint PRIMARY KEY, v bytea NOT NULL)"); err != nil {
+				b.Fatal(err)
+			}
+			rawPool := pool
+			l, err := postgres.New(ctx, pool, postgres.Options{Schema: pgxUnquote(schema)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close(ctx)
+			fences := authorizeSetup(b, l, w)
+			insert := "INSERT INTO " + schema + ".raw (k, v) VALUES ($1, $2)"
+			val := make([]byte, 200)
+			d := canon.Sum([]byte("effect request"))
+			perRound := 8 * w
+			var key, effect atomic.Int64
+			var rawTime, ledgerTime time.Duration
+			before := l.Stats()
+			b.ResetTimer()
+			for range b.N {
+				rawTime += rounds(b, w, perRound, func(int) error {
+					_, err := rawPool.Exec(ctx, insert, key.Add(1), val)
+					return err
+				})
+				ledgerTime += rounds(b, w, perRound, func(i int) error {
+					id := fmt.Sprint("e", effect.Add(1))
+					if _, err := l.BeginEffect(ctx, fences[i], id, d); err != nil {
+						return err
+					}
+					_, err := l.ConfirmEffect(ctx, fences[i], id, d, "rcpt-"+id)
+					return err
+				})
+			}
+			b.StopTimer()
+			n := float64(b.N * perRound)
+			b.ReportMetric(n/rawTime.Seconds(), "insert/s")
+			b.ReportMetric(n/ledgerTime.Seconds(), "auth/s")
+			b.ReportMetric(rawTime.Seconds()/ledgerTime.Seconds(), "ratio")
+			after := l.Stats()
+			if c := after.Commits - before.Commits; c > 0 {
+				b.ReportMetric(float64(after.Writes-before.Writes)/float64(c), "writes/commit")
+			}
+		})
+	}
+}
+
+// rounds runs n calls of fn spread over w goroutines (fn gets the
+// goroutine's number) and returns the wall time they took.
+func rounds(b *testing.B, w, n int, fn func(i int) error) time.Duration {
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := fn(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
 }

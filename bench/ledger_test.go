@@ -62,31 +62,7 @@ func BenchmarkLedgerMemory(b *testing.B) {
 // two fdatasyncs).
 func benchAuthorize(b *testing.B, l ledger.Ledger, writers int, stats func() bolt.Stats) {
 	ctx := context.Background()
-	scope := ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
-	fences := make([]ledger.Fence, writers)
-	for i := range writers {
-		op := fmt.Sprint("op-", i)
-		if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
-			RequestDigest: canon.Sum([]byte("req")), ManifestDigest: canon.Sum([]byte("man")), EffectBudget: 1 << 40}); err != nil {
-			b.Fatal(err)
-		}
-		f, err := l.StartAttempt(ctx, scope, op, "a1")
-		if err != nil {
-			b.Fatal(err)
-		}
-		// Effects need an admitted attempt, which needs a redeemed bootstrap.
-		launch := canon.Sum([]byte("launch"))
-		if _, err := l.IssueBootstrap(ctx, f, "boot-"+op, launch); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: launch, PID: 1, SessionID: "s"}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := l.Admit(ctx, f, canon.Sum([]byte("req"))); err != nil {
-			b.Fatal(err)
-		}
-		fences[i] = f
-	}
+	fences := authorizeSetup(b, l, writers)
 	d := canon.Sum([]byte("effect request"))
 	var before bolt.Stats
 	if stats != nil {
@@ -134,6 +110,38 @@ func benchAuthorize(b *testing.B, l ledger.Ledger, writers int, stats func() bol
 			b.ReportMetric(float64((after.CommitTime-before.CommitTime).Microseconds())/float64(n), "commit-µs/commit")
 		}
 	}
+}
+
+// authorizeSetup creates one operation per writer, each with an admitted
+// attempt, and returns their fences.
+func authorizeSetup(b *testing.B, l ledger.Ledger, writers int) []ledger.Fence {
+	ctx := context.Background()
+	scope := ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
+	fences := make([]ledger.Fence, writers)
+	for i := range writers {
+		op := fmt.Sprint("op-", i)
+		if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
+			RequestDigest: canon.Sum([]byte("req")), ManifestDigest: canon.Sum([]byte("man")), EffectBudget: 1 << 40}); err != nil {
+			b.Fatal(err)
+		}
+		f, err := l.StartAttempt(ctx, scope, op, "a1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Effects need an admitted attempt, which needs a redeemed bootstrap.
+		launch := canon.Sum([]byte("launch"))
+		if _, err := l.IssueBootstrap(ctx, f, "boot-"+op, launch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: launch, PID: 1, SessionID: "s"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Admit(ctx, f, canon.Sum([]byte("req"))); err != nil {
+			b.Fatal(err)
+		}
+		fences[i] = f
+	}
+	return fences
 }
 
 // benchRawPut is the baseline: one Put per fsynced bbolt transaction.

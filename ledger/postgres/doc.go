@@ -18,11 +18,11 @@
 //
 // # One round trip per call
 //
-// Every method is one SQL statement, so one round trip and one implicit
-// transaction; the writes are durable (PostgreSQL's commit) before the
-// method returns. A write is a call of the SQL function that decides it,
-// which runs these statements inside that one transaction (most in the
-// common case, when nothing is refused):
+// Every method is one SQL statement: one round trip, in one transaction;
+// the writes are durable (PostgreSQL's commit) before the method returns.
+// A write is a call of the SQL function that decides it, which runs these
+// statements inside that transaction (in the common case, when nothing is
+// refused):
 //
 //	CreateOperation  create_operation   INSERT … ON CONFLICT DO NOTHING, and a SELECT if it existed (2)
 //	StartAttempt     start_attempt      lock the operation, find the attempt, INSERT it, UPDATE the fence (4)
@@ -31,14 +31,29 @@
 //	                                    INSERT the attempt, UPDATE the fence, INSERT the id (6)
 //	RedeemBootstrap  redeem_bootstrap   lock, look the id and its attempt up, conditional UPDATE (4)
 //	Admit            admit              lock, read the attempt, find a redemption, UPDATE the attempt (4)
-//	BeginEffect      begin_effect       lock, read the attempt, look the effect up, debit, INSERT the effect (5)
+//	BeginEffect      begin_effect       the debit, an UPDATE conditional on the fence, the admission,
+//	                                    the deadline, the budget and the effect being new; INSERT the effect (2)
 //	ConfirmEffect, MarkNotConsumed,
-//	MarkUnknown, Resolve  settle_effect lock, read the effect and its attempt, conditional UPDATE (4)
+//	MarkUnknown      settle_effect      UPDATE of the effect, conditional on its state and on the fence,
+//	                                    whose operation row it locks (1)
+//	Resolve          settle_effect      lock, read the effect, conditional UPDATE (3)
 //	AcceptResult     accept_result      lock, read the attempt, INSERT the artifact, conditional UPDATE (4)
 //	Cancel           cancel             lock, conditional UPDATE (2)
+//	RecordAttempt    record_attempt     find the operation and the attempt, INSERT … ON CONFLICT DO NOTHING (3)
 //	Operation        one SELECT of the operation with its lists as arrays (one snapshot)
+//	ListOperations   one SELECT along the operations' unique index
+//	Evidence         one SELECT
 //	ListUnknown      one SELECT over the partial index of unsettled effects
 //	Artifact         one SELECT
+//
+// When BeginEffect's or an outcome call's one statement does not apply
+// (a redelivery, a refusal), the function locks the operation and decides
+// in the ledger's error order, as the others do (up to 5 statements).
+//
+// Concurrent writes share transactions (group commit, see committer.go):
+// Options.Committers transactions are in flight at once, each carrying
+// every write queued when it started, up to Options.MaxBatch; a lone
+// write goes alone. Each write's outcome is as if it had committed alone.
 //
 // The functions decide every refusal before their first write and answer
 // it with a code that this package turns into the same error, with the
@@ -48,15 +63,17 @@
 //
 // # Fencing and idempotency in the database
 //
-// Each write first locks its operation's row (SELECT … FOR NO KEY UPDATE):
-// writes of one operation are serial, writes of different operations run
-// in parallel. The fence is compared inside the same transaction, and the
-// writes that move the fence, debit the budget or accept the result are
-// conditional on it (UPDATE … WHERE generation = $fence), with the number
-// of rows they touched checked. Unique constraints hold the idempotency
-// keys: an operation per (organization, project, id), a bootstrap id in
-// the whole ledger, a logical effect per operation, an ordinal per
-// operation's budget; check constraints hold the budget (effects_used never
+// Every write to an operation's records holds its operation's row lock
+// (taken by SELECT … FOR NO KEY UPDATE, or by the UPDATE that checks the
+// fence), evidence aside, which is written once per attempt: writes of one
+// operation are serial, writes of different operations run in parallel.
+// The fence is compared inside the same transaction, and the writes that
+// move the fence, debit the budget, settle an effect or accept the result
+// are conditional on it (UPDATE … WHERE generation = $fence), with the
+// number of rows they touched checked. Unique constraints hold the
+// idempotency keys: an operation per (organization, project, id), a
+// bootstrap id in the whole ledger, a logical effect per operation; check
+// constraints hold the budget (effects_used never
 // above effect_budget) and the shape of each state. The budget is debited
 // in the same transaction that records the effect. Nothing relies on
 // session-level advisory locks, which a connection pool would leak.
@@ -71,8 +88,10 @@
 // Options.MaxRetries times; nothing else is retried. launch_attempt raises
 // 40001 itself when, after its checks, it loses a race to create the same
 // operation or to issue the same bootstrap id: run again, its checks see
-// the winner's rows and answer. A write that fails says whether it was
-// applied:
+// the winner's rows and answer. begin_effect does the same when the
+// logical effect it is about to record was recorded by a transaction that
+// committed after its snapshot: run again, it answers the redelivery. A
+// write that fails says whether it was applied:
 //
 //   - [ledger.ErrNotApplied]: it never reached the server (no connection),
 //     or the server answered with an error and rolled it back;

@@ -181,3 +181,36 @@ func opSpec(s ledger.Scope, op string, budget int64) ledger.OperationSpec {
 	return ledger.OperationSpec{Scope: s, OperationID: op, CapabilityID: "cap", RequestDigest: digest("request"),
 		ManifestDigest: digest("manifest"), EffectBudget: budget}
 }
+
+// A ledger of an older schema version is brought up to date at open: the
+// migrations it lacks run, in order, and then the ledger works.
+func TestOlderSchemaMigrated(t *testing.T) {
+	dsn := testDSN(t)
+	schema := newSchema(t, dsn)
+	l, err := postgres.Open(bg, dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := readyOp(t, l, "op")
+	closeLedger(t, l)
+	// Version 3 replaces functions of version 1; a database left at
+	// version 2 gets it at the next open.
+	execSQL(t, dsn, "UPDATE "+pgx.Identifier{schema}.Sanitize()+".schema_version SET version = 2")
+	l, err = postgres.Open(bg, dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeLedger(t, l)
+	if _, err := l.BeginEffect(bg, f, "e1", digest("e1")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(bg, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(bg)
+	var v int
+	if err := c.QueryRow(bg, "SELECT version FROM "+pgx.Identifier{schema}.Sanitize()+".schema_version").Scan(&v); err != nil || v != postgres.SchemaVersion {
+		t.Fatalf("schema version after open = %d, %v; want %d", v, err, postgres.SchemaVersion)
+	}
+}
