@@ -109,13 +109,24 @@ func (l *Ledger) write(ctx context.Context, op string, key opKey, sql string, ar
 // l.quit is closed.
 func (l *Ledger) committer() {
 	defer l.committers.Done()
+	// conn is the committer's connection while writes keep coming: its
+	// prepared statements and the session's compiled functions stay warm.
+	// It goes back to the pool whenever the queue is empty, so that an
+	// idle connection is checked by the pool before its next use.
+	c := &committerConn{pool: l.pool}
+	defer c.put()
 	queued := make([]*request, 0, l.maxBatch)
 	for {
 		var first *request
 		select {
 		case first = <-l.reqs:
-		case <-l.quit:
-			return
+		default:
+			c.put()
+			select {
+			case first = <-l.reqs:
+			case <-l.quit:
+				return
+			}
 		}
 		queued = append(queued[:0], first)
 	fill:
@@ -127,7 +138,7 @@ func (l *Ledger) committer() {
 				break fill
 			}
 		}
-		l.commit(queued)
+		l.commit(c, queued)
 		clear(queued)
 		// Let the writers just released run, and queue their next write,
 		// before collecting the next batch (as ledger/bolt's committer
@@ -137,8 +148,42 @@ func (l *Ledger) committer() {
 	}
 }
 
+// committerConn is a committer's pooled connection, held between batches.
+type committerConn struct {
+	pool *pgxpool.Pool
+	conn *pgxpool.Conn // nil when none is held
+}
+
+// get returns the held connection, acquiring one if none is held.
+func (c *committerConn) get(ctx context.Context) (*pgxpool.Conn, error) {
+	if c.conn == nil {
+		conn, err := c.pool.Acquire(ctx)
+		if err != nil {
+			return nil, notSentError{err}
+		}
+		c.conn = conn
+	}
+	return c.conn, nil
+}
+
+// done gives the connection back after a failure that may have left it
+// closed or inside a transaction (the pool then discards it).
+func (c *committerConn) done(err error) {
+	if err != nil && c.conn != nil && (c.conn.Conn().IsClosed() || c.conn.Conn().PgConn().TxStatus() != 'I') {
+		c.put()
+	}
+}
+
+// put returns the held connection to the pool.
+func (c *committerConn) put() {
+	if c.conn != nil {
+		c.conn.Release()
+		c.conn = nil
+	}
+}
+
 // commit runs one batch to completion and releases every request in it.
-func (l *Ledger) commit(queued []*request) {
+func (l *Ledger) commit(c *committerConn, queued []*request) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b := &batch{cancel: cancel}
@@ -157,7 +202,7 @@ func (l *Ledger) commit(queued []*request) {
 	var err error
 	for try := 0; ; try++ {
 		var failed bool
-		failed, err = l.runBatch(ctx, live)
+		failed, err = runBatch(ctx, c, live)
 		if err == nil {
 			l.stats.commits.Add(1)
 			l.stats.writes.Add(int64(len(live)))
@@ -171,7 +216,7 @@ func (l *Ledger) commit(queued []*request) {
 			// One statement failed and took the others with it: run
 			// each alone, so that the failure stays with its write.
 			for _, r := range live {
-				l.release(r, l.runAlone(ctx, r))
+				l.release(r, l.runAlone(ctx, c, r))
 			}
 			return
 		}
@@ -185,9 +230,9 @@ func (l *Ledger) commit(queued []*request) {
 
 // runAlone runs one request in a transaction of its own, with the retries
 // of a batch.
-func (l *Ledger) runAlone(ctx context.Context, r *request) error {
+func (l *Ledger) runAlone(ctx context.Context, c *committerConn, r *request) error {
 	for try := 0; ; try++ {
-		_, err := l.runBatch(ctx, []*request{r})
+		_, err := runBatch(ctx, c, []*request{r})
 		if err == nil {
 			l.stats.commits.Add(1)
 			l.stats.writes.Add(1)
@@ -205,15 +250,16 @@ func (l *Ledger) release(r *request, err error) {
 	close(r.done)
 }
 
-// runBatch sends live as one pipeline and reads every answer. failed is
-// true when the server refused a statement (it then rolled the whole
-// transaction back); err is nil only once the transaction committed.
-func (l *Ledger) runBatch(ctx context.Context, live []*request) (failed bool, err error) {
-	conn, err := l.pool.Acquire(ctx)
+// runBatch sends live as one pipeline on the committer's connection and
+// reads every answer. failed is true when the server refused a statement
+// (it then rolled the whole transaction back); err is nil only once the
+// transaction committed.
+func runBatch(ctx context.Context, c *committerConn, live []*request) (failed bool, err error) {
+	conn, err := c.get(ctx)
 	if err != nil {
-		return false, notSentError{err}
+		return false, err
 	}
-	defer conn.Release()
+	defer func() { c.done(err) }()
 	if len(live) == 1 {
 		r := live[0]
 		err := conn.QueryRow(ctx, r.sql, r.args...).Scan(r.dest...)
