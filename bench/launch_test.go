@@ -16,6 +16,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/bench/pluginshared"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/childproc"
 	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -295,4 +296,53 @@ func invokeOnce(b *testing.B, l *launch.Launcher, inv launch.Invocation, want la
 		b.Fatalf("state %s exit %d, want %s exit %d", out.Result.State, out.Process.ExitCode, want, code)
 	}
 	return out.Process.Elapsed
+}
+
+// BenchmarkLaunchChildClose measures what closing every descriptor but
+// 0–4 in the child costs a launch (the launcher pads ExtraFiles with nil
+// entries up to childproc.ChildFDBound, and the child closes each number
+// between fork and exec): in every iteration it runs the bare exec of the
+// simulated host twice, once padded as the launcher does and once not,
+// and reports both and their ratio. bound-ns/op is the parent's part,
+// finding the bound (listing /proc/self/fd).
+//
+//	cd bench && go test -run '^$' -bench LaunchChildClose -count 5
+func BenchmarkLaunchChildClose(b *testing.B) {
+	hostsim := buildTool(b, b.TempDir(), "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	work := b.TempDir()
+	run := func(pad bool) time.Duration {
+		start := time.Now()
+		cmd := exec.Command(hostsim)
+		cmd.Env = []string{}
+		cmd.Dir = work
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if pad {
+			n, err := childproc.ChildFDBound()
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd.ExtraFiles = make([]*os.File, n-3)
+		}
+		if err := cmd.Run(); err != nil {
+			if _, ok := err.(*exec.ExitError); !ok {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	var padded, plain, bound time.Duration
+	closes := 0
+	for b.Loop() {
+		padded += run(true)
+		plain += run(false)
+		start := time.Now()
+		n, _ := childproc.ChildFDBound()
+		bound += time.Since(start)
+		closes = n - 5
+	}
+	b.ReportMetric(float64(padded.Nanoseconds())/float64(b.N), "padded-ns/op")
+	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N), "plain-ns/op")
+	b.ReportMetric(float64(padded)/float64(plain), "x-plain")
+	b.ReportMetric(float64(bound.Nanoseconds())/float64(b.N), "bound-ns/op")
+	b.ReportMetric(float64(closes), "child-closes")
 }

@@ -43,10 +43,10 @@
 //
 // A damaged file never takes the process down and never starts over
 // empty. Open creates a ledger only where no file exists, and checks an
-// existing file whole (bbolt's page structure from the file's bytes, then
-// every record and the ledger's invariants, [Ledger.Check]): an empty,
-// truncated or damaged file fails with an error wrapping
-// [ledger.ErrCorrupt]. Damage found later (the file changed under the
+// existing file's page structure from its bytes (and, with
+// Options.CheckRecords, every record and the ledger's invariants, as
+// [Ledger.Check] does): an empty, truncated or damaged file fails with an
+// error wrapping [ledger.ErrCorrupt]. Damage found later (the file changed under the
 // ledger, or a fault reading it) is also reported as ErrCorrupt, never a
 // panic or a fatal memory fault: bbolt runs under recover, with faults on
 // its memory map turned into panics on the goroutines that read it. The

@@ -76,6 +76,7 @@ type pageChecker struct {
 	hwm      uint64
 	reached  []bool // by page id
 	free     []bool
+	bufs     [][]byte // a page buffer per tree depth (read)
 	problems []error
 }
 
@@ -139,20 +140,25 @@ func checkPages(f *os.File) error {
 
 // read returns page id and its overflow pages, after checking that they
 // lie inside the high water mark and were not reached before; nil after a
-// problem.
-func (c *pageChecker) read(id uint64, what string) []byte {
+// problem. The bytes live in a buffer of depth's, valid until the next
+// read at the same depth (a page's children are read one level deeper
+// while its bytes are still in use).
+func (c *pageChecker) read(id uint64, depth int, what string) []byte {
 	if id < 2 || id >= c.hwm {
 		c.bad("%s page %d outside pages 2..%d", what, id, c.hwm-1)
 		return nil
 	}
-	hdr := make([]byte, pageHeaderSize)
-	if _, err := c.f.ReadAt(hdr, int64(id*c.ps)); err != nil {
+	for len(c.bufs) <= depth {
+		c.bufs = append(c.bufs, make([]byte, c.ps))
+	}
+	b := c.bufs[depth][:c.ps]
+	if _, err := c.f.ReadAt(b, int64(id*c.ps)); err != nil {
 		c.bad("reading %s page %d: %v", what, id, err)
 		return nil
 	}
 	le := binary.LittleEndian
-	overflow := uint64(le.Uint32(hdr[12:]))
-	if got := le.Uint64(hdr); got != id {
+	overflow := uint64(le.Uint32(b[12:]))
+	if got := le.Uint64(b); got != id {
 		c.bad("%s page %d says it is page %d", what, id, got)
 		return nil
 	}
@@ -167,17 +173,23 @@ func (c *pageChecker) read(id uint64, what string) []byte {
 		}
 		c.reached[p] = true
 	}
-	b := make([]byte, (1+overflow)*c.ps)
-	if _, err := c.f.ReadAt(b, int64(id*c.ps)); err != nil {
-		c.bad("reading %s page %d: %v", what, id, err)
-		return nil
+	if overflow > 0 {
+		span := (1 + overflow) * c.ps
+		if uint64(cap(c.bufs[depth])) < span {
+			c.bufs[depth] = make([]byte, span)
+		}
+		b = c.bufs[depth][:span]
+		if _, err := c.f.ReadAt(b, int64(id*c.ps)); err != nil {
+			c.bad("reading %s page %d: %v", what, id, err)
+			return nil
+		}
 	}
 	return b
 }
 
 // freelist marks the pages the freelist page id lists as free.
 func (c *pageChecker) freelist(id uint64) {
-	b := c.read(id, "freelist")
+	b := c.read(id, 0, "freelist")
 	if b == nil {
 		return
 	}
@@ -209,14 +221,14 @@ func (c *pageChecker) freelist(id uint64) {
 }
 
 // page checks the branch or leaf page id of a bucket's tree, whose keys
-// must lie in [lo, hi) (nil: unbounded), at depth levels below the
-// bucket's root.
+// must lie in [lo, hi) (nil: unbounded), depth pages (of trees and of
+// buckets nested in them) below the root bucket's root.
 func (c *pageChecker) page(id uint64, lo, hi []byte, depth int) {
 	if depth > 64 {
-		c.bad("page %d: tree deeper than 64 levels", id)
+		c.bad("page %d: trees nested deeper than 64 pages", id)
 		return
 	}
-	b := c.read(id, "tree")
+	b := c.read(id, depth, "tree")
 	if b == nil {
 		return
 	}
@@ -279,7 +291,7 @@ func (c *pageChecker) elements(b []byte, id uint64, lo, hi []byte, depth int) {
 			return
 		}
 		if root := le.Uint64(v); root != 0 {
-			c.page(root, nil, nil, 0)
+			c.page(root, nil, nil, depth+1)
 		} else if len(v) < bucketHeaderSize+pageHeaderSize {
 			c.bad("page %d element %d: inline bucket of %d bytes", id, i, len(v))
 			return
