@@ -140,7 +140,7 @@ func (f *floatDecimal) round(tok []byte) float64 {
 	if ok {
 		return x
 	}
-	a, b := math.Ldexp(float64(m), e), math.Ldexp(float64(m+1), e)
+	a, b := floatFrom(m, e), floatFrom(m+1, e)
 	if math.IsInf(a, 1) {
 		return a
 	}
@@ -181,9 +181,24 @@ func nearestFloat(d uint64, q int) (x float64, m uint64, e int, ok bool) {
 	case s > 0:
 		m, frac, e = m>>s, m<<(64-s)|frac>>s, -1074
 	}
-	// math.Ldexp is exact here: m+1 ≤ 2^53, and it rounds only past the
-	// largest float64, to +Inf.
-	return math.Ldexp(float64(m+frac>>63), e), m, e, !nearHalf(frac)
+	return floatFrom(m+frac>>63, e), m, e, !nearHalf(frac)
+}
+
+// floatFrom returns r·2^e for r ≤ 2^53 and e ≥ −1074 where r·2^e is a
+// float64 (r < 2^52 only for e = −1074, a subnormal), or +Inf past the
+// largest float64: math.Ldexp's answer, from the bits.
+func floatFrom(r uint64, e int) float64 {
+	if r < 1<<52 {
+		return math.Float64frombits(r) // a subnormal: e is −1074
+	}
+	if r == 1<<53 {
+		r, e = 1<<52, e+1
+	}
+	be := e + 1075
+	if be >= 2047 {
+		return math.Inf(1)
+	}
+	return math.Float64frombits(uint64(be)<<52 | r&(1<<52-1))
 }
 
 // exactRound decides between the neighbouring float64s a < b that the

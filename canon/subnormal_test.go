@@ -121,3 +121,26 @@ func TestNearestFloatRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestFloatFrom checks floatFrom against math.Ldexp across the subnormals,
+// the normals, the carry into the next binade and the overflow to +Inf.
+func TestFloatFrom(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	check := func(m uint64, e int) {
+		if got, want := floatFrom(m, e), math.Ldexp(float64(m), e); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("floatFrom(%d, %d) = %g, math.Ldexp %g", m, e, got, want)
+		}
+	}
+	for _, m := range []uint64{0, 1, 1<<52 - 1, 1 << 52} {
+		check(m, -1074)
+	}
+	for _, e := range []int{-1074, -1073, -1, 0, 1, 970, 971, 972} {
+		for _, m := range []uint64{1 << 52, 1<<52 + 1, 1<<53 - 1, 1 << 53} {
+			check(m, e)
+		}
+	}
+	for range 100000 {
+		check(1<<52|r.Uint64N(1<<52+1), -1074+r.IntN(2046))
+		check(r.Uint64N(1<<52+1), -1074)
+	}
+}
