@@ -123,6 +123,8 @@ func TestHostAsAnotherUser(t *testing.T) {
 	if r.UID != nobody || r.GID != nobody || len(r.Groups) != 0 {
 		t.Errorf("host ran as uid %d gid %d groups %v, want %d, %d and none", r.UID, r.GID, r.Groups, nobody, nobody)
 	}
+	t.Logf("host as uid %d: environ %q, mem %q, fds %q, forge %q; session %d frames", nobody,
+		r.Probe.Environ, r.Probe.Mem, r.Probe.FDs, r.Probe.Forge, out.Session.Frames)
 	if r.Probe.PPID != os.Getpid() {
 		t.Fatalf("the probe looked at pid %d, this process is %d", r.Probe.PPID, os.Getpid())
 	}
