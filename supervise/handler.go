@@ -39,6 +39,13 @@ type HandlerConfig struct {
 	Authority Authority
 	// Dispatcher consumes authorized effects; nil means NoEffects.
 	Dispatcher Dispatcher
+	// Reserver, when set, re-checks at invoke.admit, immediately before
+	// invocation, that the attempt still holds its resource reservations
+	// (Reserver.Recheck with Provider, Manifest and the host's arguments);
+	// Provider and Manifest are then required.
+	Reserver Reserver
+	// Provider is the binding the attempt runs; required with Reserver.
+	Provider *manifest.ProviderBinding
 	// Cancelled, when non-nil, is closed by the embedder to cancel the
 	// operation in this process: every later request is answered cancelled
 	// without asking the ledger. Durable cancellation is ledger.Cancel,

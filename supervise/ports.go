@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 // Decision is an Authority's answer.
@@ -159,4 +161,29 @@ type NoEffects struct{}
 // Dispatch refuses.
 func (NoEffects) Dispatch(context.Context, Dispatch) (Receipt, error) {
 	return Receipt{}, NotConsumed("no dispatcher is configured")
+}
+
+// Reserver is the resource-reservation port: it enforces a capability's
+// effects.concurrency across invocations and controllers. A Supervisor
+// with a Reserver calls Reserve after it has started an attempt (so the
+// reservation is fenced with it) and before it launches the host, Recheck
+// at invoke.admit immediately before invocation (through the Handler), and
+// Release once the attempt has ended, whatever its outcome.
+//
+// Reserve takes what the invocation of m (of provider b, with the
+// arguments with defaults) needs, waiting up to wait for a holder to end;
+// an error means the host is not launched: an error wrapping
+// ledger.ErrReserved (a *ledger.ReservationError naming the holder) is
+// answered refused, any other error is returned as the cause of the
+// failure to start. Recheck returns nil when the attempt still holds what
+// it needs; any error refuses the admission. Release must free what the
+// attempt holds even when it was fenced off; reservations of an attempt
+// whose Release never ran (a crash) must be freed by the operation's next
+// attempt, its end or its deadline.
+//
+// catalogue.Catalogue implements it. A nil Reserver takes no reservations.
+type Reserver interface {
+	Reserve(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any, wait time.Duration) error
+	Recheck(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any) error
+	Release(ctx context.Context, f ledger.Fence) error
 }

@@ -45,6 +45,9 @@ type Config struct {
 	Authority Authority
 	// Dispatcher consumes authorized effects; nil means NoEffects.
 	Dispatcher Dispatcher
+	// Reserver takes, re-checks and releases each attempt's resource
+	// reservations; nil means none are taken.
+	Reserver Reserver
 	// Grants are what capabilities may use besides the effect port.
 	Grants Grants
 	// SeatID and RuntimeBindingID fill the AttemptBinding when a Call
@@ -196,6 +199,10 @@ type Call struct {
 	// operation may authorize, across all attempts. For an existing
 	// operation it must be zero or the recorded budget.
 	EffectBudget int64
+	// ReservationWait is how long the attempt may wait for a resource
+	// reservation another attempt holds (Config.Reserver) before it is
+	// answered refused without launching. Zero means no wait.
+	ReservationWait time.Duration
 }
 
 func (c Call) validate() error {

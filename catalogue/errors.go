@@ -1,0 +1,121 @@
+package catalogue
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// Errors of the catalogue's methods. Each is wrapped with what was refused
+// and where; test with errors.Is. Ledger errors (ledger.ErrStaleGeneration,
+// ledger.ErrReserved, storage failures) are wrapped as they come.
+var (
+	// ErrInvalidConfig is returned by New; the message lists every problem.
+	ErrInvalidConfig = errors.New("catalogue: invalid config")
+
+	// ErrInvalidAdmission is returned by Admit for a binding that fails
+	// manifest validation or an audience that is malformed or names a
+	// capability the binding does not hold. Nothing is recorded.
+	ErrInvalidAdmission = errors.New("catalogue: invalid admission")
+
+	// ErrDiscoveryDisagrees is returned by Admit when the host's own static
+	// discovery does not report the binding's manifest digest, or fails.
+	// Nothing is recorded: the installed provider is not the one the
+	// binding describes.
+	ErrDiscoveryDisagrees = errors.New("catalogue: the host's discovery does not agree with the binding")
+
+	// ErrCapabilityTaken is returned by Admit when a capability id of the
+	// binding is held by the latest generation of another provider: a
+	// canonical id names one provider's capability.
+	ErrCapabilityTaken = errors.New("catalogue: capability id admitted by another provider")
+
+	// ErrUnknownCapability is returned for a capability id that is not in
+	// the catalogue, and, with exactly the same text, for one that exists
+	// outside the caller's scope.
+	ErrUnknownCapability = errors.New("catalogue: unknown capability")
+
+	// ErrConsentRequired is returned, in a *ConsentError, when the scope
+	// has not consented to what a run or an effect needs. Grant the
+	// consent (explicitly) and run again.
+	ErrConsentRequired = errors.New("catalogue: consent required")
+
+	// ErrAccountRequired is returned, in an *AccountError, when more than
+	// one connection account could serve a call that names none: the
+	// caller must choose.
+	ErrAccountRequired = errors.New("catalogue: several connection accounts could serve; name one")
+
+	// ErrOperationMismatch is returned by Prepare when the operation id is
+	// already pinned to another capability or account.
+	ErrOperationMismatch = errors.New("catalogue: operation is pinned to another capability or account")
+
+	// ErrNotPinned is returned by CheckAdmission and CheckEffect for an
+	// operation that was never prepared through the catalogue.
+	ErrNotPinned = errors.New("catalogue: operation was not prepared by the catalogue")
+
+	// ErrReservationLost is returned by Recheck when the attempt no
+	// longer holds every reservation its capability needs.
+	ErrReservationLost = errors.New("catalogue: reservation no longer held")
+
+	// ErrInvalidRequest is returned for a malformed argument (scope,
+	// identifiers, consent sets).
+	ErrInvalidRequest = errors.New("catalogue: invalid request")
+)
+
+// unknownCapability is the one error for an unknown or invisible id: its
+// text depends on nothing but the id the caller gave.
+func unknownCapability(id string) error {
+	return fmt.Errorf("%w: %q", ErrUnknownCapability, id)
+}
+
+// ConsentError says what a scope has not consented to. It wraps
+// [ErrConsentRequired].
+type ConsentError struct {
+	Scope        ledger.Scope
+	CapabilityID string
+	// Account is the connection account asked about; empty when no
+	// account has consent at all.
+	Account string
+	// Missing lists what is not consented, as "kind:value" (for example
+	// "capability:ns.name@1.0.0", "credential:gmail", "effect_operation:send").
+	Missing []string
+}
+
+// Error names the capability, the account and what is missing.
+func (e *ConsentError) Error() string {
+	acct := "no connection account"
+	if e.Account != "" {
+		acct = fmt.Sprintf("connection account %q", e.Account)
+	}
+	return fmt.Sprintf("%v: capability %q with %s in organization %q project %q lacks consent for %s; grant it explicitly (zeoctl catalogue consent grant)",
+		ErrConsentRequired, e.CapabilityID, acct, e.Scope.OrganizationID, e.Scope.ProjectID, strings.Join(e.Missing, ", "))
+}
+
+// Unwrap returns [ErrConsentRequired].
+func (e *ConsentError) Unwrap() error { return ErrConsentRequired }
+
+// AccountError lists the accounts that could serve a call that named
+// none. It wraps [ErrAccountRequired].
+type AccountError struct {
+	CapabilityID string
+	// Candidates are the consented accounts, sorted.
+	Candidates []string
+}
+
+// Error names the candidates.
+func (e *AccountError) Error() string {
+	return fmt.Sprintf("%v: capability %q could run with any of the connection accounts %s; name one",
+		ErrAccountRequired, e.CapabilityID, strings.Join(quoteAll(e.Candidates), ", "))
+}
+
+// Unwrap returns [ErrAccountRequired].
+func (e *AccountError) Unwrap() error { return ErrAccountRequired }
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
