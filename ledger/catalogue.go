@@ -154,8 +154,8 @@ type CatalogueSnapshot struct {
 type OperationPin struct {
 	Scope        Scope  `json:"scope"`
 	OperationID  string `json:"operation_id"`
-	CapabilityID string `json:"capability_id"`
-	Provider     ProviderKey
+	CapabilityID string      `json:"capability_id"`
+	Provider     ProviderKey `json:"provider"`
 	// Generation is >= 1.
 	Generation     int64        `json:"generation"`
 	BindingDigest  canon.Digest `json:"binding_digest"`

@@ -3,7 +3,10 @@
 // examples embed; it refuses nothing a durable backend accepts, and it
 // loses everything when the process exits.
 //
-// It passes [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
+// It is also a [ledger.CatalogueStore], the records of package catalogue.
+//
+// It passes [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run] and
+// [github.com/zeoruntime/runtimeipc/ledger/ledgertest.RunCatalogue].
 package memory
 
 import (
@@ -34,7 +37,10 @@ type Ledger struct {
 	st     store
 }
 
-var _ ledger.Ledger = (*Ledger)(nil)
+var (
+	_ ledger.Ledger         = (*Ledger)(nil)
+	_ ledger.CatalogueStore = (*Ledger)(nil)
+)
 
 // ledgerCore is the adapter that implements ledger.Ledger over a runner;
 // the alias keeps the embedded field unexported.
@@ -50,6 +56,7 @@ func New() *Ledger {
 		artifacts:  map[string]ledger.Artifact{},
 		pending:    map[core.EffectKey]struct{}{},
 		evidence:   map[core.OpKey]map[string]ledger.AttemptEvidence{},
+		recs:       map[core.Kind]map[string][]byte{},
 	}}
 	l.ledgerCore = core.New(runner{l})
 	return l
@@ -112,6 +119,7 @@ type store struct {
 	artifacts  map[string]ledger.Artifact
 	pending    map[core.EffectKey]struct{}
 	evidence   map[core.OpKey]map[string]ledger.AttemptEvidence // by attempt id
+	recs       map[core.Kind]map[string][]byte                   // the catalogue's records (catalogue.go)
 }
 
 func cloneRec(r core.OpRecord) core.OpRecord {

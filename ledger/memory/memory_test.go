@@ -11,3 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return memory.New() })
 }
+
+func TestCatalogueConformance(t *testing.T) {
+	ledgertest.RunCatalogue(t, func(t *testing.T) ledgertest.CatalogueLedger { return memory.New() })
+}
