@@ -142,7 +142,17 @@ func testReservationModel(t *testing.T, open CatalogueOpener) {
 			return mKey{rapid.SampledFrom(mScopes).Draw(rt, "scope"), rapid.SampledFrom(rmOps).Draw(rt, "op")}
 		}
 		attempts := 0
-		rt.Repeat(map[string]func(*rapid.T){
+		// op1..op3 exist in every scope with a first attempt, so that
+		// short histories collide on keys; op4 starts missing.
+		for _, sc := range mScopes {
+			for _, op := range rmOps[:3] {
+				mustCreate(t, l, spec(sc, op, 0))
+				attempts++
+				f := mustStart(t, l, sc, op, fmt.Sprintf("a%d", attempts))
+				m.ops[mKey{sc, op}] = &rmOp{fences: []ledger.Fence{f}}
+			}
+		}
+		actions := map[string]func(*rapid.T){
 			"create": func(rt *rapid.T) {
 				k := pickKey(rt)
 				if _, err := l.CreateOperation(bg, spec(k.s, k.op, 0)); err != nil {
@@ -234,7 +244,14 @@ func testReservationModel(t *testing.T, open CatalogueOpener) {
 					}
 				}
 			},
-		})
+		}
+		// Reservations are the subject: weigh them over the calls that end
+		// attempts and operations.
+		for i := range 4 {
+			actions[fmt.Sprint("reserve", i)] = actions["reserve"]
+		}
+		actions["release1"] = actions["release"]
+		rt.Repeat(actions)
 	})
 }
 
