@@ -290,9 +290,9 @@ func openDB(path string, mode fs.FileMode, lockTimeout time.Duration, creating b
 var errEmptyFile = errors.New("empty file")
 
 // initFile creates the buckets of a new ledger, or checks that the file is
-// a ledger of this build's format, upgrading a format 3 file in place (the
-// same transaction creates the evidence bucket and stamps format 4). A
-// bbolt file with no bucket becomes a ledger only if it has never
+// a ledger of this build's format, upgrading a format 3 or 4 file in place
+// (the same transaction creates the buckets it lacks and stamps format 5).
+// A bbolt file with no bucket becomes a ledger only if it has never
 // committed a transaction since bbolt created it (Open created it, or a
 // process died right after creating it); an existing file whose buckets
 // are gone is corrupt, not new. A bbolt file with buckets but no format
@@ -301,18 +301,23 @@ var errEmptyFile = errors.New("empty file")
 func initFile(db *bbolt.DB) error {
 	return db.Update(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
-			switch v := meta.Get(keyFormat); {
+			v := meta.Get(keyFormat)
+			missing, upgradable := formatsUpgradable[string(v)]
+			switch {
 			case v == nil:
 				return fmt.Errorf("bbolt file has a meta bucket but no format version; not a ledger: %w", ledger.ErrCorrupt)
-			case bytes.Equal(v, formatUpgradable):
-				if _, err := tx.CreateBucketIfNotExists(bucketEvidence); err != nil {
-					return fmt.Errorf("upgrading format %s to %s: creating bucket %q: %w", formatUpgradable, formatVersion, bucketEvidence, err)
+			case upgradable:
+				from := string(v)
+				for _, name := range missing {
+					if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+						return fmt.Errorf("upgrading format %s to %s: creating bucket %q: %w", from, formatVersion, name, err)
+					}
 				}
 				if err := meta.Put(keyFormat, formatVersion); err != nil {
-					return fmt.Errorf("upgrading format %s to %s: %w", formatUpgradable, formatVersion, err)
+					return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
 				}
 			case !bytes.Equal(v, formatVersion):
-				return fmt.Errorf("ledger file format %q, this build reads formats %q and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatUpgradable, formatVersion, ledger.ErrCorrupt)
+				return fmt.Errorf("ledger file format %q, this build reads formats \"3\", \"4\" and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
 			}
 		} else if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
 			return fmt.Errorf("bbolt file with bucket %q and no ledger format version; not a ledger: %w", name, ledger.ErrCorrupt)

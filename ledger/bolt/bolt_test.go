@@ -69,6 +69,10 @@ func TestConformance(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledger.Ledger { return openTemp(t) })
 }
 
+func TestCatalogueConformance(t *testing.T) {
+	ledgertest.RunCatalogue(t, func(t *testing.T) ledgertest.CatalogueLedger { return openTemp(t) })
+}
+
 func TestDurable(t *testing.T) {
 	ledgertest.RunDurable(t, func(t *testing.T, dir string) ledger.Ledger {
 		l, err := bolt.Open(filepath.Join(dir, "ledger.db"), bolt.Options{})
@@ -119,8 +123,8 @@ func TestCorruptFileRefused(t *testing.T) {
 	for _, tt := range []struct {
 		name, bucket, format, want string
 	}{
-		{"format 99", "meta", "99", `format "99", this build reads formats "3" and "4"`},
-		{"format 2", "meta", "2", `format "2", this build reads formats "3" and "4"`},
+		{"format 99", "meta", "99", `format "99", this build reads formats "3", "4" and "5"`},
+		{"format 2", "meta", "2", `format "2", this build reads formats "3", "4" and "5"`},
 		{"no format", "meta", "", "no format version"},
 		{"foreign", "accounts", "", `bucket "accounts" and no ledger format version`},
 	} {
@@ -393,10 +397,20 @@ func waitQueued(t *testing.T, l *bolt.Ledger, n int) {
 	}
 }
 
-// TestUpgradeFormat3: a format 3 file (format 4 without the evidence
-// bucket) is upgraded in place at Open, keeps everything it held, and
-// then records evidence like a new one.
-func TestUpgradeFormat3(t *testing.T) {
+// TestUpgradeFormat: a format 3 file (format 5 without the evidence and
+// catalogue buckets) or 4 (without the catalogue bucket) is upgraded in
+// place at Open, keeps everything it held, and then records evidence and
+// catalogue records like a new one.
+func TestUpgradeFormat(t *testing.T) {
+	for _, tt := range []struct {
+		format  string
+		missing []string
+	}{{"3", []string{"evidence", "catalogue"}}, {"4", []string{"catalogue"}}} {
+		t.Run("format"+tt.format, func(t *testing.T) { testUpgrade(t, tt.format, tt.missing) })
+	}
+}
+
+func testUpgrade(t *testing.T, format string, missing []string) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := bolt.Open(path, bolt.Options{})
@@ -420,16 +434,18 @@ func TestUpgradeFormat3(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Turn it into what format 3 wrote.
+	// Turn it into what that format wrote.
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bbolt.Tx) error {
-		if err := tx.DeleteBucket([]byte("evidence")); err != nil {
-			return err
+		for _, b := range missing {
+			if err := tx.DeleteBucket([]byte(b)); err != nil {
+				return err
+			}
 		}
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("3"))
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte(format))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +453,7 @@ func TestUpgradeFormat3(t *testing.T) {
 
 	l, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
-		t.Fatalf("opening a format 3 file: %v", err)
+		t.Fatalf("opening a format %s file: %v", format, err)
 	}
 	after, err := l.Operation(ctx, scope, "op")
 	if err != nil {
@@ -450,6 +466,9 @@ func TestUpgradeFormat3(t *testing.T) {
 	if _, err := l.RecordAttempt(ctx, f, ev); err != nil {
 		t.Fatalf("RecordAttempt after the upgrade: %v", err)
 	}
+	if _, err := l.Reserve(ctx, f, []ledger.Claim{{Key: "k", CapabilityID: "cap"}}); err != nil {
+		t.Fatalf("Reserve after the upgrade: %v", err)
+	}
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -459,11 +478,14 @@ func TestUpgradeFormat3(t *testing.T) {
 	}
 	defer db.Close()
 	db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "4" {
-			t.Errorf("format after upgrade = %q, want 4", v)
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "5" {
+			t.Errorf("format after upgrade = %q, want 5", v)
 		}
 		if tx.Bucket([]byte("evidence")).Stats().KeyN != 1 {
 			t.Errorf("evidence bucket does not hold the one record")
+		}
+		if tx.Bucket([]byte("catalogue")).Stats().KeyN != 2 {
+			t.Errorf("catalogue bucket does not hold the reservation and its index")
 		}
 		return nil
 	})

@@ -29,14 +29,16 @@
 //
 // # File format
 //
-// The file is format 4 (store.go): a batch of writes from many operations
+// The file is format 5 (store.go): a batch of writes from many operations
 // dirties few pages, because effects are keyed by a sequence number and so
 // appended together, and operation records are small and binary; attempt
 // evidence has a bucket of its own, so that it never weighs on those
-// records. Open upgrades a format 3 file (the same layout without the
-// evidence bucket) in place, in one transaction, and refuses any other
-// format, including the earlier pre-release format 2, with an error that
-// wraps [ledger.ErrCorrupt] and names the versions it reads; there is no
+// records, and so do the catalogue's records (the [ledger.CatalogueStore]
+// the ledger also is). Open upgrades a format 3 or 4 file (the same layout
+// without the evidence and catalogue buckets, or without the catalogue
+// bucket) in place, in one transaction, and refuses any other format,
+// including the earlier pre-release format 2, with an error that wraps
+// [ledger.ErrCorrupt] and names the versions it reads; there is no
 // migration from those.
 //
 // # Corruption (fail-stop)

@@ -17,12 +17,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// File layout, format version 4. Every bucket is top level; tuple keys use
+// File layout, format version 5. Every bucket is top level; tuple keys use
 // an order-preserving, prefix-free encoding (see appendKey), so a prefix
 // scan over an operation's key yields its records in id order; seq keys are
 // 8-byte big-endian sequence numbers.
 //
-//	meta       "format" → "4"
+//	meta       "format" → "5"
 //	ops        (org, project, op)            → operation record (codec.go): core.OpRecord and the staged effect index
 //	effects    seq                           → effect record (codec.go)
 //	effidx     (org, project, op, effect)    → seq of the effect (flushed from the staged index)
@@ -32,6 +32,7 @@ import (
 //	artifacts  ref                           → JSON ledger.Artifact (bytes are not in its JSON form)
 //	blobs      ref                           → artifact bytes
 //	evidence   (org, project, op, attempt)   → JSON ledger.AttemptEvidence
+//	catalogue  kind byte, core.Key tuple     → the catalogue's records (catalogue.go; kinds in ledger/internal/core)
 //
 // Why effects are keyed by sequence. A group commit carries writes of many
 // operations, and what a commit costs is mostly how many separate pages it
@@ -57,10 +58,11 @@ import (
 // operation's index page once per maxStaged effects. A lookup checks the
 // staged entries, then effidx; an effect is in exactly one of them.
 //
-// Format 4 is format 3 with the evidence bucket. Open upgrades a format 3
-// file in place, in one transaction (it creates the bucket and stamps the
-// new version), since nothing else changed; format 2 files are refused
-// (see initFile): the project had no deployed data then, so there is no
+// Format 4 is format 3 with the evidence bucket, and format 5 is format 4
+// with the catalogue bucket. Open upgrades a format 3 or 4 file in place,
+// in one transaction (it creates the missing buckets and stamps the new
+// version), since nothing else changed; format 2 files are refused (see
+// initFile): the project had no deployed data then, so there is no
 // migration from it.
 var (
 	bucketMeta       = []byte("meta")
@@ -73,12 +75,14 @@ var (
 	bucketArtifacts  = []byte("artifacts")
 	bucketBlobs      = []byte("blobs")
 	bucketEvidence   = []byte("evidence")
-	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence}
+	bucketCatalogue  = []byte("catalogue")
+	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence, bucketCatalogue}
 
 	keyFormat     = []byte("format")
-	formatVersion = []byte("4")
-	// formatUpgradable is the earlier format Open upgrades in place.
-	formatUpgradable = []byte("3")
+	formatVersion = []byte("5")
+	// formatsUpgradable are the earlier formats Open upgrades in place, and
+	// the buckets each lacks.
+	formatsUpgradable = map[string][][]byte{"3": {bucketEvidence, bucketCatalogue}, "4": {bucketCatalogue}}
 )
 
 // maxStaged and maxStagedBytes bound an operation's staged effect index

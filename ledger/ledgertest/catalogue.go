@@ -39,7 +39,7 @@ func RunCatalogue(t *testing.T, open CatalogueOpener) {
 		{"ReservationExcludesOtherHolders", testReservations},
 		{"ReservationFreedByFenceEndAndDeadline", testReservationLiveness},
 		{"RacingReservationsOneHolder", testRacingReservations},
-		{"ReservationModel", func(t *testing.T, _ CatalogueLedger) { testReservationModel(t, open) }},
+		{"ReservationModel", testReservationModel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

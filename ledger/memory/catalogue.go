@@ -57,3 +57,6 @@ func (s *store) Operation(k core.OpKey) (ledger.Operation, bool, error) {
 }
 
 func (s *store) Now() time.Time { return time.Now() }
+
+// Lock does nothing: every call runs alone under the ledger's mutex.
+func (s *store) Lock(core.Kind, string) error { return nil }

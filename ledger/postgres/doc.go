@@ -61,6 +61,21 @@
 // the ledger's shared core; the error order is the one ledger.Ledger
 // documents, and ledgertest's model checks it against this backend).
 //
+// # The catalogue's records
+//
+// The Ledger is also a [ledger.CatalogueStore]: admitted provider
+// generations, operation pins, consent and resource reservations, in one
+// table (migrations/0002_catalogue.sql) of records the ledger's shared core
+// decides, as for every backend. Each of those calls is one SERIALIZABLE
+// transaction of a few statements that first takes transaction-scoped
+// advisory locks on the keys it guards (a provider, a pin, an account's
+// consent, the reservation keys in order), so that racing controllers take
+// turns; one winner per generation number and at most one exclusive
+// holder per key follow from the serializable commit. Reservation
+// liveness (the holder's fence current, its operation open, its deadline
+// not passed) is judged on the operations table in the same transaction,
+// with the server's clock.
+//
 // # Fencing and idempotency in the database
 //
 // Every write to an operation's records holds its operation's row lock

@@ -149,3 +149,8 @@ func TestDurable(t *testing.T) {
 		return l
 	})
 }
+
+func TestCatalogueConformance(t *testing.T) {
+	testDSN(t)
+	ledgertest.RunCatalogue(t, func(t *testing.T) ledgertest.CatalogueLedger { return openTest(t) })
+}

@@ -65,6 +65,12 @@ type CatTx interface {
 	Operation(k OpKey) (ledger.Operation, bool, error)
 	// Now is the time the transaction judges deadlines by.
 	Now() time.Time
+	// Lock takes, until the transaction ends, an exclusive lock named by
+	// kind and key, before the call reads the records it guards: calls on
+	// the same provider, pin, consent or reservation key then take turns
+	// instead of failing each other's serialization. A backend whose
+	// transactions are serial already does nothing.
+	Lock(kind Kind, key string) error
 }
 
 // Key encodes a tuple: each part with 0x00 escaped as 0x00 0xff and ended
@@ -158,6 +164,9 @@ func ValidateAdmitProvider(rec ledger.ProviderRecord) error {
 // AdmitProvider implements ledger.CatalogueStore.AdmitProvider.
 func AdmitProvider(tx CatTx, rec ledger.ProviderRecord) (ledger.ProviderRecord, error) {
 	if err := ValidateAdmitProvider(rec); err != nil {
+		return ledger.ProviderRecord{}, err
+	}
+	if err := tx.Lock(KindLatest, providerKey(rec.Provider)); err != nil {
 		return ledger.ProviderRecord{}, err
 	}
 	gk := providerGenKey(rec.Provider, rec.Generation)
@@ -371,6 +380,9 @@ func PinOperation(tx CatTx, p ledger.OperationPin) (ledger.OperationPin, error) 
 		return ledger.OperationPin{}, err
 	}
 	k := pinKey(p.Scope, p.OperationID)
+	if err := tx.Lock(KindPin, k); err != nil {
+		return ledger.OperationPin{}, err
+	}
 	if old, ok, err := getJSON[ledger.OperationPin](tx, KindPin, k); err != nil || ok {
 		return old, err
 	}
@@ -445,6 +457,9 @@ func changeConsent(tx CatTx, op string, c ledger.Consent, f func(have, arg []str
 		return ledger.Consent{}, err
 	}
 	k := consentKey(c)
+	if err := tx.Lock(KindConsent, k); err != nil {
+		return ledger.Consent{}, err
+	}
 	have, _, err := getJSON[ledger.Consent](tx, KindConsent, k)
 	if err != nil {
 		return ledger.Consent{}, err
@@ -529,6 +544,18 @@ func Reserve(tx CatTx, f ledger.Fence, claims []ledger.Claim) ([]ledger.Reservat
 	now := tx.Now()
 	if dl := o.Deadline; !dl.IsZero() && !now.Before(dl) {
 		return nil, DeadlinePassed(op, o.OperationID, dl)
+	}
+	// Lock the claimed keys, in key order so that two calls never wait
+	// for each other in a cycle.
+	keys := make([]string, len(claims))
+	for i, c := range claims {
+		keys[i] = Key(f.Scope.OrganizationID, f.Scope.ProjectID, c.Key)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := tx.Lock(KindReservation, k); err != nil {
+			return nil, err
+		}
 	}
 	// Decide first: every holder of every claimed key.
 	var stale []ledger.Reservation
