@@ -152,8 +152,8 @@ type CatalogueSnapshot struct {
 // any controller, runs the exact binding it started with even after a
 // newer generation is admitted.
 type OperationPin struct {
-	Scope        Scope  `json:"scope"`
-	OperationID  string `json:"operation_id"`
+	Scope        Scope       `json:"scope"`
+	OperationID  string      `json:"operation_id"`
 	CapabilityID string      `json:"capability_id"`
 	Provider     ProviderKey `json:"provider"`
 	// Generation is >= 1.

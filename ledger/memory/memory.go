@@ -119,7 +119,7 @@ type store struct {
 	artifacts  map[string]ledger.Artifact
 	pending    map[core.EffectKey]struct{}
 	evidence   map[core.OpKey]map[string]ledger.AttemptEvidence // by attempt id
-	recs       map[core.Kind]map[string][]byte                   // the catalogue's records (catalogue.go)
+	recs       map[core.Kind]map[string][]byte                  // the catalogue's records (catalogue.go)
 }
 
 func cloneRec(r core.OpRecord) core.OpRecord {
