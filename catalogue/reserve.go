@@ -124,7 +124,8 @@ func (c *Catalogue) Reserve(ctx context.Context, f ledger.Fence, b manifest.Prov
 
 // Recheck is the reservation check at invoke.admit, immediately before
 // invocation: nil when f still holds, live, every reservation Claims
-// gives, else an error wrapping ErrReservationLost. It has the signature
+// gives, else an error wrapping ErrReservationLost and ledger.ErrReserved
+// (so that package supervise refuses the host). It has the signature
 // of package supervise's reservation port.
 func (c *Catalogue) Recheck(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any) error {
 	claims, err := Claims(b, m, arguments)
@@ -144,8 +145,8 @@ func (c *Catalogue) Recheck(ctx context.Context, f ledger.Fence, b manifest.Prov
 			}
 		}
 		if !found {
-			return fmt.Errorf("%w: operation %q (attempt %q, generation %d) does not hold %q",
-				ErrReservationLost, f.OperationID, f.AttemptID, f.Generation, cl.Key)
+			return fmt.Errorf("%w (%w): operation %q (attempt %q, generation %d) does not hold %q",
+				ErrReservationLost, ledger.ErrReserved, f.OperationID, f.AttemptID, f.Generation, cl.Key)
 		}
 	}
 	return nil

@@ -65,7 +65,8 @@
 // cancelled; the operation read from the ledger: cancelled → cancelled;
 // the binding's capability, request digest or manifest digest not the
 // operation's → refused; the Authority: Refuse → refused, Hold →
-// waiting_approval; then ledger Admit, which checks the fence, the
+// waiting_approval; with a Reserver, its Recheck: the attempt no longer
+// holds its reservations (ledger.ErrReserved) → refused; then ledger Admit, which checks the fence, the
 // deadline and the request digest and records the admission:
 // ErrCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
 // ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
@@ -123,6 +124,18 @@
 // Invoke of the same operation took first (or a new operation it created
 // first with another default deadline) is prepared again from a fresh
 // read, at most 4 times; anything else is returned as an error.
+//
+// With a Reserver (Config.Reserver, e.g. a catalogue.Catalogue), the
+// launch is recorded before the host starts instead (a reservation is
+// fenced with its attempt, so the attempt must exist first), and the
+// attempt takes its capability's resource reservations before anything is
+// launched, waiting up to Call.ReservationWait for another attempt that
+// holds one; if it cannot, the attempt ends refused without launching, and
+// the error names the holder (errors.Is ledger.ErrReserved, errors.As
+// *ledger.ReservationError). The reservations are re-checked at
+// invoke.admit and released when the attempt ends, whatever its outcome
+// (a crash leaves them to be freed by the next attempt's fence, the
+// operation's end or its deadline).
 //
 // Ledger writes of one invocation, each fsynced by a durable ledger:
 // LaunchAttempt (beside the host's start), RedeemBootstrap, Admit, two per

@@ -93,6 +93,9 @@ func (c *HandlerConfig) validate() error {
 	if c.OutcomeTimeout < 0 {
 		add("OutcomeTimeout is negative")
 	}
+	if c.Reserver != nil && (c.Provider == nil || c.Manifest == nil) {
+		add("a Reserver needs Provider and Manifest")
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -281,8 +284,9 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 
 // Admit re-checks, immediately before invocation: the in-process cancel
 // signal, that the attempt's binding names the operation's capability,
-// request and manifest digests, the Authority, and then the ledger (fence,
-// deadline, request digest, cancellation), which records the admission.
+// request and manifest digests, the Authority, the reservations (Reserver),
+// and then the ledger (fence, deadline, request digest, cancellation),
+// which records the admission.
 func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision, error) {
 	ev := Event{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
@@ -331,6 +335,16 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision
 		return answer(ipc.StateWaitingApproval, orReason(v.Reason, "held for approval by the authority"))
 	default:
 		return ipc.Decision{}, fmt.Errorf("supervise: authority returned decision %q on admission, want allow, refuse or hold", v.Decision)
+	}
+	if h.cfg.Reserver != nil {
+		err := h.cfg.Reserver.Recheck(ctx, f, *h.cfg.Provider, *h.cfg.Manifest, req.Payload.Arguments)
+		if errors.Is(err, ledger.ErrReserved) {
+			ev.Refusal = err
+			return answer(ipc.StateRefused, err.Error())
+		}
+		if err != nil {
+			return ipc.Decision{}, fmt.Errorf("supervise: re-checking the reservations: %w", err)
+		}
 	}
 	if _, err := h.cfg.Ledger.Admit(ctx, f, b.RequestDigest); err != nil {
 		if st, ok := refusal(err); ok {

@@ -176,7 +176,9 @@ func (NoEffects) Dispatch(context.Context, Dispatch) (Receipt, error) {
 // ledger.ErrReserved (a *ledger.ReservationError naming the holder) is
 // answered refused, any other error is returned as the cause of the
 // failure to start. Recheck returns nil when the attempt still holds what
-// it needs; any error refuses the admission. Release must free what the
+// it needs, an error wrapping ledger.ErrReserved when it does not (the
+// host is refused), and any other error when it cannot tell (the host is
+// answered needs_reconciliation). Release must free what the
 // attempt holds even when it was fenced off; reservations of an attempt
 // whose Release never ran (a crash) must be freed by the operation's next
 // attempt, its end or its deadline.

@@ -430,6 +430,20 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	}
 	record := ledger.AttemptLaunch{Operation: specOf(op), AttemptID: fence.AttemptID, Generation: fence.Generation,
 		BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest}
+	// A reservation is fenced with its attempt, so with a Reserver the
+	// launch is recorded before the host starts (its fsync is then on the
+	// critical path) and the reservations are taken before anything runs.
+	launched := false
+	if s.cfg.Reserver != nil {
+		if _, err := s.cfg.Ledger.LaunchAttempt(ctx, record); err != nil {
+			return s.launchRefused(ctx, c, o, err)
+		}
+		launched = true
+		if done, res, err := s.reserve(ctx, c, m, prep.Arguments, fence, binding, o, started); done {
+			return res, false, err
+		}
+		defer s.release(ctx, fence)
+	}
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -441,6 +455,7 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	h, err := NewHandler(HandlerConfig{
 		Ledger: s.cfg.Ledger, Fence: fence, Binding: binding, BootstrapID: bootstrapID, Manifest: &m,
 		Validator: s.validator, Authority: s.cfg.Authority, Dispatcher: s.cfg.Dispatcher, Cancelled: r.cancelled,
+		Reserver: s.cfg.Reserver, Provider: &s.cfg.Provider,
 		OutcomeTimeout: s.cfg.OutcomeTimeout, Observer: s.cfg.Observer, Logger: s.cfg.Logger,
 	})
 	if err != nil {
@@ -455,10 +470,12 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 	h.issue = &issue{done: make(chan struct{})}
 	go func() {
 		defer close(h.issue.done)
-		if _, err := s.cfg.Ledger.LaunchAttempt(ctx, record); err != nil {
-			h.issue.err = err
-			stop() // nothing is recorded for this host: stop it now
-			return
+		if !launched {
+			if _, err := s.cfg.Ledger.LaunchAttempt(ctx, record); err != nil {
+				h.issue.err = err
+				stop() // nothing is recorded for this host: stop it now
+				return
+			}
 		}
 		if !recorded {
 			op := op
