@@ -54,14 +54,7 @@ func backends(t *testing.T) []backend {
 			t.Cleanup(func() { l.Close(bg) })
 			return l
 		}},
-		{name: "bolt", open: func(t *testing.T) catalogue.Store {
-			l, err := bolt.Open(filepath.Join(t.TempDir(), "ledger.db"), bolt.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { l.Close(bg) })
-			return l
-		}},
+		{name: "bolt", open: func(t *testing.T) catalogue.Store { return openBolt(t) }},
 	}
 	if dsn := os.Getenv(dsnEnv); dsn != "" {
 		out = append(out, backend{name: "postgres",
@@ -73,6 +66,16 @@ func backends(t *testing.T) []backend {
 		t.Logf("PostgreSQL backend skipped: set %s to run it", dsnEnv)
 	}
 	return out
+}
+
+func openBolt(t *testing.T) *bolt.Ledger {
+	t.Helper()
+	l, err := bolt.Open(filepath.Join(t.TempDir(), "ledger.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(bg) })
+	return l
 }
 
 func openPostgres(t *testing.T, dsn, schema string) *postgres.Ledger {

@@ -103,6 +103,10 @@ func (c *Catalogue) Reserve(ctx context.Context, f ledger.Fence, b manifest.Prov
 		if left <= 0 {
 			return fmt.Errorf("catalogue: operation %q waited %v: %w", f.OperationID, wait, err)
 		}
+		if timer == nil {
+			c.log.Debug("catalogue: waiting for a reservation", "operation", f.OperationID, "attempt", f.AttemptID,
+				"key", re.Claim.Key, "holder", re.Holder.Holder.OperationID, "holder_attempt", re.Holder.Holder.AttemptID)
+		}
 		d := min(left, c.poll)
 		if dl := re.Holder.Deadline; !dl.IsZero() {
 			d = min(d, max(time.Until(dl), time.Millisecond))
