@@ -122,6 +122,9 @@ func (tr *tracker) take(h holder) error {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	now := time.Now()
+	if !h.deadline.IsZero() && !now.Before(h.deadline) {
+		return nil // it got its reservations, but its deadline has passed since
+	}
 	for _, o := range tr.holders {
 		if !o.deadline.IsZero() && !now.Before(o.deadline) {
 			continue // its deadline passed: the ledger no longer counts it

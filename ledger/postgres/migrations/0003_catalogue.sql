@@ -1,4 +1,4 @@
--- Schema version 2: the catalogue's records (ledger.CatalogueStore), in
+-- Schema version 3: the catalogue's records (ledger.CatalogueStore), in
 -- one table of (kind, key) → value, the same records every backend keeps
 -- (ledger/internal/core, catalogue.go): kind is the record's kind, key the
 -- tuple it is filed under (an order-preserving byte encoding, so that a
