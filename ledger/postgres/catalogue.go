@@ -15,7 +15,7 @@ import (
 )
 
 // The catalogue's records (ledger.CatalogueStore) are decided by the
-// shared core over the catalogue table (migrations/0003_catalogue.sql):
+// shared core over the catalogue table (migrations/0004_catalogue.sql):
 // each call is one SERIALIZABLE transaction of a few statements, run again
 // on a serialization failure like every other call. Deadlines (reservation
 // liveness) are judged by the server's clock at the transaction's start.

@@ -65,7 +65,7 @@
 //
 // The Ledger is also a [ledger.CatalogueStore]: admitted provider
 // generations, operation pins, consent and resource reservations, in one
-// table (migrations/0003_catalogue.sql) of records the ledger's shared core
+// table (migrations/0004_catalogue.sql) of records the ledger's shared core
 // decides, as for every backend. Each of those calls is one SERIALIZABLE
 // transaction of a few statements that first takes transaction-scoped
 // advisory locks on the keys it guards (a provider, a pin, an account's
