@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -40,12 +41,7 @@ func BenchmarkCatalogueReservation(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("writers=%d/reserve-release", w), func(b *testing.B) {
 			l := openBoltBench(b)
-			c, err := catalogue.New(catalogue.Config{Store: l, Discover: func(context.Context, manifest.ProviderBinding) (canon.Digest, error) {
-				return "", nil
-			}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			c := benchCatalogue(b, l)
 			prov, m := reservationCapability(b)
 			ctx := context.Background()
 			fences := make([]ledger.Fence, w)
@@ -56,9 +52,11 @@ func BenchmarkCatalogueReservation(b *testing.B) {
 					RequestDigest: canon.Sum([]byte("req")), ManifestDigest: prov.ManifestDigest, Deadline: time.Now().Add(time.Hour)}); err != nil {
 					b.Fatal(err)
 				}
-				if fences[i], err = l.StartAttempt(ctx, benchScope, op, "a1"); err != nil {
+				f, err := l.StartAttempt(ctx, benchScope, op, "a1")
+				if err != nil {
 					b.Fatal(err)
 				}
+				fences[i] = f
 				args[i] = map[string]any{"account": fmt.Sprint("account-", i)}
 			}
 			runWriters(b, w, func(i int) error {
@@ -78,12 +76,7 @@ func BenchmarkCatalogueReservation(b *testing.B) {
 func BenchmarkCatalogueReservationPaired(b *testing.B) {
 	ctx := context.Background()
 	l := openBoltBench(b)
-	c, err := catalogue.New(catalogue.Config{Store: l, Discover: func(context.Context, manifest.ProviderBinding) (canon.Digest, error) {
-		return "", nil
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := benchCatalogue(b, l)
 	prov, m := reservationCapability(b)
 	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: benchScope, OperationID: "held", CapabilityID: "example.res@1.0.0",
 		RequestDigest: canon.Sum([]byte("req")), ManifestDigest: prov.ManifestDigest, Deadline: time.Now().Add(time.Hour)}); err != nil {
@@ -119,6 +112,18 @@ func BenchmarkCatalogueReservationPaired(b *testing.B) {
 }
 
 var benchScope = ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
+
+// benchCatalogue is a catalogue over l; reservations need no admission,
+// so its discovery port is never asked.
+func benchCatalogue(b *testing.B, l *bolt.Ledger) *catalogue.Catalogue {
+	c, err := catalogue.New(catalogue.Config{Store: l, Discover: func(context.Context, manifest.ProviderBinding) (canon.Digest, error) {
+		return "", errors.New("no discovery in the benchmark")
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
 
 func openBoltBench(b *testing.B) *bolt.Ledger {
 	l, err := bolt.Open(filepath.Join(b.TempDir(), "ledger.db"), bolt.Options{})

@@ -69,39 +69,16 @@ func benchAuthorize(b *testing.B, l ledger.Ledger, writers int, stats func() bol
 	if stats != nil {
 		before = stats()
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for i := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f := fences[i]
-			for {
-				n := next.Add(1)
-				if n > int64(b.N) {
-					return
-				}
-				id := fmt.Sprint("e", n)
-				if _, err := l.BeginEffect(ctx, f, id, d); err != nil {
-					errs <- err
-					return
-				}
-				if _, err := l.ConfirmEffect(ctx, f, id, d, "rcpt-"+id); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	runWriters(b, writers, func(i int) error {
+		f := fences[i]
+		id := fmt.Sprint("e", next.Add(1))
+		if _, err := l.BeginEffect(ctx, f, id, d); err != nil {
+			return err
+		}
+		_, err := l.ConfirmEffect(ctx, f, id, d, "rcpt-"+id)
+		return err
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "auth/s")
 	if stats != nil {
 		after := stats()

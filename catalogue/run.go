@@ -157,30 +157,30 @@ func (c *Catalogue) pinnedCapability(ctx context.Context, pin ledger.OperationPi
 // refused); any other error means the catalogue could not decide.
 // Reservations are re-checked separately by Recheck.
 func (c *Catalogue) CheckAdmission(ctx context.Context, op ledger.Operation) error {
-	pin, err := c.pinOf(ctx, op)
-	if err != nil {
-		return err
-	}
-	e, _, err := c.pinnedCapability(ctx, pin)
+	pin, e, err := c.running(ctx, op)
 	if err != nil {
 		return err
 	}
 	return c.checkConsentFor(ctx, op.Scope, e, pin.Account)
 }
 
-func (c *Catalogue) pinOf(ctx context.Context, op ledger.Operation) (ledger.OperationPin, error) {
+// running returns the pin of the recorded operation op and its capability
+// in the pinned generation, refusing an operation never prepared, one
+// whose record disagrees with its pin, and one its scope may not see.
+func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (ledger.OperationPin, *Capability, error) {
 	pin, err := c.store.OperationPin(ctx, op.Scope, op.OperationID)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return pin, fmt.Errorf("%w: operation %q", ErrNotPinned, op.OperationID)
+		return pin, nil, fmt.Errorf("%w: operation %q", ErrNotPinned, op.OperationID)
 	}
 	if err != nil {
-		return pin, fmt.Errorf("catalogue: operation %q: reading its pin: %w", op.OperationID, err)
+		return pin, nil, fmt.Errorf("catalogue: operation %q: reading its pin: %w", op.OperationID, err)
 	}
 	if pin.CapabilityID != op.CapabilityID || pin.ManifestDigest != op.ManifestDigest {
-		return pin, fmt.Errorf("%w: operation %q is recorded for %s with manifest digest %s, pinned to %s with %s",
+		return pin, nil, fmt.Errorf("%w: operation %q is recorded for %s with manifest digest %s, pinned to %s with %s",
 			ErrOperationMismatch, op.OperationID, op.CapabilityID, op.ManifestDigest, pin.CapabilityID, pin.ManifestDigest)
 	}
-	return pin, nil
+	e, _, err := c.pinnedCapability(ctx, pin)
+	return pin, e, err
 }
 
 // CheckEffect is the catalogue's decision for a new effect an attempt of
@@ -192,11 +192,7 @@ func (c *Catalogue) pinOf(ctx context.Context, op ledger.Operation) (ledger.Oper
 // asks again); ErrUnknownCapability, ErrNotPinned or ErrOperationMismatch
 // mean refuse; any other error means the catalogue could not decide.
 func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connectionRef, effectOperation string) error {
-	pin, err := c.pinOf(ctx, op)
-	if err != nil {
-		return err
-	}
-	e, _, err := c.pinnedCapability(ctx, pin)
+	pin, e, err := c.running(ctx, op)
 	if err != nil {
 		return err
 	}

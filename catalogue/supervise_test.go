@@ -223,6 +223,30 @@ func (r *hostRig) run(ctx context.Context, t *testing.T, op, capability string, 
 		Deadline: time.Now().Add(time.Minute), ReservationWait: wait})
 }
 
+// both runs op-1 and op-2 of example.locked@1.0.0 at once, on the two
+// accounts, each after start(op) returns (when set), with admit as the
+// admission hook, and fails the test unless both succeed.
+func (r *hostRig) both(ctx context.Context, t *testing.T, accounts [2]string, start func(op string), admit func(supervise.Admission)) {
+	var wg sync.WaitGroup
+	outcomes := make([]error, 2)
+	for i, op := range []string{"op-1", "op-2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if start != nil {
+				start(op)
+			}
+			_, outcomes[i] = r.run(ctx, t, op, "example.locked@1.0.0", map[string]any{"text": op, "account": accounts[i]}, time.Minute, admit)
+		}()
+	}
+	wg.Wait()
+	for i, err := range outcomes {
+		if err != nil {
+			t.Fatalf("invocation %d: %v", i+1, err)
+		}
+	}
+}
+
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	t.Cleanup(cancel)
@@ -238,34 +262,20 @@ func TestSerialPerResourceWithHosts(t *testing.T) {
 	t.Run("same key", func(t *testing.T) {
 		ctx := testContext(t)
 		r := newHostRig(t, locked)
-		var wg sync.WaitGroup
-		outcomes := make([]error, 2)
-		for i, op := range []string{"op-1", "op-2"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if i == 1 {
-					// op-2 starts once op-1 is inside invoke.admit,
-					// holding the key.
-					r.events.wait(ctx, t, "admit op-1")
-				}
-				_, outcomes[i] = r.run(ctx, t, op, "example.locked@1.0.0", map[string]any{"text": op, "account": "acme"}, time.Minute,
-					func(a supervise.Admission) {
-						r.events.add("admit " + a.Operation.OperationID)
-						if a.Operation.OperationID == "op-1" {
-							// Hold op-1 until op-2 is seen waiting for
-							// the reservation.
-							r.events.wait(ctx, t, "wait op-2")
-						}
-					})
-			}()
-		}
-		wg.Wait()
-		for i, err := range outcomes {
-			if err != nil {
-				t.Fatalf("invocation %d: %v", i+1, err)
+		r.both(ctx, t, [2]string{"acme", "acme"}, func(op string) {
+			if op == "op-2" {
+				// op-2 starts once op-1 is inside invoke.admit, holding
+				// the key.
+				r.events.wait(ctx, t, "admit op-1")
 			}
-		}
+		}, func(a supervise.Admission) {
+			r.events.add("admit " + a.Operation.OperationID)
+			if a.Operation.OperationID == "op-1" {
+				// Hold op-1 until op-2 is seen waiting for the
+				// reservation.
+				r.events.wait(ctx, t, "wait op-2")
+			}
+		})
 		got := r.events.snapshot()
 		if a1, w2, rel1, a2 := r.events.index("admit op-1"), r.events.index("wait op-2"), r.events.index("release op-1"), r.events.index("admit op-2"); !(a1 < w2 && w2 < rel1 && rel1 < a2) {
 			t.Fatalf("events %v: want op-1 admitted, op-2 waiting, op-1 released, op-2 admitted, in that order", got)
@@ -277,30 +287,14 @@ func TestSerialPerResourceWithHosts(t *testing.T) {
 	t.Run("different keys", func(t *testing.T) {
 		ctx := testContext(t)
 		r := newHostRig(t, locked)
-		var wg sync.WaitGroup
-		outcomes := make([]error, 2)
-		for i, op := range []string{"op-1", "op-2"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				account := []string{"acme", "globex"}[i]
-				_, outcomes[i] = r.run(ctx, t, op, "example.locked@1.0.0", map[string]any{"text": op, "account": account}, time.Minute,
-					func(a supervise.Admission) {
-						me := a.Operation.OperationID
-						r.events.add("admit " + me)
-						// Each stays in invoke.admit until the other is
-						// there too: both hold their keys at once.
-						other := map[string]string{"op-1": "op-2", "op-2": "op-1"}[me]
-						r.events.wait(ctx, t, "admit "+other)
-					})
-			}()
-		}
-		wg.Wait()
-		for i, err := range outcomes {
-			if err != nil {
-				t.Fatalf("invocation %d: %v", i+1, err)
-			}
-		}
+		r.both(ctx, t, [2]string{"acme", "globex"}, nil, func(a supervise.Admission) {
+			me := a.Operation.OperationID
+			r.events.add("admit " + me)
+			// Each stays in invoke.admit until the other is there too:
+			// both hold their keys at once.
+			other := map[string]string{"op-1": "op-2", "op-2": "op-1"}[me]
+			r.events.wait(ctx, t, "admit "+other)
+		})
 		if r.events.index("wait op-1") >= 0 || r.events.index("wait op-2") >= 0 {
 			t.Fatalf("events %v: an invocation on another key waited", r.events.snapshot())
 		}

@@ -107,49 +107,17 @@ func isStorage(err error) bool {
 	return errors.As(err, &se)
 }
 
-// appendKey appends each part, escaping 0x00 as 0x00 0xff and ending each
-// part with 0x00 0x01. Byte order of encoded tuples equals the
-// lexicographic order of the tuples, and no encoded tuple is a prefix of
-// another with a different first part.
-func appendKey(b []byte, parts ...string) []byte {
-	for _, p := range parts {
-		for i := 0; i < len(p); i++ {
-			if p[i] == 0 {
-				b = append(b, 0, 0xff)
-			} else {
-				b = append(b, p[i])
-			}
-		}
-		b = append(b, 0, 1)
-	}
-	return b
-}
+// appendKey appends the order-preserving, prefix-free encoding of a tuple
+// (core.AppendKey): byte order of encoded tuples equals the lexicographic
+// order of the tuples, and no encoded tuple is a prefix of another with a
+// different first part.
+func appendKey(b []byte, parts ...string) []byte { return core.AppendKey(b, parts...) }
 
 // splitKey decodes a key made by appendKey.
 func splitKey(k []byte) ([]string, error) {
-	var parts []string
-	var cur []byte
-	for i := 0; i < len(k); i++ {
-		if k[i] != 0 {
-			cur = append(cur, k[i])
-			continue
-		}
-		if i+1 >= len(k) {
-			return nil, fmt.Errorf("ledger/bolt: key %q: truncated escape: %w", k, ledger.ErrCorrupt)
-		}
-		i++
-		switch k[i] {
-		case 0xff:
-			cur = append(cur, 0)
-		case 1:
-			parts = append(parts, string(cur))
-			cur = cur[:0]
-		default:
-			return nil, fmt.Errorf("ledger/bolt: key %q: bad escape: %w", k, ledger.ErrCorrupt)
-		}
-	}
-	if len(cur) != 0 {
-		return nil, fmt.Errorf("ledger/bolt: key %q: unterminated part: %w", k, ledger.ErrCorrupt)
+	parts, err := core.SplitKey(k)
+	if err != nil {
+		return nil, fmt.Errorf("ledger/bolt: key %q: %v: %w", k, err, ledger.ErrCorrupt)
 	}
 	return parts, nil
 }

@@ -1,7 +1,6 @@
 package ledgertest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -43,17 +42,7 @@ func RunCatalogue(t *testing.T, open CatalogueOpener) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := open(t)
-			if l == nil {
-				t.Fatal("open returned a nil ledger")
-			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				if err := l.Close(ctx); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
+			l := openChecked(t, open)
 			tt.fn(t, l)
 			Check(t, l)
 		})

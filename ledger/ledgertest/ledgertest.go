@@ -83,10 +83,10 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-func openChecked(t *testing.T, open Opener) ledger.Ledger {
+func openChecked[L ledger.Ledger](t *testing.T, open func(t *testing.T) L) L {
 	t.Helper()
 	l := open(t)
-	if l == nil {
+	if any(l) == nil {
 		t.Fatal("open returned a nil ledger")
 	}
 	t.Cleanup(func() {

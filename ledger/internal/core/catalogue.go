@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,22 +74,56 @@ type CatTx interface {
 	Lock(kind Kind, key string) error
 }
 
-// Key encodes a tuple: each part with 0x00 escaped as 0x00 0xff and ended
-// by 0x00 0x01. Byte order of keys is the order of the tuples, and the key
-// of a tuple is a prefix of the keys of its extensions only.
-func Key(parts ...string) string {
-	var b strings.Builder
+// Key encodes a tuple (see AppendKey) as a string.
+func Key(parts ...string) string { return string(AppendKey(nil, parts...)) }
+
+// AppendKey appends the encoding of a tuple to b: each part with 0x00
+// escaped as 0x00 0xff and ended by 0x00 0x01. Byte order of encoded
+// tuples is the order of the tuples, and the encoding of a tuple is a
+// prefix of the encodings of its extensions only. ledger/bolt keys its
+// buckets with it too.
+func AppendKey(b []byte, parts ...string) []byte {
 	for _, p := range parts {
 		for i := 0; i < len(p); i++ {
 			if p[i] == 0 {
-				b.WriteString("\x00\xff")
+				b = append(b, 0, 0xff)
 			} else {
-				b.WriteByte(p[i])
+				b = append(b, p[i])
 			}
 		}
-		b.WriteString("\x00\x01")
+		b = append(b, 0, 1)
 	}
-	return b.String()
+	return b
+}
+
+// SplitKey decodes an encoded tuple. Its errors say what is malformed;
+// callers wrap them with ledger.ErrCorrupt.
+func SplitKey[K ~string | ~[]byte](k K) ([]string, error) {
+	var parts []string
+	var cur []byte
+	for i := 0; i < len(k); i++ {
+		if k[i] != 0 {
+			cur = append(cur, k[i])
+			continue
+		}
+		if i+1 >= len(k) {
+			return nil, errors.New("truncated escape")
+		}
+		i++
+		switch k[i] {
+		case 0xff:
+			cur = append(cur, 0)
+		case 1:
+			parts = append(parts, string(cur))
+			cur = cur[:0]
+		default:
+			return nil, errors.New("bad escape")
+		}
+	}
+	if len(cur) != 0 {
+		return nil, errors.New("unterminated part")
+	}
+	return parts, nil
 }
 
 func genHex(g int64) string {
@@ -282,7 +317,7 @@ func LatestProviders(tx CatTx) (ledger.CatalogueSnapshot, error) {
 	var all []latest
 	var bad error
 	err = tx.ScanRecs(KindLatest, "", func(key string, raw []byte) bool {
-		parts, err := splitKey(key)
+		parts, err := SplitKey(key)
 		var gen int64
 		if err == nil && len(parts) != 2 {
 			err = fmt.Errorf("%d parts", len(parts))
@@ -318,35 +353,6 @@ func LatestProviders(tx CatTx) (ledger.CatalogueSnapshot, error) {
 		out.Providers = append(out.Providers, rec)
 	}
 	return out, nil
-}
-
-// splitKey decodes a key made by Key.
-func splitKey(k string) ([]string, error) {
-	var parts []string
-	var cur []byte
-	for i := 0; i < len(k); i++ {
-		if k[i] != 0 {
-			cur = append(cur, k[i])
-			continue
-		}
-		if i+1 >= len(k) {
-			return nil, fmt.Errorf("truncated escape")
-		}
-		i++
-		switch k[i] {
-		case 0xff:
-			cur = append(cur, 0)
-		case 1:
-			parts = append(parts, string(cur))
-			cur = cur[:0]
-		default:
-			return nil, fmt.Errorf("bad escape")
-		}
-	}
-	if len(cur) != 0 {
-		return nil, fmt.Errorf("unterminated part")
-	}
-	return parts, nil
 }
 
 // CatalogueRevision implements ledger.CatalogueStore.CatalogueRevision.
@@ -616,7 +622,7 @@ func heldBy(tx CatTx, f ledger.Fence) ([]ledger.Reservation, error) {
 	var keys []string
 	var bad error
 	err := tx.ScanRecs(KindHolding, Key(f.Scope.OrganizationID, f.Scope.ProjectID, f.OperationID), func(key string, _ []byte) bool {
-		parts, err := splitKey(key)
+		parts, err := SplitKey(key)
 		if err != nil || len(parts) != 4 {
 			bad = fmt.Errorf("ledger: reservation index key %q: %w", key, ledger.ErrCorrupt)
 			return false
