@@ -47,6 +47,12 @@ var (
 	// ending of the host's own) explains, and so on. The Runtime's
 	// evidence wins; the claim is a protocol failure.
 	ErrSessionMismatch = errors.New("launch: host result disagrees with the IPC session")
+	// ErrExitUnknown: the exit status of a host launched warm is not
+	// known, because the zygote server that forked it (its parent, which
+	// alone can reap it) was lost before reporting it, or reported one
+	// the host's pidfd contradicts. The host was killed; nothing it
+	// printed is taken for its result.
+	ErrExitUnknown = errors.New("launch: host exit status unknown: its zygote server was lost")
 )
 
 // ResultError is a protocol failure found in a host's stdout and exit status.
@@ -83,6 +89,8 @@ type ResultError struct {
 func (e *ResultError) Error() string {
 	msg := e.Err.Error()
 	switch {
+	case e.Err == ErrExitUnknown:
+		msg += " (exit status unknown"
 	case e.Signal != nil:
 		msg += fmt.Sprintf(" (signal %v", e.Signal)
 	case e.ExitCode < 0:

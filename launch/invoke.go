@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -102,14 +103,15 @@ func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error
 // ctx bounds the whole call together with the attempt deadline; when it is
 // done the host is stopped the same way. Invoke is safe for concurrent use.
 func (l *Launcher) Invoke(ctx context.Context, inv Invocation) (*Outcome, error) {
-	return l.invoke(ctx, inv, nil)
+	return l.invoke(ctx, inv, nil, nil)
 }
 
 // rawServe replaces the ipc.Session in tests that need a misbehaving Runtime
 // peer.
 type rawServe func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error
 
-func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*Outcome, error) {
+// invoke runs inv, launching the host through z when it is set.
+func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *Zygote) (*Outcome, error) {
 	if inv.Handler == nil && raw == nil {
 		return nil, fmt.Errorf("%w: Invocation.Handler is nil", ErrInvalidConfig)
 	}
@@ -149,12 +151,20 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 	}
 	var session *ipc.Session
 	out := &Outcome{LaunchDigest: enc.LaunchDigest}
-	p, serveErr, err := l.run(ctx, spec{
+	run := l.run
+	if z != nil {
+		if z.l != l {
+			return nil, fmt.Errorf("%w: the zygote was started by another launcher", ErrInvalidConfig)
+		}
+		run = z.run
+	}
+	p, serveErr, err := run(ctx, spec{
 		args:     invokeArgs,
 		fd3:      enc.Bytes,
 		stdin:    inv.Request,
 		dir:      inv.Dir,
 		deadline: c.Deadline(),
+		provider: &c.Provider,
 		serve: func(ctx context.Context, conn net.Conn, pid int) error {
 			if raw != nil {
 				return raw(ctx, conn, pid, enc.LaunchDigest)
@@ -175,6 +185,10 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe) (*O
 	}
 	out.History = History{Session: out.Session, SessionErr: serveErr, Stopped: p.Stopped,
 		DeadlinePassed: !time.Now().Before(c.Deadline()), OutOfScope: outOfScope(c, inv.Request)}
+	if errors.Is(p.WaitErr, ErrExitUnknown) {
+		return out, &ResultError{Err: ErrExitUnknown, ExitCode: -1, WantExitCode: -1, Want: c.Attempt,
+			Stdout: head(p.Stdout), StdoutLen: int(min(p.StdoutBytes, int64(MaxResultBytes+1))), Cause: p.WaitErr}
+	}
 	r, err := parseResult(p.Stdout, p.ExitCode, c.Attempt)
 	if err != nil {
 		if re, ok := err.(*ResultError); ok {

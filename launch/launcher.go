@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 // Defaults of Config.
@@ -274,6 +277,9 @@ type Process struct {
 	WaitErr error
 	// Elapsed is the time from start to reap.
 	Elapsed time.Duration
+	// Warm reports that the host was forked from a zygote's server
+	// (Zygote.Invoke) rather than started cold.
+	Warm bool
 }
 
 // spec describes one process to run.
@@ -283,16 +289,19 @@ type spec struct {
 	stdin    []byte   // bytes on FD 0
 	dir      string   // "" means Config.Dir
 	deadline time.Time
+	// provider is the binding whose environment the host runs in (for a
+	// warm launch); nil for discovery.
+	provider *manifest.ProviderBinding
 	// serve, when set, gets the Runtime end of a socketpair whose other end
 	// is the child's FD 4, and the child's pid. It runs while the process
 	// lives, must return when ctx is cancelled, and owns conn.
 	serve func(ctx context.Context, conn net.Conn, pid int) error
 }
 
-// stopSequence waits for the leader's exit, sending SIGTERM and then, after
-// the grace period, SIGKILL to the group when ctx ends. It returns the value
-// received from exited.
-func (l *Launcher) stopSequence(ctx context.Context, deadlineCtx bool, pid int, exited <-chan error, p *Process) error {
+// stopSequence waits for the host's exit, and when ctx ends first sends
+// SIGTERM through signal and then, after the grace period, SIGKILL. It
+// returns the value received from exited.
+func (l *Launcher) stopSequence(ctx context.Context, deadlineCtx bool, pid int, signal func(syscall.Signal), exited <-chan error, p *Process) error {
 	select {
 	case err := <-exited:
 		return err
@@ -302,7 +311,7 @@ func (l *Launcher) stopSequence(ctx context.Context, deadlineCtx bool, pid int, 
 	if deadlineCtx {
 		p.Stopped = StopDeadline
 	}
-	_ = signalGroup(pid, syscall.SIGTERM)
+	signal(syscall.SIGTERM)
 	t := time.NewTimer(l.cfg.Grace)
 	defer t.Stop()
 	select {
@@ -312,8 +321,68 @@ func (l *Launcher) stopSequence(ctx context.Context, deadlineCtx bool, pid int, 
 	}
 	p.Killed = true
 	l.log.Warn("launch: host outlived its grace period; killing its process group", "pid", pid, "grace", l.cfg.Grace)
-	_ = signalGroup(pid, syscall.SIGKILL)
+	signal(syscall.SIGKILL)
 	return <-exited
+}
+
+// supervision returns the context that bounds a host started at start:
+// ctx, and the attempt deadline, but never less than one grace period
+// after start, so that a host launched at (or just before) its deadline
+// can still report timed_out itself instead of being killed during
+// startup. deadlineCtx reports that the attempt deadline, not ctx's own,
+// is the nearer one.
+func (l *Launcher) supervision(ctx context.Context, deadline, start time.Time) (sctx context.Context, deadlineCtx bool, cancel context.CancelFunc) {
+	if deadline.IsZero() {
+		return ctx, false, func() {}
+	}
+	if floor := start.Add(l.cfg.Grace); deadline.Before(floor) {
+		deadline = floor
+	}
+	if d, ok := ctx.Deadline(); !ok || deadline.Before(d) {
+		deadlineCtx = true
+	}
+	sctx, cancel = context.WithDeadline(ctx, deadline)
+	return sctx, deadlineCtx, cancel
+}
+
+// serving runs a spec's serve function for one process.
+type serving struct {
+	done chan struct{}
+	err  error
+	stop context.CancelFunc
+}
+
+// startServing runs s.serve (if set) on conn for the process pid until it
+// returns or ctx ends.
+func startServing(ctx context.Context, s spec, conn net.Conn, pid int) *serving {
+	sv := &serving{done: make(chan struct{})}
+	var sctx context.Context
+	sctx, sv.stop = context.WithCancel(ctx)
+	if s.serve == nil {
+		close(sv.done)
+		return sv
+	}
+	go func() {
+		defer close(sv.done)
+		sv.err = s.serve(sctx, conn, pid)
+	}()
+	return sv
+}
+
+// finish gives the session, once the host has exited, waitDelay to
+// notice that the host closed its socket (it does so before exiting),
+// then stops it, and returns its error.
+func (sv *serving) finish(waitDelay time.Duration) error {
+	t := time.NewTimer(waitDelay)
+	select {
+	case <-sv.done:
+	case <-t.C:
+		sv.stop()
+		<-sv.done
+	}
+	t.Stop()
+	sv.stop()
+	return sv.err
 }
 
 // argv returns the full argument vector for host arguments args.
@@ -324,15 +393,16 @@ func (l *Launcher) argv(args []string) []string {
 	return append(out, args...)
 }
 
-// newCmd builds the exec.Cmd shared by every platform.
-func (l *Launcher) newCmd(s spec, stdin *os.File, stdout *headWriter, stderr *tailWriter, extra []*os.File) *exec.Cmd {
-	dir := s.dir
+// command builds the exec.Cmd shared by every platform and every process
+// the launcher starts (a host, or a zygote's server): argv exactly, the
+// configured environment and nothing else, dir ("" means Config.Dir).
+func (l *Launcher) command(argv []string, dir string, stdin *os.File, stdout, stderr io.Writer, extra []*os.File) *exec.Cmd {
 	if dir == "" {
 		dir = l.cfg.Dir
 	}
 	return &exec.Cmd{
 		Path:       l.cfg.Interpreter,
-		Args:       l.argv(s.args),
+		Args:       argv,
 		Env:        slices.Clip(l.cfg.Env), // never nil: nil would inherit ours
 		Dir:        dir,
 		Stdin:      stdin,

@@ -99,34 +99,10 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		extra = append(extra, childEnd)
 	}
 
-	if !l.cfg.LeaveParentFDs {
-		if err := childproc.SweepCloexec(); err != nil {
-			l.log.Warn("launch: could not mark inherited descriptors close-on-exec", "err", err)
-		}
-	}
-	// The child closes every other descriptor number up to the bound
-	// itself, between fork and exec: a nil ExtraFiles entry is closed when
-	// the process starts. That keeps out what the sweep cannot: a
-	// descriptor another goroutine opens without close-on-exec while the
-	// child forks.
-	bound, err := childproc.ChildFDBound()
-	if err != nil {
-		bound = 3 + len(extra) + childproc.ChildCloseSlack
-		l.log.Warn("launch: could not list this process's descriptors; the child closes a fixed range", "err", err, "up_to", bound)
-	}
-	for 3+len(extra) < bound {
-		extra = append(extra, nil)
-	}
-
 	stdout := &headWriter{max: MaxResultBytes + 1}
 	stderr := &tailWriter{max: l.cfg.StderrTailBytes}
-	cmd := l.newCmd(s, stdinFile, stdout, stderr, extra)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if u := l.cfg.User; u != nil {
-		// Groups empty and NoSetGroups false: setgroups(0) clears the
-		// supplementary groups before setgid and setuid.
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
-	}
+	cmd := l.command(l.argv(s.args), s.dir, stdinFile, stdout, stderr, extra)
+	l.prepare(cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		if conn != nil {
@@ -144,38 +120,10 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		childEnd.Close()
 	}
 
-	// Supervision deadline: the attempt deadline, but never less than one
-	// grace period after start, so that a host launched at (or just before)
-	// its deadline can still report timed_out itself instead of being
-	// killed during startup; and the caller's context.
-	if !s.deadline.IsZero() {
-		if floor := start.Add(l.cfg.Grace); s.deadline.Before(floor) {
-			s.deadline = floor
-		}
-	}
-	sctx := ctx
-	deadlineCtx := false
-	if !s.deadline.IsZero() {
-		if d, ok := ctx.Deadline(); !ok || s.deadline.Before(d) {
-			deadlineCtx = true
-		}
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithDeadline(ctx, s.deadline)
-		defer cancel()
-	}
-
-	var serveErr error
-	serveDone := make(chan struct{})
-	serveCtx, stopServe := context.WithCancel(ctx)
-	defer stopServe()
-	if s.serve != nil {
-		go func() {
-			defer close(serveDone)
-			serveErr = s.serve(serveCtx, conn, pid)
-		}()
-	} else {
-		close(serveDone)
-	}
+	sctx, deadlineCtx, cancel := l.supervision(ctx, s.deadline, start)
+	defer cancel()
+	sv := startServing(ctx, s, conn, pid)
+	defer sv.stop()
 
 	exited := make(chan error, 1)
 	reaped := false
@@ -186,7 +134,8 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		go func() { exited <- cmd.Wait() }()
 		reaped = true
 	}
-	if err := l.stopSequence(sctx, deadlineCtx, pid, exited, p); err != nil {
+	group := func(sig syscall.Signal) { _ = signalGroup(pid, sig) }
+	if err := l.stopSequence(sctx, deadlineCtx, pid, group, exited, p); err != nil {
 		if reaped {
 			waitErr = err
 		} else {
@@ -206,16 +155,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 
 	// The host closes its socket before exiting; give the session the same
 	// bound as the output streams to notice, then stop it.
-	if s.serve != nil {
-		t := time.NewTimer(l.cfg.WaitDelay)
-		select {
-		case <-serveDone:
-		case <-t.C:
-			stopServe()
-			<-serveDone
-		}
-		t.Stop()
-	}
+	serveErr := sv.finish(l.cfg.WaitDelay)
 
 	if st := cmd.ProcessState; st != nil {
 		p.ExitCode = st.ExitCode()
@@ -232,6 +172,38 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	l.log.Debug("launch: host ended", "pid", pid, "exit", p.ExitCode, "signal", p.Signal,
 		"stopped", p.Stopped, "killed", p.Killed, "elapsed", p.Elapsed)
 	return p, serveErr, nil
+}
+
+// prepare makes cmd start as every process of the launcher starts (see
+// run, steps 2 and 3): in its own session, with exactly the descriptors
+// cmd names (the sweep marks any stray inheritable one of ours
+// close-on-exec, and the child closes every other number up to
+// childproc.ChildFDBound before the exec), and as Config.User.
+func (l *Launcher) prepare(cmd *exec.Cmd) {
+	if !l.cfg.LeaveParentFDs {
+		if err := childproc.SweepCloexec(); err != nil {
+			l.log.Warn("launch: could not mark inherited descriptors close-on-exec", "err", err)
+		}
+	}
+	// The child closes every other descriptor number up to the bound
+	// itself, between fork and exec: a nil ExtraFiles entry is closed when
+	// the process starts. That keeps out what the sweep cannot: a
+	// descriptor another goroutine opens without close-on-exec while the
+	// child forks.
+	bound, err := childproc.ChildFDBound()
+	if err != nil {
+		bound = 3 + len(cmd.ExtraFiles) + childproc.ChildCloseSlack
+		l.log.Warn("launch: could not list this process's descriptors; the child closes a fixed range", "err", err, "up_to", bound)
+	}
+	for 3+len(cmd.ExtraFiles) < bound {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, nil)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if u := l.cfg.User; u != nil {
+		// Groups empty and NoSetGroups false: setgroups(0) clears the
+		// supplementary groups before setgid and setuid.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: []uint32{}}
+	}
 }
 
 // signalGroup sends sig to the process group pgid. A group that no longer

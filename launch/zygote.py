@@ -1,0 +1,491 @@
+"""The fork server ("zygote") of runtimeipc's warm launch.
+
+The Go launcher starts this program as it starts a host (the exact
+interpreter and interpreter options, the launcher's environment, its own
+session, only FDs 0-3), with a SOCK_SEQPACKET control socket on FD 3, and
+embeds it: see launch/zygote.go and doc/design.md, "Warm launch". It uses
+the standard library only, and runs no host or provider code itself.
+
+Control messages are JSON objects, one per packet; descriptors travel as
+SCM_RIGHTS next to them.
+
+    launcher -> server
+      config   {op, module, preload, forbid, switches, spare, pretouch}
+      fork     {op, id, argv, env, dir, orig_argv} + [stdin, stdout,
+               stderr, context, ipc socket]   (argv, env, dir: base64)
+      signal   {op, pid, sig}     the child's process group (old kernels)
+    server -> launcher
+      ready    {op, pid, python, modules, refusal} or {op, error}
+      forked   {op, id, pid} + [pidfd]
+      refused  {op, id, reason}
+      exit     {op, pid, code}    code < 0: killed by signal -code
+
+A child leaves this program's loop at once: main() returns the job to the
+module level, which runs the host module as `python -m` runs it.
+"""
+
+import signal
+import sys
+
+# What a fresh interpreter holds, before anything of ours runs: each child
+# gets these back.
+_INITIAL_HANDLERS = {}
+for _s in signal.valid_signals():
+    try:
+        _INITIAL_HANDLERS[_s] = signal.getsignal(_s)
+    except (OSError, ValueError):
+        pass
+_INITIAL_MASK = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+
+
+def _interpreter_additions():
+    # What the interpreter added to the environment it was given while it
+    # started (LC_CTYPE under PEP 538's locale coercion): a cold host's
+    # interpreter adds the same to the same environment.
+    import os
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            given = {kv.partition(b"=")[0] for kv in f.read().split(b"\0") if kv}
+    except OSError:
+        return {}
+    return {k: v for k, v in os.environb.items() if k not in given}
+
+
+_INTERPRETER_ADDED = _interpreter_additions()
+
+import array  # noqa: E402,F401  (socket.send_fds imports it lazily)
+import base64  # noqa: E402
+import ctypes  # noqa: E402
+import fcntl  # noqa: E402
+import importlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import runpy  # noqa: E402
+import select  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
+import types  # noqa: E402
+
+_SELF = __file__
+_CTRL_FD = 3
+_MAX_PACKET = 256 << 10
+_MAX_FDS = 8
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_MADV_POPULATE_WRITE = 23
+_SCALARS = (bool, int, float, complex, str, bytes, type(None))
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class ProtocolError(Exception):
+    """The launcher sent something this server does not understand."""
+
+
+class BecomeHost(BaseException):
+    """Raised in a new child to leave the server's frames: main() catches
+    it and returns the job to the module level."""
+
+    def __init__(self, job):
+        super().__init__()
+        self.job = job
+
+
+def _send(sock, msg, fds=()):
+    data = json.dumps(msg, separators=(",", ":")).encode()
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.send(data)
+
+
+def _close_all(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _matches(name, prefixes):
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _scalars(mod):
+    return {k: v for k, v in vars(mod).items() if isinstance(v, _SCALARS)}
+
+
+class Server:
+    def __init__(self, ctrl):
+        self.ctrl = ctrl
+        self.poller = select.poll()
+        self.poller.register(ctrl.fileno(), select.POLLIN)
+        self.children = {}  # our pidfd -> pid
+        self.spare = None  # (pid, pidfd, socket) of a pre-forked child
+        self.spare_ready = False
+        self.cfg = None
+        self.pid = os.getpid()
+
+    # -- start -----------------------------------------------------------
+
+    def configure(self):
+        msg, fds, _flags, _ = socket.recv_fds(self.ctrl, _MAX_PACKET, _MAX_FDS)
+        _close_all(fds)
+        cfg = json.loads(msg)
+        if cfg.get("op") != "config":
+            raise ProtocolError("the first message is not config")
+        self.cfg = cfg
+        self.forbid = list(cfg["forbid"])
+        for name in cfg["preload"]:
+            if _matches(name, self.forbid):
+                _send(self.ctrl, {"op": "ready", "error": "preload module %s is forbidden (host or provider code)" % name})
+                return False
+            try:
+                importlib.import_module(name)
+            except BaseException as e:  # noqa: BLE001 -- reported, then exit
+                _send(self.ctrl, {"op": "ready", "error": "importing %s: %s" % (name, "".join(traceback.format_exception_only(type(e), e)).strip())})
+                return False
+        # The non-dumpable mark keeps hosts (same user) from reading or
+        # tracing this process; each child is made dumpable again.
+        _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        self.modules = set(sys.modules)
+        self.switches = {n: _scalars(sys.modules[n]) if n in sys.modules else None for n in cfg["switches"]}
+        if cfg.get("spare"):
+            self.fork_spare()
+        _send(self.ctrl, {"op": "ready", "pid": os.getpid(), "python": platform.python_version(),
+                          "modules": len(sys.modules), "refusal": self.refusal() or ""})
+        return True
+
+    # -- the pre-fork checks ---------------------------------------------
+
+    def refusal(self, passing=()):
+        """Why this process must not fork a host now, or None. passing are
+        the descriptors of the job at hand."""
+        bad = sorted(n for n in sys.modules if _matches(n, self.forbid))
+        if bad:
+            return "host or provider modules are loaded: " + ", ".join(bad[:5])
+        new = sorted(n for n in set(sys.modules) - self.modules
+                     if n.partition(".")[0] not in sys.stdlib_module_names)
+        if new:
+            return "modules were imported after the preload: " + ", ".join(new[:5])
+        tasks = len(os.listdir("/proc/self/task"))
+        if threading.active_count() != 1 or tasks != 1:
+            return "%d threads run (%d Python threads); forking needs exactly one" % (tasks, threading.active_count())
+        for name, snap in self.switches.items():
+            mod = sys.modules.get(name)
+            if (mod is None) != (snap is None) or (mod is not None and _scalars(mod) != snap):
+                return "process-wide state of module %s changed after the preload" % name
+        if sys.gettrace() is not None or sys.getprofile() is not None:
+            return "a trace or profile function is set"
+        stray = self.stray_fds(passing)
+        if stray:
+            return "descriptors held by preloaded code: %s" % stray[:5]
+        return None
+
+    def stray_fds(self, passing):
+        known = {0, 1, 2, self.ctrl.fileno()} | set(self.children) | set(passing)
+        if self.spare is not None:
+            known |= {self.spare[1], self.spare[2].fileno()}
+        out = []
+        me = "/proc/%d/fd" % os.getpid()
+        for e in os.scandir("/proc/self/fd"):
+            fd = int(e.name)
+            if fd in known:
+                continue
+            try:
+                if os.readlink(e.path) == me:
+                    continue  # the listing itself
+            except OSError:
+                continue
+            out.append(fd)
+        return out
+
+    # -- the loop ----------------------------------------------------------
+
+    def run(self):
+        """Serves until the launcher closes the socket. In a child it
+        raises BecomeHost."""
+        ctrl = self.ctrl.fileno()
+        while True:
+            for fd, _ev in self.poller.poll():
+                if fd == ctrl:
+                    self.on_message()
+                elif fd in self.children:
+                    self.on_exit(fd)
+                elif self.spare is not None and fd == self.spare[2].fileno():
+                    self.on_spare()
+
+    def on_message(self):
+        """Handles one control message; a fork raises BecomeHost in the
+        child."""
+        msg, fds, flags, _ = socket.recv_fds(self.ctrl, _MAX_PACKET, _MAX_FDS, socket.MSG_CMSG_CLOEXEC)
+        if not msg and not fds:
+            self.shutdown()
+        if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            _close_all(fds)
+            raise ProtocolError("a truncated control message")
+        m = json.loads(msg)
+        op = m.get("op")
+        if op == "fork":
+            if len(fds) != 5:
+                _close_all(fds)
+                raise ProtocolError("fork with %d descriptors, want 5" % len(fds))
+            self.on_fork(m, fds)
+            return
+        _close_all(fds)
+        if op == "signal":
+            if m["pid"] in self.children.values():
+                try:
+                    os.killpg(m["pid"], m["sig"])
+                except OSError:
+                    pass
+            return
+        raise ProtocolError("unknown op %r" % op)
+
+    def on_fork(self, m, fds):
+        reason = self.refusal(fds)
+        if reason:
+            _close_all(fds)
+            _send(self.ctrl, {"op": "refused", "id": m["id"], "reason": reason})
+            return
+        if self.spare is not None and self.spare_ready and self.hand_to_spare(m, fds):
+            return
+        pid = os.fork()
+        if pid == 0:
+            raise BecomeHost(_child(self, m, fds))
+        _close_all(fds)
+        self.adopt(pid, os.pidfd_open(pid), m["id"])
+
+    def adopt(self, pid, pidfd, job_id):
+        """Tracks child pid (pidfd is ours) and tells the launcher, passing
+        it a pidfd of its own."""
+        self.children[pidfd] = pid
+        self.poller.register(pidfd, select.POLLIN)
+        theirs = os.pidfd_open(pid)
+        _send(self.ctrl, {"op": "forked", "id": job_id, "pid": pid}, [theirs])
+        os.close(theirs)
+
+    def on_exit(self, pidfd):
+        pid = self.children.pop(pidfd)
+        self.poller.unregister(pidfd)
+        # Reap only once the group's stragglers are killed: until then the
+        # group id is certainly the child's.
+        try:
+            os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            pass
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
+        _send(self.ctrl, {"op": "exit", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
+        if self.cfg.get("spare") and self.spare is None:
+            self.fork_spare()
+
+    def shutdown(self):
+        if self.spare is not None:
+            try:
+                os.kill(self.spare[0], signal.SIGKILL)
+            except OSError:
+                pass
+        os._exit(0)
+
+    # -- the spare ---------------------------------------------------------
+
+    def fork_spare(self):
+        if self.spare is not None or self.refusal():
+            return
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            os.close(mine.detach())
+            raise BecomeHost(_spare(self, theirs))
+        theirs.close()
+        pidfd = os.pidfd_open(pid)
+        self.spare = (pid, pidfd, mine)
+        self.spare_ready = False
+        self.poller.register(mine.fileno(), select.POLLIN)
+
+    def on_spare(self):
+        pid, pidfd, sock = self.spare
+        data = b""
+        try:
+            data = sock.recv(16)
+        except OSError:
+            pass
+        if data == b"ready":
+            self.spare_ready = True
+            return
+        self.drop_spare()  # it died, or said something else
+
+    def drop_spare(self):
+        pid, pidfd, sock = self.spare
+        self.spare = None
+        self.spare_ready = False
+        self.poller.unregister(sock.fileno())
+        sock.close()
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.waitpid(pid, 0)
+        os.close(pidfd)
+
+    def hand_to_spare(self, m, fds):
+        pid, pidfd, sock = self.spare
+        try:
+            _send(sock, m, fds)
+        except OSError:
+            self.drop_spare()
+            return False
+        _close_all(fds)
+        self.spare = None
+        self.spare_ready = False
+        self.poller.unregister(sock.fileno())
+        sock.close()
+        self.adopt(pid, pidfd, m["id"])
+        return True
+
+
+# -- in a child ----------------------------------------------------------
+
+
+def _leave_server(server):
+    # The server's socket objects must never close a descriptor number
+    # that the host reuses: detach them (closing the control socket now,
+    # so that the launcher sees the server's end close with the server),
+    # and later close every number above 4.
+    os.close(server.ctrl.detach())
+    if server.spare is not None:
+        server.spare[2].detach()
+    os.setsid()
+
+
+def _spare(server, sock):
+    """A pre-forked child: waits for its job, then becomes the host."""
+    try:
+        # A spare dies with its server (and holds its output open until
+        # then); a host has no such tie, as a cold host has none.
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != server.pid:
+            os._exit(0)
+        _leave_server(server)
+        if server.cfg.get("pretouch"):
+            _pretouch()
+        sock.send(b"ready")
+        msg, fds, flags, _ = socket.recv_fds(sock, _MAX_PACKET, _MAX_FDS, socket.MSG_CMSG_CLOEXEC)
+        if not msg or len(fds) != 5 or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            os._exit(0)
+        sock.detach()
+        return _become_host(server, json.loads(msg), fds)
+    except BaseException:  # noqa: BLE001 -- a spare never returns to the loop
+        os._exit(0)
+
+
+def _pretouch():
+    """Copies every private writable page now (MADV_POPULATE_WRITE), so
+    that the host does not pay the copy-on-write faults later."""
+    madvise = _libc.madvise
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 2 or parts[1][:2] != "rw" or parts[1][3] != "p":
+                continue
+            if len(parts) > 5 and parts[5] in ("[vvar]", "[vsyscall]", "[vdso]", "[vvar_vclock]"):
+                continue
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            madvise(lo, hi - lo, _MADV_POPULATE_WRITE)
+
+
+def _child(server, m, fds):
+    try:
+        _leave_server(server)
+        return _become_host(server, m, fds)
+    except BaseException:  # noqa: BLE001 -- a child never returns to the loop
+        try:
+            os.write(2, ("zeo zygote: preparing the host failed:\n" + traceback.format_exc()).encode())
+        finally:
+            os._exit(126)
+
+
+def _become_host(server, m, fds):
+    # Descriptors: first above the range, then onto 0-4 (inheritable, as
+    # a cold host receives them), then nothing else.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds]
+    for i, fd in enumerate(high):
+        os.dup2(fd, i)
+    os.closerange(5, max(int(n) for n in os.listdir("/proc/self/fd")) + 1)
+    # Signals: the dispositions and mask of a fresh interpreter.
+    for s, h in _INITIAL_HANDLERS.items():
+        if h is None or s in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(s, h)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    signal.set_wakeup_fd(-1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, _INITIAL_MASK)
+    _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    _libc.prctl(_PR_SET_PDEATHSIG, 0, 0, 0, 0)
+    os.chdir(base64.b64decode(m["dir"]))
+    # The environment, in os.environ and at the C level alike.
+    os.environb.clear()
+    _libc.clearenv()
+    for kv in m["env"]:
+        k, _, v = base64.b64decode(kv).partition(b"=")
+        os.environb[k] = v
+    for k, v in _INTERPRETER_ADDED.items():
+        if k not in os.environb:
+            os.environb[k] = v
+    argv = [os.fsdecode(base64.b64decode(a)) for a in m["argv"]]
+    sys.orig_argv = [os.fsdecode(base64.b64decode(a)) for a in m["orig_argv"]]
+    if not sys.flags.safe_path and sys.path:
+        sys.path[0] = os.getcwd()  # as -m puts it, where the script's directory was
+    return server.cfg["module"], argv
+
+
+def _run_host(module, argv):
+    """Runs module as `python -m module argv...` does, in a fresh
+    __main__, and leaves the interpreter's own exit to decide the status."""
+    sys.argv = ["-m"] + argv
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    run = getattr(runpy, "_run_module_as_main", None)
+    try:
+        if run is not None:
+            run(module, True)
+        else:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as e:  # noqa: BLE001 -- printed as the interpreter prints it
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == _SELF:
+            tb = tb.tb_next
+        e.__traceback__ = tb  # the default hook prints the exception's own
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
+        sys.excepthook(type(e), e, tb)
+        raise SystemExit(1) from None
+
+
+def main():
+    ctrl = socket.socket(fileno=_CTRL_FD)
+    server = Server(ctrl)
+    try:
+        if server.configure():
+            server.run()
+    except BecomeHost as b:
+        return b.job
+    return None
+
+
+if __name__ == "__main__":
+    _job = main()
+    if _job is None:
+        sys.exit(1)
+    _run_host(*_job)
