@@ -20,3 +20,8 @@ func (z *Zygote) InvokeWithPeer(ctx context.Context, inv Invocation,
 	serve func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error) (*Outcome, error) {
 	return z.l.invoke(ctx, inv, serve, z)
 }
+
+// SetGroupSignals makes z signal its hosts' process groups through the
+// kernel (pidfd_send_signal with PIDFD_SIGNAL_PROCESS_GROUP) or, when
+// false, through the server, as on kernels before Linux 6.9.
+func (z *Zygote) SetGroupSignals(kernel bool) { z.groupFlag = kernel }

@@ -222,6 +222,7 @@ type rawPeer struct {
 	stale   bool
 	publish string
 	frames  int
+	bodies  [][]byte // every request frame's body, in order
 }
 
 func (p *rawPeer) serve(ctx context.Context, conn net.Conn, pid int, _ canon.Digest) error {
@@ -232,6 +233,7 @@ func (p *rawPeer) serve(ctx context.Context, conn net.Conn, pid int, _ canon.Dig
 			return nil
 		}
 		p.frames++
+		p.bodies = append(p.bodies, body)
 		req, digest, err := ipc.DecodeRequest(body, ipc.MaxMessageBytes)
 		if err != nil {
 			return err

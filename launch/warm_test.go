@@ -6,16 +6,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -279,5 +289,366 @@ func TestWarmExitsAsTheInterpreter(t *testing.T) {
 				t.Errorf("stderr differs:\nwarm %s\ncold %s", warm.Process.StderrTail, cold.Process.StderrTail)
 			}
 		})
+	}
+}
+
+// TestWarmMatchesCold runs the echo through a recording peer, warm and
+// cold: the frames are byte-identical (but for the bootstrap's pid), and
+// so are stdout, stderr and the exit status.
+func TestWarmMatchesCold(t *testing.T) {
+	e := newPyEnv(t)
+	nonce := strings.Repeat("5d", 32)
+	l := e.launcher(t, "zeotesthost", nil, e.env("ZEO_TESTHOST_NONCE="+nonce)...)
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	var warm, cold rawPeer
+	inv := e.echo(t)
+	wout, werr := z.InvokeWithPeer(testCtx(t), inv, warm.serve)
+	cout, cerr := l.InvokeWithPeer(testCtx(t), inv, cold.serve)
+	mustSucceed(t, wout, werr)
+	mustSucceed(t, cout, cerr)
+	if !wout.Process.Warm || cout.Process.Warm || len(cold.bodies) != 3 {
+		t.Fatalf("warm %v, cold %v, %d frames", wout.Process.Warm, cout.Process.Warm, len(cold.bodies))
+	}
+	pid := func(p int) []byte { return []byte(`"pid":` + strconv.Itoa(p) + `}`) }
+	if len(warm.bodies) != len(cold.bodies) {
+		t.Fatalf("%d frames warm, %d cold", len(warm.bodies), len(cold.bodies))
+	}
+	for i := range cold.bodies {
+		w := bytes.Replace(warm.bodies[i], pid(wout.Process.PID), []byte(`"pid":PID}`), 1)
+		c := bytes.Replace(cold.bodies[i], pid(cout.Process.PID), []byte(`"pid":PID}`), 1)
+		if !bytes.Equal(w, c) {
+			t.Errorf("frame %d differs:\nwarm %s\ncold %s", i+1, warm.bodies[i], cold.bodies[i])
+		}
+	}
+	if !bytes.Equal(wout.Process.Stdout, cout.Process.Stdout) || wout.Process.ExitCode != cout.Process.ExitCode ||
+		!bytes.Equal(wout.Process.StderrTail, cout.Process.StderrTail) {
+		t.Errorf("warm stdout %q exit %d stderr %q; cold stdout %q exit %d stderr %q",
+			wout.Process.Stdout, wout.Process.ExitCode, wout.Process.StderrTail,
+			cout.Process.Stdout, cout.Process.ExitCode, cout.Process.StderrTail)
+	}
+}
+
+// groupMembers returns the pids of the processes in process group pgid.
+func groupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestWarmDeadline: a warm host that ignores SIGTERM and leaves a
+// straggler in its group is stopped at the deadline, killed after the
+// grace period, and its whole group is gone, whether the kernel signals
+// the group through the pidfd or the server does (kernels before 6.9).
+func TestWarmDeadline(t *testing.T) {
+	e := newPyEnv(t)
+	l := e.launcher(t, "zeotesthost", nil, e.env()...)
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	for _, kernel := range []bool{true, false} {
+		z.SetGroupSignals(kernel)
+		args := map[string]any{"text": "stubborn spawn"}
+		inv := e.f.invocation(t, "hang", args, nil)
+		admitted := make(chan struct{})
+		inv.Handler = &signalHandler{admit: admitted}
+		inv.Context.DeadlineUnixMS = time.Now().Add(2 * time.Second).UnixMilli()
+		out, err := z.Invoke(testCtx(t), inv)
+		var re *launch.ResultError
+		if !errors.Is(err, launch.ErrSignaled) || !errors.As(err, &re) {
+			t.Fatalf("kernel group signals %v: err = %v, stdout %q", kernel, err, out.Process.Stdout)
+		}
+		select {
+		case <-admitted:
+		default:
+			t.Fatalf("the host never reached its capability; stderr %s", out.Process.StderrTail)
+		}
+		p := out.Process
+		if !p.Warm || p.Stopped != launch.StopDeadline || !p.Killed || re.Signal != syscall.SIGKILL {
+			t.Fatalf("kernel group signals %v: warm %v, stopped %q, killed %v, signal %v", kernel, p.Warm, p.Stopped, p.Killed, re.Signal)
+		}
+		// SIGKILL was sent to the whole group; its members die as soon as
+		// the kernel delivers it.
+		for _, pid := range groupMembers(t, p.PID) {
+			waitDead(t, pid)
+		}
+	}
+}
+
+// signalHandler allows everything and closes admit at invoke.admit.
+type signalHandler struct {
+	handler
+	admit chan struct{}
+	once  sync.Once
+}
+
+func (h *signalHandler) Admit(ctx context.Context, r ipc.AdmitRequest) (ipc.Decision, error) {
+	h.once.Do(func() { close(h.admit) })
+	return h.handler.Admit(ctx, r)
+}
+
+// TestWarmServerCrash kills the server while its host runs: the
+// invocation fails at once as a protocol error (ErrExitUnknown, not at
+// its deadline), the host is killed, and the next invocation is warm
+// again, from a fresh server.
+func TestWarmServerCrash(t *testing.T) {
+	e := newPyEnv(t)
+	l := e.launcher(t, "zeotesthost", nil, e.env()...)
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	server := z.Stats().ServerPID
+	inv := e.f.invocation(t, "hang", map[string]any{"text": "hello"}, nil)
+	admitted := make(chan struct{})
+	inv.Handler = &signalHandler{admit: admitted}
+	go func() {
+		<-admitted
+		unix.Kill(server, unix.SIGKILL)
+	}()
+	out, err := z.Invoke(testCtx(t), inv)
+	if !errors.Is(err, launch.ErrExitUnknown) || !errors.Is(err, launch.ErrProtocol) {
+		t.Fatalf("err = %v", err)
+	}
+	if !out.Process.Warm || out.Process.Stopped != launch.StopNone {
+		t.Fatalf("warm %v, stopped %q: the call waited for the deadline", out.Process.Warm, out.Process.Stopped)
+	}
+	waitDead(t, out.Process.PID)
+	out, err = z.Invoke(testCtx(t), e.echo(t))
+	mustSucceed(t, out, err)
+	if st := z.Stats(); !out.Process.Warm || st.Starts != 2 || st.ServerPID == server {
+		t.Fatalf("after the crash: warm %v, stats %+v", out.Process.Warm, st)
+	}
+}
+
+// TestWarmServerHangs stops the server (SIGSTOP): a fork request it does
+// not answer within ReplyTimeout launches cold; a host whose exit it does
+// not report in time fails as a protocol error. Each time the hung server
+// is killed and the next invocation gets a fresh one.
+func TestWarmServerHangs(t *testing.T) {
+	e := newPyEnv(t)
+	l := e.launcher(t, "zeotesthost", nil, e.env()...)
+	z := e.zygote(t, l, launch.ZygoteConfig{ReplyTimeout: 300 * time.Millisecond})
+
+	server := z.Stats().ServerPID
+	unix.Kill(server, unix.SIGSTOP)
+	out, err := z.Invoke(testCtx(t), e.echo(t))
+	mustSucceed(t, out, err)
+	if out.Process.Warm || z.Stats().Cold != 1 {
+		t.Fatalf("a hung server forked: warm %v, stats %+v", out.Process.Warm, z.Stats())
+	}
+	waitDead(t, server)
+
+	out, err = z.Invoke(testCtx(t), e.echo(t)) // a fresh server
+	mustSucceed(t, out, err)
+	server = z.Stats().ServerPID
+	inv := e.echo(t)
+	admitted := make(chan struct{})
+	inv.Handler = &signalHandler{admit: admitted}
+	go func() {
+		<-admitted
+		unix.Kill(server, unix.SIGSTOP)
+	}()
+	out, err = z.Invoke(testCtx(t), inv)
+	if !errors.Is(err, launch.ErrExitUnknown) || !out.Process.Warm {
+		t.Fatalf("err = %v, warm %v", err, out.Process.Warm)
+	}
+	waitDead(t, server)
+	if st := z.Stats(); st.Starts != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestWarmRestarts: an invocation whose binding names another environment
+// digest gets a fresh server, and so does the one after MaxForks hosts;
+// each replaced server ends.
+func TestWarmRestarts(t *testing.T) {
+	e := newPyEnv(t)
+	l := e.launcher(t, "zeotesthost", nil, e.env()...)
+	z := e.zygote(t, l, launch.ZygoteConfig{MaxForks: 2})
+	first := z.Stats().ServerPID
+	out, err := z.Invoke(testCtx(t), e.echo(t))
+	mustSucceed(t, out, err)
+	inv := e.echo(t)
+	inv.Context.Provider.EnvironmentDigest = canon.Digest("sha256:" + strings.Repeat("1", 64))
+	out, err = z.Invoke(testCtx(t), inv)
+	mustSucceed(t, out, err)
+	second := z.Stats().ServerPID
+	if !out.Process.Warm || second == first {
+		t.Fatalf("after the environment changed: warm %v, server %d (was %d)", out.Process.Warm, second, first)
+	}
+	waitDead(t, first)
+	for range 2 {
+		out, err = z.Invoke(testCtx(t), inv)
+		mustSucceed(t, out, err)
+	}
+	third := z.Stats().ServerPID
+	if st := z.Stats(); third == second || st.Starts != 3 || st.Forks != 4 || st.Cold != 0 {
+		t.Fatalf("after MaxForks: stats %+v (servers %d, %d)", st, first, second)
+	}
+	waitDead(t, second)
+}
+
+// logBuffer collects log text, safe for concurrent writers.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *logBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *logBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestWarmRefusals: the server never forks while host or provider code is
+// loaded, another thread runs or a switch of the host was flipped. A
+// preload that leaves it so fails StartZygote; a switch flipped later
+// makes it refuse, and that invocation launches cold, saying so in the
+// log, while the next one gets a fresh server.
+func TestWarmRefusals(t *testing.T) {
+	e := newPyEnv(t)
+	l := e.launcher(t, "zeotesthost", nil, e.env()...)
+	for _, tt := range []struct {
+		name string
+		cfg  launch.ZygoteConfig
+		want string
+		is   error
+	}{
+		{"host module", launch.ZygoteConfig{Preload: []string{"zeotesthost"}}, "host or provider code", launch.ErrInvalidConfig},
+		{"provider", launch.ZygoteConfig{Preload: []string{"demo_provider.sub"}}, "host or provider code", launch.ErrInvalidConfig},
+		{"imported by a preload", launch.ZygoteConfig{Preload: []string{"zeotestcontracts"}, Forbid: []string{"jsonschema"}},
+			"host or provider modules are loaded: jsonschema", launch.ErrZygoteStart},
+		{"thread", launch.ZygoteConfig{Preload: []string{"zeotestthread"}}, "2 threads run", launch.ErrZygoteStart},
+		{"missing", launch.ZygoteConfig{Preload: []string{"no_such_module"}}, "No module named 'no_such_module'", launch.ErrZygoteStart},
+	} {
+		_, err := l.StartZygote(testCtx(t), func() launch.ZygoteConfig { tt.cfg.Provider = e.f.binding; return tt.cfg }())
+		if !errors.Is(err, tt.is) || err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %v saying %q", tt.name, err, tt.is, tt.want)
+		}
+	}
+
+	var log logBuffer
+	l = e.launcher(t, "zeotesthost", slog.New(slog.NewTextHandler(&log, nil)), e.env()...)
+	z := e.zygote(t, l, launch.ZygoteConfig{Preload: []string{"zeotestcontracts", "zeotestswitch"}, Switches: []string{"zeotestswitch"}})
+	out, err := z.Invoke(testCtx(t), e.echo(t))
+	mustSucceed(t, out, err)
+	first := z.Stats().ServerPID
+	// zeotestswitch latches on SIGUSR1, which interrupts the server's poll.
+	unix.Kill(first, unix.SIGUSR1)
+	out, err = z.Invoke(testCtx(t), e.echo(t))
+	mustSucceed(t, out, err)
+	if out.Process.Warm || !strings.Contains(log.String(), "process-wide state of module zeotestswitch changed") {
+		t.Fatalf("warm %v after the switch flipped; log:\n%s", out.Process.Warm, log.String())
+	}
+	waitDead(t, first)
+	out, err = z.Invoke(testCtx(t), e.echo(t))
+	mustSucceed(t, out, err)
+	if st := z.Stats(); !out.Process.Warm || st.Starts != 2 || st.Cold != 1 {
+		t.Fatalf("after the refusal: warm %v, stats %+v", out.Process.Warm, st)
+	}
+}
+
+// TestWarmNoLeaks runs 1,000 warm invocations (40 under -short), four at
+// a time, then closes the zygote: this process's descriptors, goroutines
+// and child processes are back to where they started, and no host, spare
+// or server is left.
+func TestWarmNoLeaks(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 40
+	}
+	const parallel = 4
+	e := newPyEnv(t)
+	l := e.launcher(t, "zeotesthost", nil, e.env()...)
+	inv := e.echo(t)
+	inv.Context.DeadlineUnixMS = time.Now().Add(10 * time.Minute).UnixMilli()
+	ctx := context.Background() // each invocation is bounded by its deadline
+	// One cold warm-up: the runtime's poller and timers are created once.
+	if _, err := l.Invoke(ctx, inv); err != nil {
+		t.Fatal(err)
+	}
+	fds0, gr0, ch0 := leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
+	z, err := l.StartZygote(ctx, launch.ZygoteConfig{Provider: e.f.binding, Spare: true,
+		Preload: []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := z.Stats().ServerPID
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	pids := map[int]bool{}
+	next := make(chan int)
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				out, err := z.Invoke(ctx, inv)
+				mu.Lock()
+				switch {
+				case err != nil || out.Result.State != launch.StateSucceeded:
+					failures = append(failures, fmt.Sprintf("invocation %d: %v", i, err))
+				case !out.Process.Warm:
+					failures = append(failures, fmt.Sprintf("invocation %d was not warm", i))
+				default:
+					pids[out.Process.PID] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	elapsed := time.Since(start)
+	st := z.Stats()
+	z.Close()
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d failed; first: %s", len(failures), n, failures[0])
+	}
+	if len(pids) != n || st.Forks != n || st.Cold != 0 || st.Starts != 1 {
+		t.Fatalf("%d distinct pids over %d invocations; stats %+v", len(pids), n, st)
+	}
+	waitDead(t, server)
+	var fds, gr int
+	var ch []int
+	for range 200 {
+		fds, gr, ch = leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
+		if fds <= fds0 && gr <= gr0 && len(ch) <= len(ch0) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("%d warm invocations, %d at a time, in %v (%v each); fds %d→%d, goroutines %d→%d, children %d→%d",
+		n, parallel, elapsed, elapsed/time.Duration(n), fds0, fds, gr0, gr, len(ch0), len(ch))
+	if fds > fds0 || gr > gr0 || len(ch) > len(ch0) {
+		t.Fatalf("leak after %d warm invocations: fds %d→%d, goroutines %d→%d, children %v→%v", n, fds0, fds, gr0, gr, ch0, ch)
+	}
+	for pid := range pids {
+		if alive(pid) {
+			t.Fatalf("host %d is still alive", pid)
+		}
 	}
 }

@@ -5,7 +5,8 @@ import "context"
 // Zygote launches hosts warm (see the Linux documentation). It needs
 // pidfds, which macOS lacks: StartZygote returns ErrUnsupported there.
 type Zygote struct {
-	l *Launcher
+	l         *Launcher
+	groupFlag bool
 }
 
 // StartZygote returns ErrUnsupported: warm launch needs Linux.

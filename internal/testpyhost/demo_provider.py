@@ -1,7 +1,6 @@
 """The test provider: imported by the test host after bootstrap, never
 before a fork."""
 
-import os
 import signal
 import subprocess
 import time
@@ -12,9 +11,10 @@ def echo(args):
 
 
 def hang(args):
-    if args.get("stubborn"):
+    words = args["text"].split()
+    if "stubborn" in words:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if args.get("spawn"):
+    if "spawn" in words:
         # A straggler in the host's process group.
         subprocess.Popen(["sleep", "3600"], start_new_session=False)
     while True:
