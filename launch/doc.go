@@ -97,6 +97,57 @@
 // is evidence”). The Runtime then keeps the evidence and asks its ledger;
 // it never redispatches (doc/design.md, “No retries on the wire”).
 //
+// # Warm launch
+//
+// A real Python host spends most of its start-up importing its
+// dependencies (pydantic, jsonschema) before it sends its first frame. A
+// Zygote (Launcher.StartZygote, then Zygote.Invoke instead of
+// Launcher.Invoke) removes that wait while each invocation still gets a
+// fresh process of its own: a fork server, a small Python program of
+// this package (standard library only), is started exactly as a host is
+// started, imports a configured list of trusted modules, and forks one
+// child per invocation; the child then runs the host module as
+// `python -m` runs it. Cold launch stays the default (see doc/design.md,
+// “Warm launch”).
+//
+// What a warm child gets is what a cold host gets: exactly FDs 0–4 (the
+// same five descriptors, passed to the server with SCM_RIGHTS and placed
+// by the child, which closes every other), exactly the environment sent
+// (in os.environ and at the C level, plus what the interpreter itself
+// adds at start-up, as a cold one does), its own session and process
+// group, the signal dispositions and mask of a fresh interpreter, the
+// argument vector, sys.path[0] and __main__ of `python -m`, and its exit
+// status as the interpreter sets it (SystemExit codes, an uncaught
+// exception printed to stderr and status 1). The launcher's duties are
+// the same: the server opens a pidfd for each child and passes it back
+// with its pid; the session's credential check uses that pid; the
+// deadline, SIGTERM then SIGKILL to the child's process group (through
+// the pidfd, so that the group id cannot have been reused), WaitDelay
+// and the output bounds work as for a cold host; the exit status comes
+// from the server, the child's parent, which kills the group's stragglers
+// before it reaps the child, and is checked against the pidfd.
+//
+// Before every fork the server checks that no module of the host or the
+// provider is loaded (provider code is imported only by the child, after
+// bootstrap), that one thread runs, that the host's process-wide
+// switches (ZygoteConfig.Switches) are as the preload left them, and that
+// it holds no descriptor it does not know; otherwise it refuses, and that
+// invocation is launched cold, with a warning in the log. A server that
+// dies, hangs or answers wrongly is killed and replaced: an invocation
+// whose host it had not forked yet is launched cold, and one whose host
+// runs fails as a protocol error (ErrExitUnknown) once its host is
+// killed, never by a wait. A server is also replaced when an
+// invocation's binding names another environment digest, and after
+// ZygoteConfig.MaxForks hosts or ZygoteConfig.MaxAge.
+//
+// What a warm child shares with its siblings, and a cold host would not:
+// the interpreter's string hash secret and the address-space layout
+// (ASLR) of the server, and the server's memory pages until either
+// writes them. A host that learns one of these learns it for every host
+// the same server forks; replacing the server after MaxForks hosts or
+// MaxAge bounds that. Its parent is the server, not this process, and
+// /proc/self/cmdline and /proc/self/environ show the server's.
+//
 // # Limits of the containment
 //
 // A process group is not a cgroup: a descendant that calls setsid leaves
@@ -108,6 +159,7 @@
 //
 // Linux is first class. macOS builds and runs with a temp file instead of a
 // memfd and without waitid(WNOWAIT), so stragglers of a host that exits on
-// its own are not killed there. Any other platform, Windows included, does
+// its own are not killed there; warm launch needs pidfds, so StartZygote
+// returns ErrUnsupported there. Any other platform, Windows included, does
 // not compile this package (doc/design.md, “Platforms”).
 package launch

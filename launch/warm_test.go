@@ -69,9 +69,15 @@ func (e pyEnv) env(extra ...string) []string {
 // directory, logging to log when it is set.
 func (e pyEnv) launcher(t testing.TB, module string, log *slog.Logger, env ...string) *launch.Launcher {
 	t.Helper()
+	return e.launcherGrace(t, time.Second, module, log, env...)
+}
+
+// launcherGrace is launcher with grace as the Grace.
+func (e pyEnv) launcherGrace(t testing.TB, grace time.Duration, module string, log *slog.Logger, env ...string) *launch.Launcher {
+	t.Helper()
 	l, err := launch.New(launch.Config{
 		Interpreter: e.python, Args: []string{"-m", module}, Env: env, Dir: t.TempDir(),
-		Grace: time.Second, WaitDelay: 500 * time.Millisecond,
+		Grace: grace, WaitDelay: 500 * time.Millisecond,
 		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: log,
 	})
 	if err != nil {
@@ -120,6 +126,7 @@ func mustSucceed(t testing.TB, out *launch.Outcome, err error) {
 // TestWarmEcho runs the Python test host warm and cold: both succeed with
 // the same three frames, and only the warm one was forked.
 func TestWarmEcho(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	l := e.launcher(t, "zeotesthost", nil, e.env()...)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
@@ -272,12 +279,14 @@ func TestWarmChildInherits(t *testing.T) {
 // message, or with an uncaught exception ends with the same status and
 // stderr warm as cold.
 func TestWarmExitsAsTheInterpreter(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	for _, tt := range []struct {
 		exit string
 		code int
 	}{{"0", 0}, {"3", 3}, {"no thanks", 1}, {"raise", 1}} {
 		t.Run(tt.exit, func(t *testing.T) {
+			t.Parallel()
 			l := e.launcher(t, "zeotestprobe", nil, e.env("ZEO_PROBE_EXIT="+tt.exit)...)
 			z := e.zygote(t, l, launch.ZygoteConfig{})
 			_, warm := runProbe(t, e, z.Invoke)
@@ -296,6 +305,7 @@ func TestWarmExitsAsTheInterpreter(t *testing.T) {
 // cold: the frames are byte-identical (but for the bootstrap's pid), and
 // so are stdout, stderr and the exit status.
 func TestWarmMatchesCold(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	nonce := strings.Repeat("5d", 32)
 	l := e.launcher(t, "zeotesthost", nil, e.env("ZEO_TESTHOST_NONCE="+nonce)...)
@@ -359,8 +369,9 @@ func groupMembers(t *testing.T, pgid int) []int {
 // grace period, and its whole group is gone, whether the kernel signals
 // the group through the pidfd or the server does (kernels before 6.9).
 func TestWarmDeadline(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
-	l := e.launcher(t, "zeotesthost", nil, e.env()...)
+	l := e.launcherGrace(t, 300*time.Millisecond, "zeotesthost", nil, e.env()...)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
 	for _, kernel := range []bool{true, false} {
 		z.SetGroupSignals(kernel)
@@ -368,7 +379,7 @@ func TestWarmDeadline(t *testing.T) {
 		inv := e.f.invocation(t, "hang", args, nil)
 		admitted := make(chan struct{})
 		inv.Handler = &signalHandler{admit: admitted}
-		inv.Context.DeadlineUnixMS = time.Now().Add(2 * time.Second).UnixMilli()
+		inv.Context.DeadlineUnixMS = time.Now().Add(time.Second).UnixMilli()
 		out, err := z.Invoke(testCtx(t), inv)
 		var re *launch.ResultError
 		if !errors.Is(err, launch.ErrSignaled) || !errors.As(err, &re) {
@@ -408,6 +419,7 @@ func (h *signalHandler) Admit(ctx context.Context, r ipc.AdmitRequest) (ipc.Deci
 // its deadline), the host is killed, and the next invocation is warm
 // again, from a fresh server.
 func TestWarmServerCrash(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	l := e.launcher(t, "zeotesthost", nil, e.env()...)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
@@ -439,6 +451,7 @@ func TestWarmServerCrash(t *testing.T) {
 // not report in time fails as a protocol error. Each time the hung server
 // is killed and the next invocation gets a fresh one.
 func TestWarmServerHangs(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	l := e.launcher(t, "zeotesthost", nil, e.env()...)
 	z := e.zygote(t, l, launch.ZygoteConfig{ReplyTimeout: 300 * time.Millisecond})
@@ -476,6 +489,7 @@ func TestWarmServerHangs(t *testing.T) {
 // digest gets a fresh server, and so does the one after MaxForks hosts;
 // each replaced server ends.
 func TestWarmRestarts(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	l := e.launcher(t, "zeotesthost", nil, e.env()...)
 	z := e.zygote(t, l, launch.ZygoteConfig{MaxForks: 2})
@@ -526,6 +540,7 @@ func (w *logBuffer) String() string {
 // makes it refuse, and that invocation launches cold, saying so in the
 // log, while the next one gets a fresh server.
 func TestWarmRefusals(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	l := e.launcher(t, "zeotesthost", nil, e.env()...)
 	for _, tt := range []struct {

@@ -20,6 +20,9 @@ func (z *Zygote) Invoke(context.Context, Invocation) (*Outcome, error) { return 
 // Close does nothing.
 func (z *Zygote) Close() error { return nil }
 
+// Launcher returns the Launcher the zygote was started from.
+func (z *Zygote) Launcher() *Launcher { return z.l }
+
 // Stats returns zeros.
 func (z *Zygote) Stats() ZygoteStats { return ZygoteStats{} }
 

@@ -133,6 +133,9 @@ func (z *Zygote) Close() error {
 	return nil
 }
 
+// Launcher returns the Launcher the zygote was started from.
+func (z *Zygote) Launcher() *Launcher { return z.l }
+
 // Stats returns what the zygote did so far.
 func (z *Zygote) Stats() ZygoteStats {
 	z.mu.Lock()

@@ -53,9 +53,9 @@ type zserver struct {
 // zchild is a host forked by a server.
 type zchild struct {
 	pid   int
-	pidfd *os.File   // nonblocking, in the netpoller
-	exit  chan int   // the exit code the server reports (< 0: -signal)
-	code  int        // set from exit
+	pidfd *os.File      // nonblocking, in the netpoller
+	exit  chan int      // the exit code the server reports (< 0: -signal)
+	code  int           // set from exit
 	fd    int           // pidfd's number, for ioctls and pidfd_send_signal
 	done  chan struct{} // closed once the child has exited (or pidfd was closed)
 }

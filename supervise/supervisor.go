@@ -34,6 +34,12 @@ type Config struct {
 	Ledger ledger.Ledger
 	// Launcher starts the hosts. Required.
 	Launcher *launch.Launcher
+	// Zygote, when set, starts the hosts warm: forked from its server
+	// instead of started cold (see launch.Zygote), with the same
+	// guarantees. It must have been started from Launcher
+	// (Launcher.StartZygote); the Supervisor never closes it. Nil means
+	// every host starts cold.
+	Zygote *launch.Zygote
 	// Provider is the exact provider every host is bound to, with its
 	// entire inventory. Required and valid (manifest.ValidateBinding).
 	Provider manifest.ProviderBinding
@@ -137,6 +143,9 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	if c.Launcher == nil {
 		add("Launcher is nil")
+	}
+	if c.Zygote != nil && c.Zygote.Launcher() != c.Launcher {
+		add("Zygote was started from another Launcher")
 	}
 	if err := s.validator.ValidateBinding(c.Provider); err != nil {
 		add("Provider: %w", err)
@@ -485,7 +494,11 @@ func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityM
 		s.emit(Event{Kind: EventLaunch, Scope: c.Scope, OperationID: c.OperationID, AttemptID: fence.AttemptID,
 			Generation: fence.Generation, BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest, Budget: lc.TotalDispatchBudget})
 	}()
-	lo, lerr := s.cfg.Launcher.Invoke(lctx, launch.Invocation{Encoded: &enc, Request: req, Handler: h})
+	invoke := s.cfg.Launcher.Invoke
+	if s.cfg.Zygote != nil {
+		invoke = s.cfg.Zygote.Invoke
+	}
+	lo, lerr := invoke(lctx, launch.Invocation{Encoded: &enc, Request: req, Handler: h})
 	<-h.issue.done
 	r.once.Do(func() {}) // a Cancel from now on finds nothing to stop
 	if r.timer != nil {

@@ -32,7 +32,7 @@
 //
 //	zeoctl invoke -python PATH -binding FILE -capability ID -args JSON|@FILE
 //	              [-ledger PATH] [-operation ID] [-deadline D] [-budget N]
-//	              [-services LIST] [-effects refuse|accept|uncertain] [-json]
+//	              [-services LIST] [-effects refuse|accept|uncertain] [-warm] [-json]
 //
 // runs one capability operation with package supervise on a real provider
 // (or -simulated) and prints the host's HostResult (evidence) and the
@@ -41,7 +41,10 @@
 // to continue it; an accepted result is returned without launching.
 // zeoctl performs no effects: by default they are refused; -effects accept
 // records each as consumed with a synthetic receipt, -effects uncertain as
-// unknown (to rehearse reconciliation).
+// unknown (to rehearse reconciliation). -warm (with -python) forks the
+// host from a zygote, a fork server that preloaded the host's
+// dependencies, instead of starting it cold (package launch, “Warm
+// launch”); zeoctl demo always starts its hosts cold.
 //
 // # Choosing the host
 //

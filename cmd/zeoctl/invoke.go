@@ -35,13 +35,14 @@ type invokeFlags struct {
 	effects     string
 	grants      struct{ credentials, binaries, networkHosts listFlag }
 	network     bool
+	warm        bool
 	json        bool
 }
 
 func invokeCommand() *command {
 	return &command{
 		name:      "invoke",
-		usageLine: "invoke (-python PATH | -host PATH | -simulated) [-binding FILE] [-capability ID] [-args JSON|@FILE] [-ledger PATH] [-operation ID] [-deadline D] [-budget N] [-effects refuse|accept|uncertain] [-json]",
+		usageLine: "invoke (-python PATH | -host PATH | -simulated) [-binding FILE] [-capability ID] [-args JSON|@FILE] [-ledger PATH] [-operation ID] [-deadline D] [-budget N] [-effects refuse|accept|uncertain] [-warm] [-json]",
 		short:     "run one capability operation on a provider, on a ledger",
 		long: `Invoke runs one capability operation end to end with package supervise:
 it records the operation in the ledger, starts an attempt with a new fence,
@@ -66,6 +67,13 @@ receipt, without doing anything, so that a provider can be tried end to end;
 with -effects uncertain each dispatch fails uncertainly, so the effect is
 recorded unknown and the attempt ends needs_reconciliation, to rehearse
 'zeoctl ledger resolve'. -budget bounds the distinct effects of the operation across its attempts.
+
+-warm (with -python only) starts the host warm: zeoctl first starts a
+fork server from the interpreter, which imports the host's dependencies
+(pydantic, jsonschema), and the host is forked from it instead of started
+cold. For one invocation that saves nothing (the server's start costs what
+a cold start does); it shows the mode an embedder runs with
+launch.Zygote. The demo always starts its hosts cold.
 
 Exit status 0 means succeeded; 3 means the operation ended otherwise, and
 the outcome says what to do next:
@@ -95,6 +103,7 @@ the outcome says what to do next:
 			fs.Var(&f.grants.binaries, "binary", "a binary `name` the capability may require (repeatable)")
 			fs.Var(&f.grants.networkHosts, "network-host", "a network `host` the capability may require (repeatable)")
 			fs.BoolVar(&f.network, "network", false, "allow capabilities that require the network")
+			fs.BoolVar(&f.warm, "warm", false, "fork the host from a zygote (a fork server that preloaded the host's dependencies) instead of starting it cold; -python only")
 			fs.BoolVar(&f.json, "json", false, "print the outcome as one JSON object")
 			return func(ctx context.Context, e *env, args []string) error {
 				if err := noArgs(args); err != nil {
@@ -161,6 +170,9 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	default:
 		return usagef("-effects must be refuse, accept or uncertain, not %q", f.effects)
 	}
+	if f.warm && f.host.python == "" {
+		return usagef("-warm needs -python: only a host run as `python -m` can be forked from a zygote")
+	}
 	if f.budget < 0 || f.deadline <= 0 {
 		return usagef("-budget must be at least 0 and -deadline positive")
 	}
@@ -213,9 +225,17 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 		return err
 	}
 	defer cleanup()
+	var zygote *launch.Zygote
+	if f.warm {
+		if zygote, err = lnch.StartZygote(ctx, launch.ZygoteConfig{Provider: b}); err != nil {
+			return fmt.Errorf("starting the zygote: %w", err)
+		}
+		defer zygote.Close()
+		e.progress("zygote started (server pid %d): the host is forked warm", zygote.Stats().ServerPID)
+	}
 	tr := &tracer{w: e.stderr}
 	sup, err := supervise.New(supervise.Config{
-		Ledger: l, Launcher: lnch, Provider: b, HostPythonVersion: inst.Python,
+		Ledger: l, Launcher: lnch, Zygote: zygote, Provider: b, HostPythonVersion: inst.Python,
 		Dispatcher: dispatcher,
 		Grants: supervise.Grants{Credentials: f.grants.credentials, Binaries: f.grants.binaries,
 			NetworkHosts: f.grants.networkHosts, NetworkAllowed: f.network},
@@ -278,6 +298,9 @@ func printOutcome(ctx context.Context, w io.Writer, l ledger.Ledger, o *supervis
 		fmt.Fprintf(w, ", attempt %s (generation %d)", o.AttemptID, o.Generation)
 	}
 	fmt.Fprintln(w)
+	if o.Launch != nil && o.Launch.Process.Warm {
+		fmt.Fprintf(w, "  host       pid %d, forked warm from the zygote\n", o.Launch.Process.PID)
+	}
 	if o.Reconnected {
 		fmt.Fprintln(w, "  reconnected: the result was already accepted; nothing was launched")
 	}
