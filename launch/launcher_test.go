@@ -39,6 +39,19 @@ func launcherWith(t testing.TB, grace, waitDelay time.Duration, env ...string) (
 	return l, dir
 }
 
+// plantParentSecrets puts a secret in this process's environment and an
+// inheritable descriptor in its table, for the test's duration: neither
+// may reach a host.
+func plantParentSecrets(t *testing.T) {
+	t.Helper()
+	t.Setenv("ZEO_PARENT_SECRET", "hunter2-parent-secret")
+	leak, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(leak) })
+}
+
 type report struct {
 	FDs        map[string]string `json:"fds"`
 	Env        []string          `json:"env"`
@@ -56,12 +69,7 @@ type report struct {
 // environment, exactly FDs 0–4 (stdin and the context as memfds, stdout
 // and stderr pipes, the socket), its own session and process group.
 func TestChildSeesOnlyWhatItIsGiven(t *testing.T) {
-	t.Setenv("ZEO_PARENT_SECRET", "hunter2-parent-secret")
-	leak, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(leak)
+	plantParentSecrets(t)
 
 	env := []string{"ZEO_HOSTSIM_SCENARIO=report", "LANG=C.UTF-8"}
 	l, _ := newLauncher(t, env...)

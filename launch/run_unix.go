@@ -77,15 +77,11 @@ func runtimeSocket() (net.Conn, *os.File, error) {
 //     descendant escaped the group with them; the IPC session gets the same
 //     bound after exit before it is cancelled.
 func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
-	ctxFile, err := sealedFile("zeo-launch-context", s.fd3)
+	ctxFile, stdinFile, err := s.inputs()
 	if err != nil {
-		return nil, nil, fmt.Errorf("launch: context descriptor: %w", err)
+		return nil, nil, err
 	}
 	defer ctxFile.Close()
-	stdinFile, err := sealedFile("zeo-launch-stdin", s.stdin)
-	if err != nil {
-		return nil, nil, fmt.Errorf("launch: stdin: %w", err)
-	}
 	defer stdinFile.Close()
 
 	extra := []*os.File{ctxFile}
@@ -172,6 +168,21 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	l.log.Debug("launch: host ended", "pid", pid, "exit", p.ExitCode, "signal", p.Signal,
 		"stopped", p.Stopped, "killed", p.Killed, "elapsed", p.Elapsed)
 	return p, serveErr, nil
+}
+
+// inputs returns the context (FD 3) and stdin of s as sealed files at
+// offset 0 (see run, step 1).
+func (s spec) inputs() (ctxFile, stdinFile *os.File, err error) {
+	ctxFile, err = sealedFile("zeo-launch-context", s.fd3)
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch: context descriptor: %w", err)
+	}
+	stdinFile, err = sealedFile("zeo-launch-stdin", s.stdin)
+	if err != nil {
+		ctxFile.Close()
+		return nil, nil, fmt.Errorf("launch: stdin: %w", err)
+	}
+	return ctxFile, stdinFile, nil
 }
 
 // prepare makes cmd start as every process of the launcher starts (see

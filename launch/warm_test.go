@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -207,12 +206,7 @@ func fdKinds(fds map[string]string) map[string]string {
 // fresh `python -m` holds (argument vector, sys.path[0], __main__, signal
 // dispositions and mask, stdio) as the cold one does.
 func TestWarmChildInherits(t *testing.T) {
-	t.Setenv("ZEO_PARENT_SECRET", "hunter2-parent-secret")
-	leak, err := unix.Open("/dev/null", unix.O_RDONLY, 0) // no O_CLOEXEC on purpose
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(leak)
+	plantParentSecrets(t)
 	e := newPyEnv(t)
 	for _, tt := range []struct {
 		name string
@@ -338,32 +332,6 @@ func TestWarmMatchesCold(t *testing.T) {
 	}
 }
 
-// groupMembers returns the pids of the processes in process group pgid.
-func groupMembers(t *testing.T, pgid int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // TestWarmDeadline: a warm host that ignores SIGTERM and leaves a
 // straggler in its group is stopped at the deadline, killed after the
 // grace period, and its whole group is gone, whether the kernel signals
@@ -396,7 +364,7 @@ func TestWarmDeadline(t *testing.T) {
 		}
 		// SIGKILL was sent to the whole group; its members die as soon as
 		// the kernel delivers it.
-		for _, pid := range groupMembers(t, p.PID) {
+		for _, pid := range leaktest.GroupMembers(t, p.PID) {
 			waitDead(t, pid)
 		}
 	}

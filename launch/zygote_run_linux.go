@@ -31,15 +31,11 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 	}
 	defer z.release(srv)
 
-	ctxFile, err := sealedFile("zeo-launch-context", s.fd3)
+	ctxFile, stdinFile, err := s.inputs()
 	if err != nil {
-		return nil, nil, fmt.Errorf("launch: context descriptor: %w", err)
+		return nil, nil, err
 	}
 	defer ctxFile.Close()
-	stdinFile, err := sealedFile("zeo-launch-stdin", s.stdin)
-	if err != nil {
-		return nil, nil, fmt.Errorf("launch: stdin: %w", err)
-	}
 	defer stdinFile.Close()
 	conn, childEnd, err := runtimeSocket()
 	if err != nil {

@@ -26,11 +26,26 @@ func OpenFDs(t testing.TB) int {
 // zombies included. It skips the test where /proc is missing.
 func Children(t testing.TB) []int {
 	t.Helper()
+	self := strconv.Itoa(os.Getpid())
+	return processes(t, func(f []string) bool { return len(f) > 1 && f[1] == self })
+}
+
+// GroupMembers returns the pids of the live (not zombie) processes in
+// process group pgid. It skips the test where /proc is missing.
+func GroupMembers(t testing.TB, pgid int) []int {
+	t.Helper()
+	g := strconv.Itoa(pgid)
+	return processes(t, func(f []string) bool { return len(f) > 2 && f[2] == g && f[0] != "Z" })
+}
+
+// processes returns the pids of the processes whose /proc/PID/stat
+// fields after the command name (state ppid pgrp ...) match.
+func processes(t testing.TB, match func(fields []string) bool) []int {
+	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Skipf("listing processes: %v", err)
 	}
-	self := os.Getpid()
 	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -41,12 +56,9 @@ func Children(t testing.TB) []int {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(fields) > 1 {
-			if ppid, _ := strconv.Atoi(fields[1]); ppid == self {
-				out = append(out, pid)
-			}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		if match(strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))) {
+			out = append(out, pid)
 		}
 	}
 	return out
