@@ -490,3 +490,54 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 		return nil
 	})
 }
+
+// TestCatalogueChecked: Check (and Open with CheckRecords) verifies the
+// catalogue's records too: a reservation whose holding index entry is
+// gone is reported as corruption.
+func TestCatalogueChecked(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
+	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: "op", CapabilityID: "cap",
+		RequestDigest: ledgertest.Digest("r"), ManifestDigest: ledgertest.Digest("m")}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.StartAttempt(ctx, scope, "op", "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Reserve(ctx, f, []ledger.Claim{{Key: "k", CapabilityID: "cap"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(ctx); err != nil {
+		t.Fatalf("Check of a sound ledger: %v", err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("catalogue"))
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if k[0] == 8 { // the holding index (core.KindHolding)
+				return b.Delete(k)
+			}
+		}
+		return errors.New("no holding index entry")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = bolt.Open(path, bolt.Options{CheckRecords: true})
+	if !errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), "not in the holding index") {
+		t.Fatalf("Open with CheckRecords of a ledger missing a holding index entry: %v, want ErrCorrupt naming it", err)
+	}
+}

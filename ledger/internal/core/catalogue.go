@@ -710,3 +710,119 @@ func Reservations(tx CatTx, s ledger.Scope) ([]ledger.Reservation, error) {
 	}
 	return out, nil
 }
+
+// checkCatalogue verifies the catalogue's records (CheckTx calls it):
+//
+//  7. every provider generation is filed under its own provider and
+//     generation and has a document; each provider's latest generation
+//     is its greatest recorded one; the revision counts the generations;
+//  8. every pin and every consent is filed under its own key, and a
+//     recorded consent is sorted, without duplicates, and not empty;
+//  9. every reservation is filed under its own scope, key and holder's
+//     operation, with its holding index entry, and every holding index
+//     entry has its reservation.
+//
+// Its error is the Tx's own, or a record that does not decode.
+func checkCatalogue(tx CatTx, report func(string, ...any) bool) error {
+	provs, err := scanJSON[ledger.ProviderRecord](tx, KindProvider, "")
+	if err != nil {
+		return err
+	}
+	greatest := map[ledger.ProviderKey]int64{}
+	for _, p := range provs {
+		k := providerGenKey(p.Provider, p.Generation)
+		if _, ok, err := tx.Rec(KindDocument, k); err != nil {
+			return err
+		} else if !ok && !report("provider %s (%s) generation %d has no document", p.Provider.Distribution, p.Provider.Factory, p.Generation) {
+			return nil
+		}
+		greatest[p.Provider] = max(greatest[p.Provider], p.Generation)
+	}
+	for p, g := range greatest {
+		latest, ok, err := getJSON[int64](tx, KindLatest, providerKey(p))
+		if err != nil {
+			return err
+		}
+		if (!ok || latest != g) && !report("provider %s (%s): latest generation %d, greatest recorded %d", p.Distribution, p.Factory, latest, g) {
+			return nil
+		}
+	}
+	if rev, err := CatalogueRevision(tx); err != nil {
+		return err
+	} else if rev != int64(len(provs)) && !report("catalogue revision %d, %d generations recorded", rev, len(provs)) {
+		return nil
+	}
+	pins, err := scanKeyed[ledger.OperationPin](tx, KindPin)
+	if err != nil {
+		return err
+	}
+	for k, p := range pins {
+		if k != pinKey(p.Scope, p.OperationID) && !report("pin of operation %q is filed under another key", p.OperationID) {
+			return nil
+		}
+	}
+	consents, err := scanKeyed[ledger.Consent](tx, KindConsent)
+	if err != nil {
+		return err
+	}
+	for k, c := range consents {
+		n := NormConsent(c)
+		if (k != consentKey(c) || ConsentEmpty(c) || !slices.Equal(n.Capabilities, c.Capabilities) || !slices.Equal(n.Credentials, c.Credentials) ||
+			!slices.Equal(n.Services, c.Services) || !slices.Equal(n.EffectKinds, c.EffectKinds) || !slices.Equal(n.EffectOperations, c.EffectOperations)) &&
+			!report("consent of account %q is misfiled, empty or not a sorted set", c.Account) {
+			return nil
+		}
+	}
+	res, err := scanKeyed[ledger.Reservation](tx, KindReservation)
+	if err != nil {
+		return err
+	}
+	indexed := map[string]bool{}
+	for k, r := range res {
+		h := r.Holder
+		if k != reservationKey(h.Scope, r.Key, h.OperationID) && !report("reservation %q of operation %q is filed under another key", r.Key, h.OperationID) {
+			return nil
+		}
+		hk := holdingKey(h.Scope, h.OperationID, r.Key)
+		indexed[hk] = true
+		if _, ok, err := tx.Rec(KindHolding, hk); err != nil {
+			return err
+		} else if !ok && !report("reservation %q of operation %q is not in the holding index", r.Key, h.OperationID) {
+			return nil
+		}
+	}
+	var stray []string
+	if err := tx.ScanRecs(KindHolding, "", func(k string, _ []byte) bool {
+		if !indexed[k] {
+			stray = append(stray, k)
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, k := range stray {
+		if !report("holding index entry %q has no reservation", k) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// scanKeyed returns every record of kind by key.
+func scanKeyed[T any](tx CatTx, kind Kind) (map[string]T, error) {
+	out := map[string]T{}
+	var bad error
+	err := tx.ScanRecs(kind, "", func(key string, raw []byte) bool {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			bad = fmt.Errorf("ledger: catalogue record %d %q: %w: %v", kind, key, ledger.ErrCorrupt, err)
+			return false
+		}
+		out[key] = v
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	return out, err
+}

@@ -41,7 +41,8 @@ const maxProblems = 20
 //  6. its evidence records name its attempts;
 //
 // and the reconciliation index lists exactly the effects authorized or
-// unknown. Records the backend cannot decode are reported by the backend
+// unknown. When the Tx is also a CatTx, the catalogue's records are
+// checked too (see checkCatalogue). Records the backend cannot decode are reported by the backend
 // as ledger.ErrCorrupt.
 func CheckTx(tx Tx) error {
 	var problems []error
@@ -77,6 +78,11 @@ func CheckTx(tx Tx) error {
 			if !report("effect %q of operation %q is authorized or unknown but not in the reconciliation index", k.Effect, k.Op) {
 				break
 			}
+		}
+	}
+	if ct, ok := tx.(CatTx); ok && len(problems) < maxProblems {
+		if err := checkCatalogue(ct, report); err != nil {
+			return fmt.Errorf("ledger: Check: %w", err)
 		}
 	}
 	if len(problems) == 0 {
