@@ -209,8 +209,11 @@ type RunResult struct {
 	Reconnected bool `json:"reconnected,omitempty"`
 	// ErrorCode is the host's error code, when it reported one.
 	ErrorCode string `json:"error_code,omitempty"`
-	// Reason says why the state is not succeeded.
+	// Reason says why the state is not succeeded, and Detail what was
+	// found (the check that refused, the reservation's holder, the
+	// schema's complaint), when there is more to say.
 	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
 	// Next says what the caller may do now, for a state other than
 	// succeeded.
 	Next string `json:"next,omitempty"`
@@ -271,6 +274,10 @@ func (f *Facade) Run(ctx context.Context, scope ledger.Scope, req RunRequest) (R
 			return res, fmt.Errorf("agent: operation %q succeeded; reading its artifact %s: %w", o.OperationID, ref, err)
 		}
 		res.Artifact, res.ArtifactRef = a.Bytes, ref
+	}
+	var oe *supervise.OutcomeError
+	if errors.As(ierr, &oe) && oe.Cause != nil {
+		res.Detail = oe.Cause.Error()
 	}
 	res.Next = next(o, ierr)
 	return res, ierr

@@ -185,7 +185,7 @@ func decode(tool string, raw json.RawMessage, v any) error {
 		raw = json.RawMessage("{}")
 	}
 	if err := canon.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: %s arguments: %w", agent.ErrInvalidRequest, tool, err)
+		return fmt.Errorf("%w: %s arguments (see the tool's input schema): %w", agent.ErrInvalidRequest, tool, err)
 	}
 	return nil
 }

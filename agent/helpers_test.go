@@ -1,0 +1,135 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/agent"
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/catalogue"
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testbin"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
+	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+// hostsimPath is the simulated host executable, built once by TestMain.
+var hostsimPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "agent-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if hostsimPath, err = testbin.Build(dir, "zeo-hostsim", "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// echoManifest is the simulated echo capability under another id (the
+// simulated host answers as echo for any name it does not script), with
+// the given description and tags.
+func echoManifest(t testing.TB, id, description string, tags ...string) manifest.CapabilityManifest {
+	t.Helper()
+	var m manifest.CapabilityManifest
+	for _, d := range hostsim.DemoManifests() {
+		if d.ID.Name == "echo" {
+			m = d
+		}
+	}
+	cid, err := manifest.ParseCapabilityID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ID, m.Description, m.Tags = cid, description, tags
+	return m
+}
+
+// binding is the simulated provider's binding with factory and ms as its
+// inventory, at generation gen.
+func binding(t testing.TB, factory string, gen int64, ms ...manifest.CapabilityManifest) manifest.ProviderBinding {
+	t.Helper()
+	d, err := manifest.InventoryDigest(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := hostsim.DemoBinding()
+	b.Factory, b.Manifests, b.ManifestDigest, b.Generation = factory, ms, d, gen
+	return b
+}
+
+// world is a facade over a memory ledger and a catalogue, with the
+// simulated host.
+type world struct {
+	f   *agent.Facade
+	cat *catalogue.Catalogue
+	l   *memory.Ledger
+}
+
+// launcher returns a launcher of the simulated host.
+func launcher(t testing.TB) *launch.Launcher {
+	t.Helper()
+	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Grace: 2 * time.Second,
+		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// discover is the catalogue's discovery through the launcher.
+func discover(ln *launch.Launcher) catalogue.DiscoverFunc {
+	return func(ctx context.Context, b manifest.ProviderBinding) (canon.Digest, error) {
+		d, err := ln.Describe(ctx, b)
+		return d.ManifestDigest, err
+	}
+}
+
+// newWorld admits each admission, in order, into a fresh catalogue.
+func newWorld(t testing.TB, cfg agent.Config, admissions ...catalogue.Admission) *world {
+	t.Helper()
+	ctx := testCtx(t)
+	l := memory.New()
+	t.Cleanup(func() { l.Close(context.Background()) })
+	ln := launcher(t)
+	cat, err := catalogue.New(catalogue.Config{Store: l, Discover: discover(ln)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range admissions {
+		if _, err := cat.Admit(ctx, a); err != nil {
+			t.Fatalf("admitting %s: %v", a.Binding.Factory, err)
+		}
+	}
+	cfg.Catalogue = cat
+	s := cfg.Supervisor
+	s.Ledger, s.Launcher, s.HostPythonVersion = l, ln, hostsim.DefaultPythonVersion
+	s.SeatID, s.RuntimeBindingID, s.Workspace = "seat-a", "runtime-a", "/workspace-a"
+	cfg.Supervisor = s
+	f, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{f: f, cat: cat, l: l}
+}
+
+var _ = supervise.AllowAll{}
