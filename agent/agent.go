@@ -29,7 +29,9 @@ type Config struct {
 	// operation is pinned to), Reserver (the catalogue) and Authority (the
 	// catalogue's checks, then Supervisor.Authority when it is set).
 	// Ledger must be the catalogue's store. Its other fields are required
-	// as supervise.New requires them.
+	// as supervise.New requires them, when a run first needs a Supervisor:
+	// a facade without a Launcher answers search and describe, and its
+	// runs fail with supervise.ErrInvalidConfig.
 	Supervisor supervise.Config
 	// EffectBudget is the total effect budget of each new operation:
 	// the distinct logical effects it may authorize across its attempts.
@@ -71,9 +73,6 @@ func New(cfg Config) (*Facade, error) {
 	}
 	if cfg.Supervisor.Ledger == nil {
 		errs = append(errs, errors.New("Supervisor.Ledger is nil"))
-	}
-	if cfg.Supervisor.Launcher == nil {
-		errs = append(errs, errors.New("Supervisor.Launcher is nil"))
 	}
 	if cfg.Supervisor.Reserver != nil {
 		errs = append(errs, errors.New("Supervisor.Reserver is set: the facade's reservations are the catalogue's"))

@@ -47,8 +47,20 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.grace, "grace", 0, "time between SIGTERM and SIGKILL when the host overruns (0: the launcher's default)")
 }
 
-// check refuses an ambiguous or missing host choice.
+// check refuses an ambiguous or missing host choice, and a real provider
+// without its binding.
 func (h *hostFlags) check() error {
+	if err := h.checkChoice(); err != nil {
+		return err
+	}
+	if !h.simulated && h.binding == "" {
+		return usagef("-binding FILE is required with a real provider: the provider binding (see testdata/examples/binding.json for its shape)")
+	}
+	return nil
+}
+
+// checkChoice refuses an ambiguous or missing host choice.
+func (h *hostFlags) checkChoice() error {
 	n := 0
 	for _, set := range []bool{h.python != "", h.hostExe != "", h.simulated} {
 		if set {
@@ -60,8 +72,6 @@ func (h *hostFlags) check() error {
 		return usagef("choose the host: -python PATH (the provider environment's interpreter), -host PATH (its zeo-capability script) or -simulated (zeoctl's simulated host)")
 	case n > 1:
 		return usagef("-python, -host and -simulated are alternatives; give one")
-	case !h.simulated && h.binding == "":
-		return usagef("-binding FILE is required with a real provider: the provider binding (see testdata/examples/binding.json for its shape)")
 	}
 	for _, kv := range h.env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

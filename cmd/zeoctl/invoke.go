@@ -33,8 +33,7 @@ type invokeFlags struct {
 	org         string
 	project     string
 	effects     string
-	grants      struct{ credentials, binaries, networkHosts listFlag }
-	network     bool
+	grants      grantFlags
 	warm        bool
 	json        bool
 }
@@ -98,11 +97,8 @@ the outcome says what to do next:
 			fs.StringVar(&f.operationID, "operation", "", "the operation `ID`; the same id continues an operation (default: a new random id)")
 			fs.StringVar(&f.org, "org", "org-local", "the operation's organization id")
 			fs.StringVar(&f.project, "project", "project-local", "the operation's project id")
-			fs.StringVar(&f.effects, "effects", "refuse", "what happens to a new effect: refuse; accept (recorded as consumed with a synthetic receipt; nothing is done); uncertain (recorded unknown, to rehearse reconciliation)")
-			fs.Var(&f.grants.credentials, "credential", "a credential `name` the capability may require (repeatable; the host gets no secret)")
-			fs.Var(&f.grants.binaries, "binary", "a binary `name` the capability may require (repeatable)")
-			fs.Var(&f.grants.networkHosts, "network-host", "a network `host` the capability may require (repeatable)")
-			fs.BoolVar(&f.network, "network", false, "allow capabilities that require the network")
+			registerEffects(fs, &f.effects)
+			f.grants.register(fs)
 			fs.BoolVar(&f.warm, "warm", false, "fork the host from a zygote (a fork server that preloaded the host's dependencies) instead of starting it cold; -python only")
 			fs.BoolVar(&f.json, "json", false, "print the outcome as one JSON object")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -113,25 +109,6 @@ the outcome says what to do next:
 			}
 		},
 	}
-}
-
-// acceptEffects is -effects accept: every effect is recorded as consumed
-// with a synthetic receipt; nothing is done.
-type acceptEffects struct{ e *env }
-
-func (a acceptEffects) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	a.e.progress("effect %s (%s on %s) accepted without being performed: zeoctl holds no credentials",
-		d.LogicalEffectID, d.Request.Operation, d.Request.ConnectionRef)
-	return supervise.Receipt{ReceiptID: "zeoctl-accepted-" + d.AuthorizationID}, nil
-}
-
-// uncertainEffects is -effects uncertain: every new effect fails
-// uncertainly, so it is recorded unknown.
-type uncertainEffects struct{ e *env }
-
-func (u uncertainEffects) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	u.e.progress("effect %s: its dispatch is made uncertain (-effects uncertain); it will need 'zeoctl ledger resolve'", d.LogicalEffectID)
-	return supervise.Receipt{}, errors.New("zeoctl: -effects uncertain: the outcome of this dispatch is unknown")
 }
 
 // readArgs parses -args: a JSON object, or @FILE.
@@ -159,16 +136,9 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	var dispatcher supervise.Dispatcher
-	switch f.effects {
-	case "refuse":
-		dispatcher = supervise.NoEffects{}
-	case "accept":
-		dispatcher = acceptEffects{e}
-	case "uncertain":
-		dispatcher = uncertainEffects{e}
-	default:
-		return usagef("-effects must be refuse, accept or uncertain, not %q", f.effects)
+	dispatcher, err := dispatcherFor(e, f.effects)
+	if err != nil {
+		return err
 	}
 	if f.warm && f.host.python == "" {
 		return usagef("-warm needs -python: only a host run as `python -m` can be forked from a zygote")
@@ -237,9 +207,8 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	sup, err := supervise.New(supervise.Config{
 		Ledger: l, Launcher: lnch, Zygote: zygote, Provider: b, HostPythonVersion: inst.Python,
 		Dispatcher: dispatcher,
-		Grants: supervise.Grants{Credentials: f.grants.credentials, Binaries: f.grants.binaries,
-			NetworkHosts: f.grants.networkHosts, NetworkAllowed: f.network},
-		SeatID: "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",
+		Grants:     f.grants.grants(),
+		SeatID:     "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",
 		Observer: tr.observe,
 	})
 	if err != nil {

@@ -37,8 +37,9 @@ func main() {
 	os.Exit(code)
 }
 
-// env is what a command writes to.
+// env is what a command reads from and writes to.
 type env struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 }
 
@@ -78,6 +79,15 @@ func commands() []*command {
 		ledgerEffectsCommand(),
 		ledgerResolveCommand(),
 		artifactGetCommand(),
+		catalogueAdmitCommand(),
+		catalogueListCommand(),
+		catalogueGenerationsCommand(),
+		consentCommand(true),
+		consentCommand(false),
+		searchCommand(),
+		describeCapabilityCommand(),
+		runCommand(),
+		mcpCommand(),
 	}
 }
 
@@ -105,7 +115,7 @@ func (e *outcomeError) Unwrap() error { return e.err }
 
 // run is zeoctl without the process: it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	e := &env{stdin: os.Stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		mainUsage(stderr)
 		return exitUsage
@@ -160,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // lookup finds the command named by the longest run of leading words of
 // args, and returns the arguments after them.
 func lookup(args []string) (*command, []string) {
-	for n := min(2, len(args)); n >= 1; n-- {
+	for n := min(3, len(args)); n >= 1; n-- {
 		name := strings.Join(args[:n], " ")
 		for _, c := range commands() {
 			if c.name == name {
@@ -217,8 +227,9 @@ const exitHelp = `Exit status of every zeoctl command:
 	0  the command did what was asked
 	1  it failed; the message after "zeoctl: <command>:" says what was wrong and what to do
 	2  the command line is wrong; the usage line follows the message
-	3  invoke ran the operation and its outcome is not a success; the outcome
-	   is printed, and its state says what to do next (see 'zeoctl help invoke')
+	3  invoke or run ran the operation and its outcome is not a success; the
+	   outcome is printed, and its state says what to do next (see 'zeoctl
+	   help invoke')
 `
 
 // hostHelp is `zeoctl help host`.
