@@ -201,7 +201,7 @@ func usage(e *env, cmd *command, msg string) int {
 func mainUsage(w io.Writer) {
 	fmt.Fprint(w, "zeoctl runs ZEO capability providers under a ledger-backed Runtime.\n\nUsage:\n\n\tzeoctl <command> [flags] [arguments]\n\nCommands:\n\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "\t%-24s %s\n", c.name, c.short)
+		fmt.Fprintf(w, "\t%-26s %s\n", c.name, c.short)
 	}
 	fmt.Fprint(w, "\nRun 'zeoctl help <command>' for details, and 'zeoctl help exit' for the exit status.\n")
 }
@@ -263,7 +263,7 @@ func help(e *env, args []string) int {
 			fmt.Fprintf(e.stdout, "zeoctl %s has these commands:\n\n", args[0])
 			for _, c := range commands() {
 				if slices.Contains(group, strings.TrimPrefix(c.name, args[0]+" ")) && strings.HasPrefix(c.name, args[0]+" ") {
-					fmt.Fprintf(e.stdout, "\t%-24s %s\n", c.name, c.short)
+					fmt.Fprintf(e.stdout, "\t%-26s %s\n", c.name, c.short)
 				}
 			}
 			return exitOK
