@@ -120,11 +120,11 @@ func (f *Facade) Search(ctx context.Context, scope ledger.Scope, req SearchReque
 		}
 		from = &p
 	}
-	v, err := f.cat.View(ctx, scope)
+	set, err := f.docSet(ctx, scope)
 	if err != nil {
 		return SearchPage{}, err
 	}
-	hits, more := search(f.docs(scope, v), q, from, limit)
+	hits, more := search(set, q, from, limit)
 	page := SearchPage{Capabilities: make([]Summary, len(hits))}
 	for i, h := range hits {
 		page.Capabilities[i] = h.d.sum

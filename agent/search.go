@@ -3,7 +3,9 @@ package agent
 import (
 	"container/heap"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -74,13 +76,17 @@ type SearchPage struct {
 }
 
 // doc is one capability prepared for search: its summary and the lowercased
-// text of each searched field. Immutable once built.
+// text of its searched fields, each a part of text. Immutable once built.
 type doc struct {
-	sum   Summary
+	sum Summary
+	// text is the id, the title, each tag and the description, lowercased,
+	// each ended by '\n': a search term holds no whitespace, so it never
+	// spans two fields.
+	text  string
 	id    string
 	title string
+	tags  string
 	desc  string
-	tags  []string
 }
 
 // title is what Summary.Title documents.
@@ -101,17 +107,27 @@ func newDoc(id string, m *manifest.CapabilityManifest) *doc {
 		tags = []string{}
 	}
 	slices.Sort(tags)
-	d := &doc{
-		sum: Summary{CapabilityID: id, Title: title(m), Description: m.Description, Tags: tags,
-			Deprecated: m.Deprecation.Deprecated},
-		id: strings.ToLower(id),
+	d := &doc{sum: Summary{CapabilityID: id, Title: title(m), Description: m.Description, Tags: tags,
+		Deprecated: m.Deprecation.Deprecated}}
+	// Each field's end in text, so that the fields share its bytes.
+	var b strings.Builder
+	end := func(s string) int {
+		b.WriteString(strings.ToLower(s))
+		b.WriteByte('\n')
+		return b.Len()
 	}
-	d.title = strings.ToLower(d.sum.Title)
-	d.desc = strings.ToLower(d.sum.Description)
-	d.tags = make([]string, len(tags))
-	for i, t := range tags {
-		d.tags[i] = strings.ToLower(t)
+	idEnd := end(id)
+	titleEnd := end(d.sum.Title)
+	tagsEnd := titleEnd
+	for _, t := range tags {
+		tagsEnd = end(t)
 	}
+	end(d.sum.Description)
+	d.text = b.String()
+	d.id = d.text[:idEnd-1]
+	d.title = d.text[idEnd : titleEnd-1]
+	d.tags = d.text[titleEnd:tagsEnd]
+	d.desc = d.text[tagsEnd : len(d.text)-1]
 	return d
 }
 
@@ -152,7 +168,7 @@ func (q *query) score(d *doc) (uint32, bool) {
 			s += weightID
 		case strings.Contains(d.title, t):
 			s += weightTitle
-		case containsAny(d.tags, t):
+		case strings.Contains(d.tags, t):
 			s += weightTag
 		case strings.Contains(d.desc, t):
 			s += weightDescription
@@ -164,15 +180,6 @@ func (q *query) score(d *doc) (uint32, bool) {
 		s += exactIDBonus
 	}
 	return s, true
-}
-
-func containsAny(ss []string, t string) bool {
-	for _, s := range ss {
-		if strings.Contains(s, t) {
-			return true
-		}
-	}
-	return false
 }
 
 // hit is a match and its place in the order.
@@ -212,10 +219,45 @@ func (h *worstFirst) Pop() any {
 	return x
 }
 
-// search returns the first limit matches of q in docs that come after
-// from (nil: from the start), in order, and whether more follow. docs must
-// be sorted by capability id.
-func search(docs []*doc, q query, from *position, limit int) (page []hit, more bool) {
+// docSet is the documents one scope sees at one revision, in id order,
+// and, built on first use by a query with words, their texts end to end,
+// so that a word is looked for in one pass over one string rather than
+// document by document. Safe for concurrent use.
+type docSet struct {
+	docs   []*doc
+	once   sync.Once
+	corpus string
+	// starts[i] is where docs[i]'s text begins in corpus;
+	// starts[len(docs)] is len(corpus).
+	starts []int
+}
+
+func newDocSet(docs []*doc) *docSet { return &docSet{docs: docs} }
+
+// text returns the corpus and the documents' starts in it.
+func (s *docSet) text() (string, []int) {
+	s.once.Do(func() {
+		n := 0
+		for _, d := range s.docs {
+			n += len(d.text)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		s.starts = make([]int, len(s.docs)+1)
+		for i, d := range s.docs {
+			s.starts[i] = b.Len()
+			b.WriteString(d.text)
+		}
+		s.starts[len(s.docs)] = b.Len()
+		s.corpus = b.String()
+	})
+	return s.corpus, s.starts
+}
+
+// search returns the first limit matches of q in set that come after
+// from (nil: from the start), in order, and whether more follow.
+func search(set *docSet, q query, from *position, limit int) (page []hit, more bool) {
+	docs := set.docs
 	if len(q.terms) == 0 {
 		// Every score is zero: the order is the id order docs already have.
 		start := 0
@@ -241,12 +283,28 @@ func search(docs []*doc, q query, from *position, limit int) (page []hit, more b
 	// another page follows.
 	keep := limit + 1
 	h := make(worstFirst, 0, min(keep, 64))
-	for _, d := range docs {
-		s, ok := q.score(d)
+	// Find the documents holding the longest word in one pass over the
+	// corpus (a word never spans two documents: each text ends with
+	// '\n'), then score each against every word.
+	scan := q.terms[0]
+	for _, t := range q.terms[1:] {
+		if len(t) > len(scan) {
+			scan = t
+		}
+	}
+	corpus, starts := set.text()
+	for pos := 0; pos < len(corpus); {
+		i := strings.Index(corpus[pos:], scan)
+		if i < 0 {
+			break
+		}
+		k := sort.SearchInts(starts, pos+i+1) - 1
+		pos = starts[k+1]
+		s, ok := q.score(docs[k])
 		if !ok {
 			continue
 		}
-		c := hit{score: s, d: d}
+		c := hit{score: s, d: docs[k]}
 		if from != nil && !c.after(*from) {
 			continue
 		}

@@ -75,7 +75,7 @@ func pageThrough(t *rapid.T, docs []*doc, scope ledger.Scope, q query, limit int
 	var got []string
 	var from *position
 	for range len(docs) + 2 {
-		page, more := search(docs, q, from, limit)
+		page, more := search(newDocSet(docs), q, from, limit)
 		if len(page) > limit {
 			t.Fatalf("page of %d for limit %d", len(page), limit)
 		}
@@ -129,7 +129,7 @@ func TestSearchCursorAcrossChanges(t *testing.T) {
 		before := genDocs(t, "before")
 		q, _ := parseQuery(rapid.SampledFrom([]string{"", "mail", "e", "read x"}).Draw(t, "query"))
 		limit := rapid.IntRange(1, 5).Draw(t, "limit")
-		first, more := search(before, q, nil, limit)
+		first, more := search(newDocSet(before), q, nil, limit)
 		if !more {
 			return
 		}
@@ -148,7 +148,7 @@ func TestSearchCursorAcrossChanges(t *testing.T) {
 			}
 		}
 		slices.SortFunc(after, func(a, b *doc) int { return strings.Compare(a.sum.CapabilityID, b.sum.CapabilityID) })
-		second, _ := search(after, q, &from, len(after)+1)
+		second, _ := search(newDocSet(after), q, &from, len(after)+1)
 		seen := map[string]bool{}
 		for _, h := range first {
 			seen[h.d.sum.CapabilityID] = true
@@ -201,7 +201,7 @@ func TestSearchRanking(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, _ := search(docs, q, nil, MaxPageSize)
+		page, _ := search(newDocSet(docs), q, nil, MaxPageSize)
 		var got []string
 		for _, h := range page {
 			got = append(got, h.d.sum.CapabilityID)

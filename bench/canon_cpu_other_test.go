@@ -9,3 +9,6 @@ func processCPU() time.Duration { return 0 }
 
 // childrenCPU is not measured here.
 func childrenCPU() time.Duration { return 0 }
+
+// threadCPU is not measured here.
+func threadCPU() time.Duration { return 0 }

@@ -5,6 +5,8 @@ package bench
 import (
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // processCPU returns the CPU time (user + system) the process has used so
@@ -27,4 +29,15 @@ func childrenCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// threadCPU returns the CPU time the calling OS thread has used; with
+// runtime.LockOSThread around a call it is the call's own CPU time,
+// whatever else waits for a core.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
