@@ -230,6 +230,8 @@ type docSet struct {
 	// starts[i] is where docs[i]'s text begins in corpus;
 	// starts[len(docs)] is len(corpus).
 	starts []int
+	// freq counts each byte value in corpus.
+	freq [256]int
 }
 
 func newDocSet(docs []*doc) *docSet { return &docSet{docs: docs} }
@@ -250,8 +252,48 @@ func (s *docSet) text() (string, []int) {
 		}
 		s.starts[len(s.docs)] = b.Len()
 		s.corpus = b.String()
+		for i := 0; i < len(s.corpus); i++ {
+			s.freq[s.corpus[i]]++
+		}
 	})
 	return s.corpus, s.starts
+}
+
+// finder looks for one word in a docSet's corpus by its rarest byte:
+// strings.Index looks for the first byte, and a word's first byte is often
+// one of the most common letters, so that it stops at nearly every word of
+// the text.
+type finder struct {
+	word   string
+	anchor int // the index in word of its rarest byte in the corpus
+}
+
+func (s *docSet) finder(word string) finder {
+	f := finder{word: word}
+	for i := 1; i < len(word); i++ {
+		if s.freq[word[i]] < s.freq[word[f.anchor]] {
+			f.anchor = i
+		}
+	}
+	return f
+}
+
+// next returns the first position at or after from where the word starts
+// in corpus, or -1.
+func (f finder) next(corpus string, from int) int {
+	c := f.word[f.anchor]
+	for p := from + f.anchor; p < len(corpus); {
+		i := strings.IndexByte(corpus[p:], c)
+		if i < 0 {
+			return -1
+		}
+		start := p + i - f.anchor
+		if start+len(f.word) <= len(corpus) && corpus[start:start+len(f.word)] == f.word {
+			return start
+		}
+		p += i + 1
+	}
+	return -1
 }
 
 // search returns the first limit matches of q in set that come after
@@ -293,12 +335,13 @@ func search(set *docSet, q query, from *position, limit int) (page []hit, more b
 		}
 	}
 	corpus, starts := set.text()
+	find := set.finder(scan)
 	for pos := 0; pos < len(corpus); {
-		i := strings.Index(corpus[pos:], scan)
+		i := find.next(corpus, pos)
 		if i < 0 {
 			break
 		}
-		k := sort.SearchInts(starts, pos+i+1) - 1
+		k := sort.SearchInts(starts, i+1) - 1
 		pos = starts[k+1]
 		s, ok := q.score(docs[k])
 		if !ok {
