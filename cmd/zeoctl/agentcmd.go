@@ -15,7 +15,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/agent/mcpserver"
 	"github.com/zeoruntime/runtimeipc/launch"
-	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
@@ -49,7 +48,7 @@ func (f *facadeFlags) register(fs *flag.FlagSet, runs bool) {
 
 // facade opens the ledger and the catalogue and returns the facade, and
 // the function that releases them.
-func (f *facadeFlags) facade(e *env) (_ *agent.Facade, closeAll func(*error), err error) {
+func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, closeAll func(*error), err error) {
 	if f.org == "" || f.project == "" {
 		return nil, nil, usagef("-org and -project are required: the answers are for one project")
 	}
@@ -75,8 +74,7 @@ func (f *facadeFlags) facade(e *env) (_ *agent.Facade, closeAll func(*error), er
 		}
 		cfg.Launcher, cfg.Dispatcher, cfg.Grants, cfg.OperationTimeout = ln, d, f.grants.grants(), f.deadline
 	}
-	var l *bolt.Ledger
-	l, cat, err := openCatalogue(f.path, false, nil)
+	l, cat, err := openCatalogue(ctx, f.path, false, nil)
 	if err != nil {
 		if cleanup != nil {
 			cleanup()
@@ -119,7 +117,7 @@ prints the cursor of the next page: pass it as -cursor with the same words.
 			limit := fs.Int("limit", 0, fmt.Sprintf("the page size, 1..%d (default %d)", agent.MaxPageSize, agent.DefaultPageSize))
 			cursor := fs.String("cursor", "", "the cursor printed by the previous page")
 			return func(ctx context.Context, e *env, args []string) (err error) {
-				fc, closeAll, err := f.facade(e)
+				fc, closeAll, err := f.facade(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -176,7 +174,7 @@ does not exist.
 				if len(args) != 1 {
 					return usagef("want one capability ID")
 				}
-				fc, closeAll, err := f.facade(e)
+				fc, closeAll, err := f.facade(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -272,7 +270,7 @@ the printed next step says what to do.
 				if err != nil {
 					return err
 				}
-				fc, closeAll, err := f.facade(e)
+				fc, closeAll, err := f.facade(ctx, e)
 				if err != nil {
 					return err
 				}
@@ -341,7 +339,7 @@ on it wait for it to exit. Diagnostics go to stderr.
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				fc, closeAll, err := f.facade(e)
+				fc, closeAll, err := f.facade(ctx, e)
 				if err != nil {
 					return err
 				}

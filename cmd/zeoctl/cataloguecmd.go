@@ -18,7 +18,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// catalogueStore is the bolt ledger as the catalogue's store.
+// The bolt ledger keeps a catalogue beside the operations.
 var _ catalogue.Store = (*bolt.Ledger)(nil)
 
 // noDiscovery is the Discover port of commands that admit nothing.
@@ -26,30 +26,36 @@ func noDiscovery(context.Context, manifest.ProviderBinding) (canon.Digest, error
 	return "", errors.New("zeoctl: this command runs no discovery")
 }
 
-// openCatalogue opens the bolt ledger at path (creating it when create is
-// set) and the catalogue it holds.
-func openCatalogue(path string, create bool, discover catalogue.DiscoverFunc) (*bolt.Ledger, *catalogue.Catalogue, error) {
-	if path == "" {
-		return nil, nil, usagef("-ledger PATH is required: the bolt ledger file that holds the catalogue")
+// openCatalogue opens the ledger -ledger names (a bolt file, created only
+// when create is set, or a postgres:// DSN) and the catalogue it holds.
+func openCatalogue(ctx context.Context, where string, create bool, discover catalogue.DiscoverFunc) (catalogue.Store, *catalogue.Catalogue, error) {
+	if where == "" {
+		return nil, nil, usagef("-ledger is required: the bolt ledger file (or postgres:// DSN) that holds the catalogue")
 	}
-	if !create {
-		if _, err := os.Stat(path); err != nil {
-			return nil, nil, fmt.Errorf("ledger %s: %w (admit a provider first: zeoctl catalogue admit -ledger PATH ...)", path, err)
+	if !create && !isDSN(where) {
+		if _, err := os.Stat(where); err != nil {
+			return nil, nil, fmt.Errorf("ledger %s: %w (admit a provider first: zeoctl catalogue admit -ledger PATH ...)", where, err)
 		}
 	}
-	l, err := openLedger(path)
+	l, err := openLedger(ctx, where)
 	if err != nil {
+		return nil, nil, err
+	}
+	store, ok := l.(catalogue.Store)
+	if !ok {
+		err := fmt.Errorf("this ledger backend (%T) keeps no catalogue", l)
+		closeLedger(l, &err)
 		return nil, nil, err
 	}
 	if discover == nil {
 		discover = noDiscovery
 	}
-	cat, err := catalogue.New(catalogue.Config{Store: l, Discover: discover})
+	cat, err := catalogue.New(catalogue.Config{Store: store, Discover: discover})
 	if err != nil {
 		closeLedger(l, &err)
 		return nil, nil, err
 	}
-	return l, cat, nil
+	return store, cat, nil
 }
 
 // audienceFlag is a repeatable ORG or ORG/PROJECT.
@@ -146,7 +152,7 @@ until consent is granted.
 		flags: func(fs *flag.FlagSet) runFunc {
 			var host hostFlags
 			host.register(fs)
-			path := fs.String("ledger", "", "the bolt ledger `file` (required; created if needed)")
+			path := fs.String("ledger", "", "the bolt ledger `file` (required; created if needed), or a postgres:// DSN")
 			gen := fs.Int64("generation", 0, "the generation to admit (default: the binding's)")
 			var audience audienceFlag
 			fs.Var(&audience, "audience", "an `ORG` or ORG/PROJECT that may see and run the capabilities (repeatable)")
@@ -179,7 +185,7 @@ until consent is granted.
 					d, err := ln.Describe(ctx, b)
 					return d.ManifestDigest, discoveryHint(err, false)
 				}
-				l, cat, err := openCatalogue(*path, true, discover)
+				l, cat, err := openCatalogue(ctx, *path, true, discover)
 				if err != nil {
 					return err
 				}
@@ -254,7 +260,7 @@ has consented to per connection account.
 				if (f.org == "") != (f.project == "") {
 					return usagef("give both -org and -project, or neither")
 				}
-				l, cat, err := openCatalogue(f.path, false, nil)
+				l, cat, err := openCatalogue(ctx, f.path, false, nil)
 				if err != nil {
 					return err
 				}
@@ -345,7 +351,7 @@ increasing order, with its digests and when it was admitted; without
 operations; operations pinned to an older one keep it until they end.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
-			path := fs.String("ledger", "", "the bolt ledger `file` (required)")
+			path := fs.String("ledger", "", "the bolt ledger `file` (required), or a postgres:// DSN")
 			dist := fs.String("distribution", "", "the provider's distribution")
 			factory := fs.String("factory", "", "the provider's factory")
 			asJSON := fs.Bool("json", false, "print JSON")
@@ -356,7 +362,7 @@ operations; operations pinned to an older one keep it until they end.
 				if (*dist == "") != (*factory == "") {
 					return usagef("give both -distribution and -factory, or neither")
 				}
-				l, cat, err := openCatalogue(*path, false, nil)
+				l, cat, err := openCatalogue(ctx, *path, false, nil)
 				if err != nil {
 					return err
 				}
@@ -471,7 +477,7 @@ run, the run must name one.
 				if f.org == "" || f.project == "" || f.account == "" {
 					return usagef("-org, -project and -account are required")
 				}
-				l, cat, err := openCatalogue(f.path, false, nil)
+				l, cat, err := openCatalogue(ctx, f.path, false, nil)
 				if err != nil {
 					return err
 				}
