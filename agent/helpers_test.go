@@ -89,7 +89,8 @@ type world struct {
 func launcher(t testing.TB) *launch.Launcher {
 	t.Helper()
 	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Grace: 2 * time.Second,
-		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{}})
+		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/zeoruntime/runtimeipc v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/sys v0.50.0
 	google.golang.org/grpc v1.85.0
 )
 
@@ -28,7 +29,6 @@ require (
 	github.com/oklog/run v1.1.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
