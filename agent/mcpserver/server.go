@@ -165,7 +165,7 @@ type (
 	searchArgs struct {
 		Query  string `json:"query,omitempty"`
 		Cursor string `json:"cursor,omitempty"`
-		Limit  int    `json:"limit,omitempty"`
+		Limit  *int   `json:"limit,omitempty"`
 	}
 	describeArgs struct {
 		CapabilityID string `json:"capability_id"`
@@ -173,10 +173,42 @@ type (
 	runArgs struct {
 		CapabilityID string         `json:"capability_id"`
 		Arguments    map[string]any `json:"arguments,omitempty"`
-		OperationID  string         `json:"operation_id,omitempty"`
-		Account      string         `json:"account,omitempty"`
+		OperationID  *string        `json:"operation_id,omitempty"`
+		Account      *string        `json:"account,omitempty"`
 	}
 )
+
+// check refuses what the schema refuses and the decoder lets through: an
+// explicit limit of 0 (absent means the default) and explicit empty
+// strings.
+func (a *searchArgs) check() (agent.SearchRequest, error) {
+	r := agent.SearchRequest{Query: a.Query, Cursor: a.Cursor}
+	if a.Limit != nil {
+		if *a.Limit < 1 || *a.Limit > agent.MaxPageSize {
+			return r, fmt.Errorf("%w: search arguments: limit %d is outside 1..%d", agent.ErrInvalidRequest, *a.Limit, agent.MaxPageSize)
+		}
+		r.Limit = *a.Limit
+	}
+	return r, nil
+}
+
+func (a *runArgs) check() (agent.RunRequest, error) {
+	r := agent.RunRequest{CapabilityID: a.CapabilityID, Arguments: a.Arguments}
+	for _, f := range []struct {
+		name string
+		v    *string
+		dst  *string
+	}{{"operation_id", a.OperationID, &r.OperationID}, {"account", a.Account, &r.Account}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v == "" {
+			return r, fmt.Errorf("%w: run arguments: %s is empty; leave it out instead", agent.ErrInvalidRequest, f.name)
+		}
+		*f.dst = *f.v
+	}
+	return r, nil
+}
 
 // decode reads a tool's raw arguments strictly into v; absent arguments
 // are an empty object.
@@ -201,7 +233,11 @@ func (t tools) search(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	if err := decode(ToolSearch, req.Params.Arguments, &a); err != nil {
 		return failure(err), nil
 	}
-	page, err := t.f.Search(ctx, t.scope, agent.SearchRequest{Query: a.Query, Cursor: a.Cursor, Limit: a.Limit})
+	r, err := a.check()
+	if err != nil {
+		return failure(err), nil
+	}
+	page, err := t.f.Search(ctx, t.scope, r)
 	if err != nil {
 		return failure(err), nil
 	}
@@ -225,8 +261,11 @@ func (t tools) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 	if err := decode(ToolRun, req.Params.Arguments, &a); err != nil {
 		return failure(err), nil
 	}
-	res, err := t.f.Run(ctx, t.scope, agent.RunRequest{CapabilityID: a.CapabilityID, Arguments: a.Arguments,
-		OperationID: a.OperationID, Account: a.Account})
+	r, err := a.check()
+	if err != nil {
+		return failure(err), nil
+	}
+	res, err := t.f.Run(ctx, t.scope, r)
 	if res.State == "" {
 		// Nothing ran: the refusal is the answer.
 		return failure(err), nil
