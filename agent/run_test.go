@@ -1,0 +1,189 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/zeoruntime/runtimeipc/agent"
+	"github.com/zeoruntime/runtimeipc/catalogue"
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+var scopeA = ledger.Scope{OrganizationID: "org-a", ProjectID: "proj-1"}
+
+// receipts is a Dispatcher that consumes every effect and counts them.
+type receipts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[d.LogicalEffectID]++
+	return supervise.Receipt{ReceiptID: "rcpt-" + d.AuthorizationID}, nil
+}
+
+// demoWorld is the simulated demo provider admitted for org-a, with a
+// consuming dispatcher and a budget of two effects per operation.
+func demoWorld(t *testing.T) (*world, *receipts) {
+	d := &receipts{}
+	w := newWorld(t, agent.Config{EffectBudget: 2, Supervisor: supervise.Config{Dispatcher: d}},
+		catalogue.Admission{Binding: hostsim.DemoBinding(), Audience: []catalogue.Audience{{OrganizationID: "org-a"}}})
+	return w, d
+}
+
+// twoEffectsConsent is what example.two_effects needs from account.
+func twoEffectsConsent(account string, ops ...string) ledger.Consent {
+	return ledger.Consent{Scope: scopeA, Account: account, Capabilities: []string{"example.two_effects@1.0.0"},
+		Services: []string{"runtime.effects"}, EffectKinds: []string{"write", "external_communication"}, EffectOperations: ops}
+}
+
+// TestRunConsent follows a capability that needs a connection account:
+// refused before anything runs without consent, run once granted, held
+// for approval when consent for one effect is revoked, and continued to
+// its result once it is granted again; with two accounts that could serve,
+// the run must name one.
+func TestRunConsent(t *testing.T) {
+	ctx := testCtx(t)
+	w, d := demoWorld(t)
+	run := func(op, account string) (agent.RunResult, error) {
+		return w.f.Run(ctx, scopeA, agent.RunRequest{CapabilityID: "example.two_effects@1.0.0",
+			Arguments: map[string]any{"target": "doc-" + op}, OperationID: op, Account: account})
+	}
+
+	res, err := run("op-no-consent", "")
+	var ce *catalogue.ConsentError
+	if !errors.As(err, &ce) || res.State != "" {
+		t.Fatalf("without consent: %+v, %v; want a *catalogue.ConsentError and nothing run", res, err)
+	}
+	if _, err := w.l.Operation(ctx, scopeA, "op-no-consent"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("a run refused for consent recorded its operation: %v", err)
+	}
+
+	if _, err := w.cat.Grant(ctx, twoEffectsConsent("connection-a", "prepare", "commit")); err != nil {
+		t.Fatal(err)
+	}
+	res, err = run("op-1", "")
+	if err != nil || res.State != launch.StateSucceeded || !strings.Contains(string(res.Artifact), `"receipts":["rcpt-`) {
+		t.Fatalf("with consent: %+v, %v", res, err)
+	}
+
+	// Consent for commit revoked: the second effect is held, nothing is
+	// dispatched for it, and the operation waits.
+	if _, err := w.cat.Revoke(ctx, ledger.Consent{Scope: scopeA, Account: "connection-a", EffectOperations: []string{"commit"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = run("op-2", "")
+	if !errors.Is(err, supervise.ErrWaitingApproval) || res.State != launch.StateWaitingApproval ||
+		!strings.Contains(res.Next, `call run again with operation_id "op-2"`) || !strings.Contains(res.Reason, "effect_operation:commit") {
+		t.Fatalf("commit revoked: %+v, %v", res, err)
+	}
+	if _, err := w.cat.Grant(ctx, twoEffectsConsent("connection-a", "commit")); err != nil {
+		t.Fatal(err)
+	}
+	res, err = run("op-2", "")
+	if err != nil || res.State != launch.StateSucceeded {
+		t.Fatalf("continued after the grant: %+v, %v", res, err)
+	}
+	d.mu.Lock()
+	if d.n["effect-1"] != 2 || d.n["effect-2"] != 2 {
+		t.Errorf("dispatches %v; want each effect once per operation (two operations)", d.n)
+	}
+	d.mu.Unlock()
+
+	// A second account could serve: the run must name one.
+	if _, err := w.cat.Grant(ctx, twoEffectsConsent("connection-b", "prepare", "commit")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run("op-3", "")
+	var ae *catalogue.AccountError
+	if !errors.As(err, &ae) || len(ae.Candidates) != 2 {
+		t.Fatalf("two accounts, none named: %v; want a *catalogue.AccountError naming both", err)
+	}
+	if res, err := run("op-3", "connection-a"); err != nil || res.State != launch.StateSucceeded {
+		t.Fatalf("naming connection-a: %+v, %v", res, err)
+	}
+	// The effect names connection-a, the operation runs with connection-b.
+	res, err = run("op-4", "connection-b")
+	if !errors.Is(err, supervise.ErrRefused) || !strings.Contains(res.Reason+res.Detail, "connection-b") {
+		t.Errorf("effects on another account than the run's: %+v, %v", res, err)
+	}
+}
+
+// TestRunPinnedGeneration checks that an operation started on one
+// generation continues on it after a newer one is admitted, while a new
+// operation runs on the newer one.
+func TestRunPinnedGeneration(t *testing.T) {
+	ctx := testCtx(t)
+	w, _ := demoWorld(t)
+	if _, err := w.cat.Grant(ctx, twoEffectsConsent("connection-a", "prepare")); err != nil {
+		t.Fatal(err)
+	}
+	req := agent.RunRequest{CapabilityID: "example.two_effects@1.0.0", Arguments: map[string]any{"target": "t"}, OperationID: "op-old"}
+	if res, _ := w.f.Run(ctx, scopeA, req); res.State != launch.StateWaitingApproval {
+		t.Fatalf("first run: %+v", res)
+	}
+	b := hostsim.DemoBinding()
+	b.Generation = 2
+	if _, err := w.cat.Admit(ctx, catalogue.Admission{Binding: b, Audience: []catalogue.Audience{{OrganizationID: "org-a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := w.f.Describe(ctx, scopeA, "example.two_effects@1.0.0"); err != nil || d.Generation != 2 {
+		t.Fatalf("describe after generation 2: %+v, %v", d, err)
+	}
+	if _, err := w.cat.Grant(ctx, twoEffectsConsent("connection-a", "commit")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.f.Run(ctx, scopeA, req)
+	if err != nil || res.State != launch.StateSucceeded {
+		t.Fatalf("continued: %+v, %v", res, err)
+	}
+	for op, want := range map[string]int64{"op-old": 1} {
+		pin, err := w.l.OperationPin(ctx, scopeA, op)
+		if err != nil || pin.Generation != want {
+			t.Errorf("%s pinned to %+v, %v; want generation %d", op, pin, err, want)
+		}
+	}
+	req.OperationID = "op-new"
+	if res, err := w.f.Run(ctx, scopeA, req); err != nil || res.State != launch.StateSucceeded {
+		t.Fatalf("new operation: %+v, %v", res, err)
+	}
+	if pin, err := w.l.OperationPin(ctx, scopeA, "op-new"); err != nil || pin.Generation != 2 {
+		t.Errorf("op-new pinned to %+v, %v; want generation 2", pin, err)
+	}
+}
+
+// TestRunInvalid checks refusals before anything runs.
+func TestRunInvalid(t *testing.T) {
+	ctx := testCtx(t)
+	w, _ := demoWorld(t)
+	for _, req := range []agent.RunRequest{
+		{CapabilityID: "example.echo@1.0.0", OperationID: strings.Repeat("o", 257)},
+		{CapabilityID: ""},
+		{CapabilityID: "example.echo@1.0.0", Account: strings.Repeat("a", 257)},
+	} {
+		res, err := w.f.Run(ctx, scopeA, req)
+		if res.State != "" || !(errors.Is(err, agent.ErrInvalidRequest) || errors.Is(err, catalogue.ErrInvalidRequest)) {
+			t.Errorf("Run(%.40v) = %+v, %v; want an invalid request", req, res, err)
+		}
+	}
+	if _, err := w.f.Search(ctx, ledger.Scope{}, agent.SearchRequest{}); err == nil {
+		t.Error("search with an empty scope succeeded")
+	}
+	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Limit: agent.MaxPageSize + 1}); !errors.Is(err, agent.ErrInvalidRequest) {
+		t.Errorf("limit past the maximum: %v", err)
+	}
+	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Query: "x", Cursor: "AQ"}); !errors.Is(err, agent.ErrInvalidCursor) {
+		t.Errorf("damaged cursor: %v", err)
+	}
+}
