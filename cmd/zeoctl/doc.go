@@ -94,13 +94,42 @@
 // The ledger file is owned by one process at a time (its lock): a command
 // on a ledger a controller holds says so and exits 1.
 //
+// # The catalogue and the agent facade
+//
+//	zeoctl catalogue admit -ledger PATH (-python PATH | -host PATH | -simulated)
+//	              [-binding FILE] [-generation N] -audience ORG[/PROJECT]...
+//	              [-only ID=ORG[/PROJECT],...]...
+//	                             admit a provider generation once the host's own
+//	                             discovery agrees with the binding; -audience says
+//	                             who may see and run its capabilities
+//	zeoctl catalogue list -ledger PATH [-org ID -project ID]
+//	                             the providers' current generations, or what one
+//	                             project sees and has consented to
+//	zeoctl catalogue generations -ledger PATH [-distribution D -factory F]
+//	zeoctl catalogue consent grant|revoke -ledger PATH -org ID -project ID
+//	              -account NAME [-capability ID]... [-credential NAME]...
+//	              [-service NAME]... [-effect-kind KIND]... [-effect-operation OP]...
+//	zeoctl search -ledger PATH -org ID -project ID [-limit N] [-cursor C] [WORD...]
+//	zeoctl describe-capability -ledger PATH -org ID -project ID ID
+//	zeoctl run (-python PATH | -host PATH | -simulated) -ledger PATH -org ID
+//	              -project ID [-args JSON|@FILE] [-operation ID] [-account NAME] ID
+//	zeoctl mcp (-python PATH | -host PATH | -simulated) -ledger PATH -org ID
+//	              -project ID
+//	                             the agent facade as an MCP server on stdin and
+//	                             stdout: exactly three tools, search, describe and
+//	                             run, with capability ids as arguments
+//
+// search, describe-capability, run and mcp answer as the project sees the
+// catalogue: a capability outside its audience does not exist for them,
+// not even in an error's wording.
+//
 // # Exit status
 //
 //	0  the command did what was asked
 //	1  it failed; the message after "zeoctl: <command>:" says what was wrong
 //	   and what to do
 //	2  the command line is wrong; the usage line follows the message
-//	3  the command ran an operation whose outcome is not a success; the
+//	3  invoke or run ran an operation whose outcome is not a success; the
 //	   outcome is printed and its state says what to do next
 //
 // # Hidden host mode
