@@ -286,3 +286,33 @@ func TestMCP(t *testing.T) {
 		}
 	}
 }
+
+func TestCatalogueUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"catalogue"}, "expected one of: admit, list, generations, consent grant, consent revoke"},
+		{[]string{"catalogue", "admit", "-simulated", "-ledger", "l.db"}, "-audience is required"},
+		{[]string{"catalogue", "admit", "-simulated", "-ledger", "l.db", "-audience", "org/"}, "want ORG or ORG/PROJECT"},
+		{[]string{"catalogue", "admit", "-simulated", "-ledger", "l.db", "-only", "noequals"}, "want CAPABILITY=ORG[/PROJECT]"},
+		{[]string{"catalogue", "list", "-ledger", "l.db", "-org", "o"}, "give both -org and -project, or neither"},
+		{[]string{"catalogue", "generations", "-ledger", "l.db", "-factory", "f"}, "give both -distribution and -factory"},
+		{[]string{"catalogue", "consent", "grant", "-ledger", "l.db"}, "-org, -project and -account are required"},
+		{[]string{"search", "-ledger", "l.db"}, "-org and -project are required"},
+		{[]string{"describe-capability", "-ledger", "l.db", "-org", "o", "-project", "p"}, "want one capability ID"},
+		{[]string{"run", "-ledger", "l.db", "-org", "o", "-project", "p", "x@1.0.0"}, "choose the host"},
+		{[]string{"run", "-simulated", "-ledger", "l.db", "-org", "o", "-project", "p"}, "want one capability ID"},
+		{[]string{"mcp", "-simulated", "-binding", "b.json", "-ledger", "l.db", "-org", "o", "-project", "p"}, "-binding is not used here"},
+		{[]string{"mcp", "-simulated", "-ledger", "l.db", "-org", "o", "-project", "p", "-effects", "maybe"}, "-effects must be refuse, accept or uncertain"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			wantRun(t, zeoctl(t, tt.args...), 2, nil, []string{tt.stderr})
+		})
+	}
+	// A ledger that does not exist is not created by a command that only reads.
+	wantRun(t, zeoctl(t, "search", "-ledger", filepath.Join(t.TempDir(), "none.db"), "-org", "o", "-project", "p"), 1, nil,
+		[]string{"admit a provider first"})
+}
