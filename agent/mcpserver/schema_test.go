@@ -32,19 +32,22 @@ func compile(t testing.TB, name string, schema json.RawMessage) *jsonschema.Sche
 	return s
 }
 
+// argsFor returns a new value of the arguments type of tool name.
+func argsFor(name string) any {
+	switch name {
+	case ToolSearch:
+		return new(searchArgs)
+	case ToolDescribe:
+		return new(describeArgs)
+	}
+	return new(runArgs)
+}
+
 // decoderFor returns the decoding the tool's handler applies, and whether
 // its shape checks (beyond the schema: limits the facade applies) refuse.
 func decoderFor(name string) func(raw []byte) error {
 	return func(raw []byte) error {
-		var v any
-		switch name {
-		case ToolSearch:
-			v = new(searchArgs)
-		case ToolDescribe:
-			v = new(describeArgs)
-		case ToolRun:
-			v = new(runArgs)
-		}
+		v := argsFor(name)
 		if err := decode(name, raw, v); err != nil {
 			return err
 		}
@@ -177,15 +180,7 @@ func FuzzDecodeArguments(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for _, name := range []string{ToolSearch, ToolDescribe, ToolRun} {
-			var v any
-			switch name {
-			case ToolSearch:
-				v = new(searchArgs)
-			case ToolDescribe:
-				v = new(describeArgs)
-			default:
-				v = new(runArgs)
-			}
+			v := argsFor(name)
 			if err := decode(name, raw, v); err != nil {
 				if !errors.Is(err, agent.ErrInvalidRequest) {
 					t.Fatalf("%s: error %v does not wrap ErrInvalidRequest", name, err)
