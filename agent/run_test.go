@@ -12,6 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
@@ -185,5 +186,66 @@ func TestRunInvalid(t *testing.T) {
 	}
 	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Query: "x", Cursor: "AQ"}); !errors.Is(err, agent.ErrInvalidCursor) {
 		t.Errorf("damaged cursor: %v", err)
+	}
+}
+
+// gate is an Authority (the embedder's, asked after the catalogue) that
+// holds each admission until released, and says when one is waiting.
+type gate struct {
+	entered chan string
+	release chan struct{}
+}
+
+func (g gate) Admit(ctx context.Context, a supervise.Admission) (supervise.Verdict, error) {
+	g.entered <- a.Operation.OperationID
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+	}
+	return supervise.Verdict{Decision: supervise.Allow}, nil
+}
+
+func (gate) Effect(context.Context, supervise.EffectQuestion) (supervise.Verdict, error) {
+	return supervise.Verdict{Decision: supervise.Allow}, nil
+}
+
+// TestRunReservationBusy runs a serial_per_capability capability twice at
+// once through the facade: the second run is answered refused, naming
+// the reservation's holder and saying to run again, without launching;
+// run again with its operation id once the first ended, it succeeds.
+func TestRunReservationBusy(t *testing.T) {
+	ctx := testCtx(t)
+	m := echoManifest(t, "serial.echo@1.0.0", "An echo that runs one at a time")
+	m.Effects.Concurrency = manifest.SerialPerCapability
+	g := gate{entered: make(chan string, 4), release: make(chan struct{})}
+	w := newWorld(t, agent.Config{Supervisor: supervise.Config{Authority: g}},
+		catalogue.Admission{Binding: binding(t, "serial:factory", 1, m), Audience: []catalogue.Audience{{OrganizationID: "org-a"}}})
+	req := func(op string) agent.RunRequest {
+		return agent.RunRequest{CapabilityID: "serial.echo@1.0.0", Arguments: map[string]any{"text": op}, OperationID: op}
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := w.f.Run(ctx, scopeA, req("op-first"))
+		first <- err
+	}()
+	if op := <-g.entered; op != "op-first" {
+		t.Fatalf("%s entered admission first", op)
+	}
+	// op-first holds the capability's reservation inside invoke.admit.
+	res, err := w.f.Run(ctx, scopeA, req("op-second"))
+	if !errors.Is(err, ledger.ErrReserved) || res.State != launch.StateRefused || res.Outcome.Launched ||
+		!strings.Contains(res.Detail, "op-first") || !strings.Contains(res.Next, `call run again with operation_id "op-second"`) {
+		t.Fatalf("second run while the first holds the reservation: %+v, %v", res, err)
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	res, err = w.f.Run(ctx, scopeA, req("op-second"))
+	if err != nil || res.State != launch.StateSucceeded || string(res.Artifact) != `{"text":"op-second"}` {
+		t.Fatalf("second run again: %+v, %v", res, err)
+	}
+	if rs, err := w.cat.Reservations(ctx, scopeA); err != nil || len(rs) != 0 {
+		t.Errorf("reservations left: %+v, %v", rs, err)
 	}
 }
