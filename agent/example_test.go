@@ -24,7 +24,9 @@ func ExampleFacade_Search() {
 	defer l.Close(ctx)
 	// The discovery port: a real embedder asks the host (launch.Launcher's
 	// Describe); here the binding is taken at its word.
-	discover := func(_ context.Context, b manifest.ProviderBinding) (canon.Digest, error) { return b.ManifestDigest, nil }
+	discover := func(_ context.Context, b manifest.ProviderBinding) (canon.Digest, error) {
+		return b.ManifestDigest, nil
+	}
 	cat, err := catalogue.New(catalogue.Config{Store: l, Discover: discover})
 	if err != nil {
 		panic(err)
