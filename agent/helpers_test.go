@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,11 +12,11 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
 // hostsimPath is the simulated host executable, built once by TestMain.
@@ -133,4 +134,23 @@ func newWorld(t testing.TB, cfg agent.Config, admissions ...catalogue.Admission)
 	return &world{f: f, cat: cat, l: l}
 }
 
-var _ = supervise.AllowAll{}
+// noLeaks checks, when the test and its other cleanups have ended, that
+// the descriptors, goroutines and child processes it started are gone
+// (waiting, bounded, for goroutines and reaping to wind down).
+func noLeaks(t *testing.T) {
+	t.Helper()
+	fds, goroutines := leaktest.OpenFDs(t), runtime.NumGoroutine()
+	t.Cleanup(func() {
+		var f, g int
+		var kids []int
+		for range 500 {
+			f, g, kids = leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
+			if f <= fds && g <= goroutines && len(kids) == 0 {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		buf := make([]byte, 1<<20)
+		t.Errorf("left behind: descriptors %d→%d, goroutines %d→%d, children %v\n%s", fds, f, goroutines, g, kids, buf[:runtime.Stack(buf, true)])
+	})
+}

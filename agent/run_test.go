@@ -55,6 +55,7 @@ func twoEffectsConsent(account string, ops ...string) ledger.Consent {
 // its result once it is granted again; with two accounts that could serve,
 // the run must name one.
 func TestRunConsent(t *testing.T) {
+	noLeaks(t)
 	ctx := testCtx(t)
 	w, d := demoWorld(t)
 	run := func(op, account string) (agent.RunResult, error) {
@@ -125,6 +126,7 @@ func TestRunConsent(t *testing.T) {
 // generation continues on it after a newer one is admitted, while a new
 // operation runs on the newer one.
 func TestRunPinnedGeneration(t *testing.T) {
+	noLeaks(t)
 	ctx := testCtx(t)
 	w, _ := demoWorld(t)
 	if _, err := w.cat.Grant(ctx, twoEffectsConsent("connection-a", "prepare")); err != nil {
@@ -214,6 +216,7 @@ func (gate) Effect(context.Context, supervise.EffectQuestion) (supervise.Verdict
 // the reservation's holder and saying to run again, without launching;
 // run again with its operation id once the first ended, it succeeds.
 func TestRunReservationBusy(t *testing.T) {
+	noLeaks(t)
 	ctx := testCtx(t)
 	m := echoManifest(t, "serial.echo@1.0.0", "An echo that runs one at a time")
 	m.Effects.Concurrency = manifest.SerialPerCapability

@@ -149,6 +149,7 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, tool string, args map[
 // see were never admitted; byte for byte. An invisible id's run records
 // nothing.
 func TestScope(t *testing.T) {
+	noLeaks(t)
 	ps := scopeProviders(t)
 	var allIDs []string
 	for _, p := range ps {
