@@ -195,6 +195,8 @@ type RunRequest struct {
 
 // RunResult is what a run established.
 type RunResult struct {
+	// CapabilityID is the capability run, and OperationID the operation:
+	// pass it back to continue the operation.
 	CapabilityID string `json:"capability_id"`
 	OperationID  string `json:"operation_id"`
 	// State is succeeded, or why there is no result yet.

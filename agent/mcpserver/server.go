@@ -95,8 +95,8 @@ Use search to find a capability (free text over ids, titles, descriptions and ta
 A capability is named by its canonical id ("namespace.name@version") in the capability_id argument.
 When run answers a state other than succeeded, its "next" field says what to do; to continue an operation, call run again with its operation_id and the same arguments.`
 
-// Tools returns the three tools with their input schemas, in the order the
-// server lists them. Each call returns new values.
+// Tools returns the three tools with their input schemas (the SDK lists
+// them to clients by name). Each call returns new values.
 func Tools() []*mcp.Tool {
 	yes, no := true, false
 	return []*mcp.Tool{
