@@ -167,6 +167,7 @@ type pyProbe struct {
 	Handlers   map[string]any    `json:"handlers"`
 	Mask       []int             `json:"mask"`
 	Dumpable   int               `json:"dumpable"`
+	PDeathSig  int               `json:"pdeathsig"`
 	Stdin      string            `json:"stdin"`
 	LineBuf    bool              `json:"stdout_line_buffering"`
 	Encoding   string            `json:"stdout_encoding"`
@@ -211,15 +212,28 @@ func TestWarmChildInherits(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		env  []string
+		cfg  launch.ZygoteConfig
 	}{
-		{"utf8", e.env()},
+		{"utf8", e.env(), launch.ZygoteConfig{}},
 		// No locale: the interpreter coerces it (LC_CTYPE), cold and warm.
-		{"coerced", []string{"PYTHONPATH=" + e.modules}},
+		{"coerced", []string{"PYTHONPATH=" + e.modules}, launch.ZygoteConfig{}},
+		// A spare that copied its pages while it waited, then took the
+		// invocation.
+		{"spare", e.env(), launch.ZygoteConfig{Spare: true, PreTouch: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := e.launcher(t, "zeotestprobe", nil, tt.env...)
-			z := e.zygote(t, l, launch.ZygoteConfig{})
+			z := e.zygote(t, l, tt.cfg)
 			warm, wout := runProbe(t, e, z.Invoke)
+			// A spare takes an invocation only once it is ready: run until
+			// one did.
+			for i := 0; tt.cfg.Spare && z.Stats().Spares == 0; i++ {
+				if i == 100 {
+					t.Fatalf("no invocation went to the spare: %+v", z.Stats())
+				}
+				time.Sleep(20 * time.Millisecond)
+				warm, wout = runProbe(t, e, z.Invoke)
+			}
 			cold, cout := runProbe(t, e, l.Invoke)
 			if !wout.Process.Warm || cout.Process.Warm {
 				t.Fatalf("warm %v, cold %v", wout.Process.Warm, cout.Process.Warm)
@@ -257,8 +271,8 @@ func TestWarmChildInherits(t *testing.T) {
 			if diff := cmp.Diff(norm(cold), norm(warm)); diff != "" {
 				t.Errorf("cold -> warm:\n%s", diff)
 			}
-			if warm.Threads != 1 || warm.Tasks != 1 || warm.Dumpable != 1 {
-				t.Errorf("warm threads %d, tasks %d, dumpable %d", warm.Threads, warm.Tasks, warm.Dumpable)
+			if warm.Threads != 1 || warm.Tasks != 1 || warm.Dumpable != 1 || warm.PDeathSig != 0 {
+				t.Errorf("warm threads %d, tasks %d, dumpable %d, parent-death signal %d", warm.Threads, warm.Tasks, warm.Dumpable, warm.PDeathSig)
 			}
 			for _, r := range [][]byte{wout.Process.Stdout, wout.Process.StderrTail} {
 				if bytes.Contains(r, []byte("hunter2")) {
@@ -633,5 +647,69 @@ func TestWarmNoLeaks(t *testing.T) {
 		if alive(pid) {
 			t.Fatalf("host %d is still alive", pid)
 		}
+	}
+}
+
+// TestWarmServerLies runs servers patched to lie once each: a pidfd of
+// another process, a child reported ended while it runs, a wrong exit
+// code, an unknown message. Each lie loses the server: an invocation
+// whose host was not handed over launches cold, one whose host runs
+// fails as ErrExitUnknown with its host killed.
+func TestWarmServerLies(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(uts.Release[:]), "%d.%d", &major, &minor)
+	exitCodes := major > 6 || major == 6 && minor >= 15 // PIDFD_INFO_EXIT
+	for _, tt := range []struct {
+		name, old, new string
+		cold           bool   // the invocation launches cold
+		log            string // what the log says
+	}{
+		{"another pidfd", `theirs = os.pidfd_open(pid)`, `theirs = os.pidfd_open(os.getpid())`, true, "names pid"},
+		{"ended while running", `self.adopt(pid, os.pidfd_open(pid), m["id"], False)`,
+			`self.adopt(pid, os.pidfd_open(pid), m["id"], False); _send(self.ctrl, {"op": "exit", "pid": pid, "code": 0})`,
+			false, "which its pidfd shows running"},
+		{"wrong exit code", `"code": os.waitstatus_to_exitcode(status)`, `"code": os.waitstatus_to_exitcode(status) + 1`,
+			false, "whose pidfd says"},
+		{"unknown message", `"refusal": self.refusal() or ""})`, `"refusal": self.refusal() or ""}); _send(self.ctrl, {"op": "bogus"})`,
+			true, `unexpected \"bogus\" message`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "wrong exit code" && !exitCodes {
+				t.Skipf("kernel %d.%d keeps no exit code in a pidfd (Linux 6.15)", major, minor)
+			}
+			src := string(launch.ZygoteSource)
+			if strings.Count(src, tt.old) != 1 {
+				t.Fatalf("the server program no longer holds %q once", tt.old)
+			}
+			var log logBuffer
+			l := e.launcher(t, "zeotesthost", slog.New(slog.NewTextHandler(&log, nil)), e.env()...)
+			z, err := l.StartZygoteFrom(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding,
+				Preload: []string{"zeotestcontracts"}}, []byte(strings.Replace(src, tt.old, tt.new, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { z.Close() })
+			server := z.Stats().ServerPID
+			out, err := z.Invoke(testCtx(t), e.echo(t))
+			if tt.cold {
+				mustSucceed(t, out, err)
+				if out.Process.Warm {
+					t.Fatal("launched warm from a lying server")
+				}
+			} else if !errors.Is(err, launch.ErrExitUnknown) || !out.Process.Warm {
+				t.Fatalf("err = %v, warm %v", err, out != nil && out.Process.Warm)
+			}
+			if out.Process.Warm {
+				waitDead(t, out.Process.PID)
+			}
+			waitDead(t, server)
+			if !strings.Contains(log.String(), tt.log) {
+				t.Fatalf("the log does not say %q:\n%s", tt.log, log.String())
+			}
+		})
 	}
 }

@@ -100,10 +100,11 @@ type ZygoteConfig struct {
 
 // ZygoteStats counts what a Zygote did.
 type ZygoteStats struct {
-	// Starts counts the servers started; Forks the hosts they forked;
-	// Cold the invocations launched cold instead (the server refused, was
-	// lost before forking, or could not be started).
-	Starts, Forks, Cold int
+	// Starts counts the servers started; Forks the hosts they forked
+	// (Spares of them were handed to a spare child); Cold the invocations
+	// launched cold instead (the server refused, was lost before forking,
+	// or could not be started).
+	Starts, Forks, Spares, Cold int
 	// ServerPID is the current server's process id, 0 when there is none.
 	ServerPID int
 }

@@ -16,7 +16,7 @@ SCM_RIGHTS next to them.
       signal   {op, pid, sig}     the child's process group (old kernels)
     server -> launcher
       ready    {op, pid, python, modules, refusal} or {op, error}
-      forked   {op, id, pid} + [pidfd]
+      forked   {op, id, pid, spare} + [pidfd]
       refused  {op, id, reason}
       exit     {op, pid, code}    code < 0: killed by signal -code
 
@@ -267,15 +267,15 @@ class Server:
         if pid == 0:
             raise BecomeHost(_child(self, m, fds))
         _close_all(fds)
-        self.adopt(pid, os.pidfd_open(pid), m["id"])
+        self.adopt(pid, os.pidfd_open(pid), m["id"], False)
 
-    def adopt(self, pid, pidfd, job_id):
+    def adopt(self, pid, pidfd, job_id, spare):
         """Tracks child pid (pidfd is ours) and tells the launcher, passing
         it a pidfd of its own."""
         self.children[pidfd] = pid
         self.poller.register(pidfd, select.POLLIN)
         theirs = os.pidfd_open(pid)
-        _send(self.ctrl, {"op": "forked", "id": job_id, "pid": pid}, [theirs])
+        _send(self.ctrl, {"op": "forked", "id": job_id, "pid": pid, "spare": spare}, [theirs])
         os.close(theirs)
 
     def on_exit(self, pidfd):
@@ -359,7 +359,7 @@ class Server:
         self.spare_ready = False
         self.poller.unregister(sock.fileno())
         sock.close()
-        self.adopt(pid, pidfd, m["id"])
+        self.adopt(pid, pidfd, m["id"], True)
         return True
 
 

@@ -23,8 +23,9 @@ import (
 // A Zygote is safe for concurrent use. Close it when done: it owns the
 // server process.
 type Zygote struct {
-	l    *Launcher
-	spec zygoteSpec
+	l      *Launcher
+	spec   zygoteSpec
+	source []byte // the server program
 	// groupFlag reports that the kernel signals a process group through a
 	// pidfd (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9); without it the
 	// server signals its children's groups.
@@ -55,6 +56,11 @@ type Zygote struct {
 // verifier's own), ErrZygoteStart or ErrUnsupported (on platforms other
 // than Linux). ctx bounds the start only.
 func (l *Launcher) StartZygote(ctx context.Context, cfg ZygoteConfig) (*Zygote, error) {
+	return l.startZygote(ctx, cfg, zygoteSource)
+}
+
+// startZygote is StartZygote with source as the server program.
+func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []byte) (*Zygote, error) {
 	zs, err := zygoteSpecFor(l.cfg, cfg)
 	if err != nil {
 		return nil, err
@@ -62,7 +68,7 @@ func (l *Launcher) StartZygote(ctx context.Context, cfg ZygoteConfig) (*Zygote, 
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, zs.cfg.Provider); err != nil {
 		return nil, err
 	}
-	z := &Zygote{l: l, spec: zs, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{}}
+	z := &Zygote{l: l, spec: zs, source: source, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{}}
 	s, err := z.start(ctx, zs.cfg.Provider)
 	if err != nil {
 		return nil, err
@@ -149,7 +155,12 @@ func (z *Zygote) Stats() ZygoteStats {
 
 // acquire returns the server a new host forks from, reserved for one
 // fork (release undoes it), replacing the current one if it is stale.
+//
+// It waits for at most one start: a server that is unusable as soon as
+// it has started (it died or answered wrongly at once) makes this
+// invocation launch cold rather than start another.
 func (z *Zygote) acquire(ctx context.Context, b *manifest.ProviderBinding) (*zserver, error) {
+	waited := false
 	for {
 		z.mu.Lock()
 		if z.closed {
@@ -167,6 +178,10 @@ func (z *Zygote) acquire(ctx context.Context, b *manifest.ProviderBinding) (*zse
 			}
 			z.l.log.Info("launch: replacing the zygote's server", "pid", s.pid, "why", why)
 			z.retireLocked(s)
+			if waited {
+				z.mu.Unlock()
+				return nil, fmt.Errorf("the zygote's fresh server %d is unusable: %s", s.pid, why)
+			}
 		}
 		if z.starting == nil {
 			if z.startErr != nil && time.Since(z.startFailed) < zygoteRestartBackoff {
@@ -182,6 +197,7 @@ func (z *Zygote) acquire(ctx context.Context, b *manifest.ProviderBinding) (*zse
 		z.mu.Unlock()
 		select {
 		case <-ch:
+			waited = true
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

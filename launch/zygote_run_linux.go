@@ -79,6 +79,11 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 		c.pidfd.Close() // ends awaitPidfd
 		<-c.done
 	}()
+	if c.spare {
+		z.mu.Lock()
+		z.stats.Spares++
+		z.mu.Unlock()
+	}
 
 	stdout := &headWriter{max: MaxResultBytes + 1}
 	stderr := &tailWriter{max: l.cfg.StderrTailBytes}

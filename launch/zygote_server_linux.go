@@ -54,6 +54,7 @@ type zserver struct {
 type zchild struct {
 	pid   int
 	pidfd *os.File      // nonblocking, in the netpoller
+	spare bool          // it was the server's spare
 	exit  chan int      // the exit code the server reports (< 0: -signal)
 	code  int           // set from exit
 	fd    int           // pidfd's number, for ioctls and pidfd_send_signal
@@ -71,6 +72,7 @@ type zmsg struct {
 	Python  string `json:"python"`
 	Modules int    `json:"modules"`
 	Refusal string `json:"refusal"`
+	Spare   bool   `json:"spare"`
 }
 
 // zreply is a server's answer to a fork request.
@@ -91,7 +93,7 @@ func (z *Zygote) start(ctx context.Context, b manifest.ProviderBinding) (*zserve
 	}
 	defer os.RemoveAll(dir) // the interpreter has read the program once it answers
 	script := filepath.Join(dir, "zygote.py")
-	if err := os.WriteFile(script, zygoteSource, 0o400); err != nil {
+	if err := os.WriteFile(script, z.source, 0o400); err != nil {
 		return nil, fmt.Errorf("%w: writing the server program: %w", ErrZygoteStart, err)
 	}
 	if u := l.cfg.User; u != nil {
@@ -360,6 +362,7 @@ func (s *zserver) dispatch(m zmsg, files []*os.File) error {
 		if err != nil {
 			return err
 		}
+		c.spare = m.Spare
 		delete(s.pending, m.ID)
 		s.children[m.PID] = c
 		ch <- zreply{child: c}

@@ -41,6 +41,12 @@ def _handlers():
     return out
 
 
+def _pdeathsig():
+    sig = ctypes.c_int(-1)
+    ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)  # PR_GET_PDEATHSIG
+    return sig.value
+
+
 def main():
     fds = _fds()
     fds = {k: v for k, v in fds.items() if not v.startswith("/proc/")}
@@ -58,6 +64,7 @@ def main():
         "handlers": _handlers(),
         "mask": sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, ())),
         "dumpable": ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),
+        "pdeathsig": _pdeathsig(),
         "stdin": sys.stdin.buffer.read().decode(),
         "stdout_line_buffering": sys.stdout.line_buffering,
         "stdout_encoding": sys.stdout.encoding,
