@@ -28,9 +28,15 @@ const DefaultMaxRetries = 8
 // transaction when Options.MaxBatch is zero.
 const DefaultMaxBatch = 256
 
-// DefaultCommitters is the number of group-commit transactions in flight
-// at once when Options.Committers is zero.
-const DefaultCommitters = 2
+// defaultCommitters is the number of group-commit transactions in flight
+// at once when Options.Committers is zero: one per connection of the pool
+// but one, which stays for reads (a committer keeps its connection while
+// writes keep coming), and at least one. As many transactions in flight as
+// the pool allows let the server work on as many at once as it would for
+// plain clients; writes beyond that share their transactions.
+func defaultCommitters(pool *pgxpool.Pool) int {
+	return max(1, int(pool.Config().MaxConns)-1)
+}
 
 // maxSchemaBytes is PostgreSQL's identifier limit (NAMEDATALEN - 1); a
 // longer name would be silently truncated, and two ledgers could share it.
@@ -57,9 +63,10 @@ type Options struct {
 	MaxBatch int
 
 	// Committers is how many group-commit transactions may be in flight at
-	// once, each on one pooled connection: more lets a server with more
-	// cores run more of them in parallel, fewer makes batches larger. Zero
-	// means DefaultCommitters; negative values are refused.
+	// once, each on one pooled connection: more lets the server run more of
+	// them in parallel, fewer makes batches larger. Zero means one fewer
+	// than the pool's maximum number of connections (pool_max_conns), and
+	// at least one; negative values are refused.
 	Committers int
 }
 
@@ -175,7 +182,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, owns bool, opts Options) (*Le
 		drained:  make(chan struct{}),
 	}
 	l.reqs = make(chan *request, l.maxBatch)
-	for range cmp.Or(opts.Committers, DefaultCommitters) {
+	for range cmp.Or(opts.Committers, defaultCommitters(pool)) {
 		l.committers.Add(1)
 		go l.committer()
 	}
