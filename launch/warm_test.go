@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -155,6 +156,11 @@ type pyProbe struct {
 	PID        int               `json:"pid"`
 	PGID       int               `json:"pgid"`
 	SID        int               `json:"sid"`
+	PPID       int               `json:"ppid"`
+	UID        int               `json:"uid"`
+	GID        int               `json:"gid"`
+	Groups     []int             `json:"groups"`
+	ParentEnv  string            `json:"parent_environ"`
 	Argv       []string          `json:"argv"`
 	OrigArgv   []string          `json:"orig_argv"`
 	Path0      string            `json:"path0"`
@@ -265,7 +271,7 @@ func TestWarmChildInherits(t *testing.T) {
 			}
 			// What a fresh `python -m` holds, cold and warm alike.
 			norm := func(r pyProbe) pyProbe {
-				r.FDs, r.Env, r.CEnv, r.PID, r.PGID, r.SID, r.Modules = nil, nil, nil, 0, 0, 0, nil
+				r.FDs, r.Env, r.CEnv, r.PID, r.PGID, r.SID, r.PPID, r.Modules = nil, nil, nil, 0, 0, 0, 0, nil
 				return r
 			}
 			if diff := cmp.Diff(norm(cold), norm(warm)); diff != "" {
@@ -711,5 +717,36 @@ func TestWarmServerLies(t *testing.T) {
 				t.Fatalf("the log does not say %q:\n%s", tt.log, log.String())
 			}
 		})
+	}
+}
+
+// TestWarmHostAsAnotherUser starts a zygote with Config.User (uid 65534)
+// from the system interpreter: the server's program is given to that user,
+// the warm host runs as it with no supplementary groups, and it cannot
+// read its parent, the server, which marked itself non-dumpable.
+func TestWarmHostAsAnotherUser(t *testing.T) {
+	requireRoot(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("needs %s, which uid %d can run: %v", python, nobody, err)
+	}
+	modules := openDir(t)
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	e := pyEnv{python: python, modules: modules, f: newFixture(t)}
+	l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotestprobe"}, Env: e.env(),
+		Dir: openDir(t), Verifier: launch.TrustEnvironment{}, User: &launch.User{UID: nobody, GID: nobody}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{Preload: []string{"json"}})
+	r, out := runProbe(t, e, z.Invoke)
+	if !out.Process.Warm || r.UID != nobody || r.GID != nobody || len(r.Groups) != 0 {
+		t.Fatalf("warm %v: host ran as uid %d gid %d groups %v, want %d, %d and none", out.Process.Warm, r.UID, r.GID, r.Groups, nobody, nobody)
+	}
+	t.Logf("a warm host as uid %d reading its parent's environment: %q", nobody, r.ParentEnv)
+	if r.PPID != z.Stats().ServerPID || r.ParentEnv == "ok" {
+		t.Fatalf("the host (parent %d; server %d) read its parent's environment: %q", r.PPID, z.Stats().ServerPID, r.ParentEnv)
 	}
 }

@@ -23,10 +23,12 @@ import (
 func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 	l := z.l
 	srv, err := z.acquire(ctx, s.provider)
+	if errors.Is(err, ErrZygoteClosed) {
+		return nil, nil, err
+	}
 	if err != nil {
-		if errors.Is(err, ErrZygoteClosed) || ctx.Err() != nil {
-			return nil, nil, err
-		}
+		// ctx ending while a server starts included: the cold launch then
+		// stops its host at once, and the Outcome says so.
 		return nil, nil, &coldError{err}
 	}
 	defer z.release(srv)

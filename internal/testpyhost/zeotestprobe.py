@@ -47,6 +47,15 @@ def _pdeathsig():
     return sig.value
 
 
+def _read_parent_environ():
+    try:
+        with open("/proc/%d/environ" % os.getppid(), "rb") as f:
+            f.read()
+        return "ok"
+    except OSError as e:
+        return e.strerror
+
+
 def main():
     fds = _fds()
     fds = {k: v for k, v in fds.items() if not v.startswith("/proc/")}
@@ -55,7 +64,9 @@ def main():
         "fd_flags": {k: os.get_inheritable(int(k)) for k in fds},
         "env": sorted("%s=%s" % kv for kv in os.environ.items()),
         "c_env": _c_environ(),
-        "pid": os.getpid(), "pgid": os.getpgid(0), "sid": os.getsid(0),
+        "pid": os.getpid(), "pgid": os.getpgid(0), "sid": os.getsid(0), "ppid": os.getppid(),
+        "uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+        "parent_environ": _read_parent_environ(),
         "argv": sys.argv, "orig_argv": sys.orig_argv, "path0": sys.path[0] if sys.path else None,
         "cwd": os.getcwd(), "main_file": getattr(sys.modules["__main__"], "__file__", None),
         "main_spec": sys.modules["__main__"].__spec__.name if sys.modules["__main__"].__spec__ else None,
