@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -474,8 +475,9 @@ func TestWarmServerHangs(t *testing.T) {
 }
 
 // TestWarmRestarts: an invocation whose binding names another environment
-// digest gets a fresh server, and so does the one after MaxForks hosts;
-// each replaced server ends.
+// digest gets a fresh server, and so do the one after MaxForks hosts and
+// one whose binding names another provider package; each replaced server
+// ends.
 func TestWarmRestarts(t *testing.T) {
 	t.Parallel()
 	e := newPyEnv(t)
@@ -502,6 +504,19 @@ func TestWarmRestarts(t *testing.T) {
 		t.Fatalf("after MaxForks: stats %+v (servers %d, %d)", st, first, second)
 	}
 	waitDead(t, second)
+
+	// Another provider package in the same environment: its server must
+	// not have had the old one's package in its forbidden list only.
+	if err := os.WriteFile(filepath.Join(e.modules, "other_provider.py"), []byte("from demo_provider import factory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inv.Context.Provider.Factory = "other_provider:factory"
+	out, err = z.Invoke(testCtx(t), inv)
+	mustSucceed(t, out, err)
+	if st := z.Stats(); !out.Process.Warm || st.ServerPID == third || st.Starts != 4 {
+		t.Fatalf("after the provider package changed: warm %v, stats %+v", out.Process.Warm, st)
+	}
+	waitDead(t, third)
 }
 
 // logBuffer collects log text, safe for concurrent writers.

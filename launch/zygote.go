@@ -49,9 +49,10 @@ type ZygoteConfig struct {
 	// Provider is the provider binding whose environment the zygote
 	// serves. The launcher's Verifier checks its environment_digest before
 	// the server starts, and an invocation whose binding names another
-	// digest (which the Verifier accepted) gets a fresh server. Its
-	// factory's top-level package is provider code: the server refuses to
-	// fork while any module of it is loaded. Required.
+	// digest (which the Verifier accepted) or another factory package
+	// gets a fresh server. Its factory's top-level package is provider
+	// code: the server refuses to fork while any module of it is loaded.
+	// Required.
 	Provider manifest.ProviderBinding
 	// Preload lists the trusted modules the server imports before it
 	// forks: the host's dependencies, never the host module itself (the
@@ -125,7 +126,7 @@ type zygoteSpec struct {
 	module   string   // the host module
 	rest     []string // Config.Args after the module
 	preload  []string
-	forbid   []string
+	forbid   []string // besides the provider's package
 	switches []string
 }
 
@@ -144,8 +145,7 @@ func zygoteSpecFor(lc Config, cfg ZygoteConfig) (zygoteSpec, error) {
 	if err := manifest.ValidateBinding(cfg.Provider); err != nil {
 		add("Provider: %w", err)
 	}
-	factory, _, _ := strings.Cut(cfg.Provider.Factory, ":")
-	provider, _, _ := strings.Cut(factory, ".")
+	provider := providerPackage(cfg.Provider)
 	zs.preload = cfg.Preload
 	if zs.preload == nil {
 		zs.preload = []string{"pydantic", "pydantic.main", "jsonschema"}
@@ -154,7 +154,7 @@ func zygoteSpecFor(lc Config, cfg ZygoteConfig) (zygoteSpec, error) {
 	if zs.switches == nil {
 		zs.switches = []string{"zeo_core.core.managed_execution"}
 	}
-	zs.forbid = append([]string{zs.module, provider}, cfg.Forbid...)
+	zs.forbid = append([]string{zs.module}, cfg.Forbid...)
 	for _, list := range []struct {
 		name  string
 		names []string
@@ -166,7 +166,7 @@ func zygoteSpecFor(lc Config, cfg ZygoteConfig) (zygoteSpec, error) {
 		}
 	}
 	for _, n := range zs.preload {
-		if moduleIn(n, zs.forbid) {
+		if moduleIn(n, zs.forbid) || moduleIn(n, []string{provider}) {
 			add("Preload entry %s is host or provider code (the host module %s and the provider package %s are never preloaded)", n, zs.module, provider)
 		}
 	}
@@ -193,6 +193,14 @@ func zygoteSpecFor(lc Config, cfg ZygoteConfig) (zygoteSpec, error) {
 		return zygoteSpec{}, fmt.Errorf("%w: zygote: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	return zs, nil
+}
+
+// providerPackage is the top-level package of b's factory: provider code,
+// never loaded in a server.
+func providerPackage(b manifest.ProviderBinding) string {
+	factory, _, _ := strings.Cut(b.Factory, ":")
+	pkg, _, _ := strings.Cut(factory, ".")
+	return pkg
 }
 
 // isModuleName reports whether s is a dotted name of identifiers (ASCII

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -168,7 +167,7 @@ func (z *Zygote) acquire(ctx context.Context, b *manifest.ProviderBinding) (*zse
 			return nil, ErrZygoteClosed
 		}
 		if s := z.cur; s != nil {
-			why := z.staleLocked(s, b.EnvironmentDigest)
+			why := z.staleLocked(s, b)
 			if why == "" {
 				s.live++
 				s.forks++
@@ -204,14 +203,16 @@ func (z *Zygote) acquire(ctx context.Context, b *manifest.ProviderBinding) (*zse
 	}
 }
 
-// staleLocked says why s must not fork another host for environment
-// digest d, or "" if it may.
-func (z *Zygote) staleLocked(s *zserver, d canon.Digest) string {
+// staleLocked says why s must not fork another host of binding b, or ""
+// if it may.
+func (z *Zygote) staleLocked(s *zserver, b *manifest.ProviderBinding) string {
 	switch {
 	case s.isLost():
 		return "it was lost: " + s.lostReason().Error()
-	case s.digest != d:
-		return fmt.Sprintf("the environment digest changed from %s to %s", s.digest, d)
+	case s.digest != b.EnvironmentDigest:
+		return fmt.Sprintf("the environment digest changed from %s to %s", s.digest, b.EnvironmentDigest)
+	case s.provider != providerPackage(*b):
+		return fmt.Sprintf("the provider package changed from %s to %s", s.provider, providerPackage(*b))
 	case s.forks >= z.spec.cfg.MaxForks:
 		return fmt.Sprintf("it forked %d hosts (MaxForks)", s.forks)
 	case time.Since(s.started) >= z.spec.cfg.MaxAge:

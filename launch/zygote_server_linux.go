@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,13 +28,14 @@ import (
 // dies, stops answering in time or answers wrongly is lost: it is killed
 // at once, and every invocation waiting on it fails.
 type zserver struct {
-	z       *Zygote
-	cmd     *os.Process
-	pid     int
-	conn    *net.UnixConn
-	digest  canon.Digest // the environment digest it was started for
-	started time.Time
-	out     *tailWriter // its stdout and stderr, for diagnostics
+	z        *Zygote
+	cmd      *os.Process
+	pid      int
+	conn     *net.UnixConn
+	digest   canon.Digest // the environment digest it was started for
+	provider string       // the provider package it was started for
+	started  time.Time
+	out      *tailWriter // its stdout and stderr, for diagnostics
 
 	// Pool fields, guarded by z.mu.
 	live    int  // reservations (acquire) not yet released
@@ -128,7 +130,7 @@ func (z *Zygote) start(ctx context.Context, b manifest.ProviderBinding) (*zserve
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
 	}
 	defer stdin.Close()
-	s := &zserver{z: z, conn: conn, digest: b.EnvironmentDigest, out: &tailWriter{max: DefaultStderrTailBytes},
+	s := &zserver{z: z, conn: conn, digest: b.EnvironmentDigest, provider: providerPackage(b), out: &tailWriter{max: DefaultStderrTailBytes},
 		pending: map[uint64]chan zreply{}, children: map[int]*zchild{}, lost: make(chan struct{})}
 	argv := append(append([]string{l.cfg.Interpreter}, z.spec.opts...), script)
 	cmd := l.command(argv, "", stdin, s.out, s.out, []*os.File{theirs})
@@ -161,7 +163,7 @@ func (z *Zygote) start(ctx context.Context, b manifest.ProviderBinding) (*zserve
 
 	sp := z.spec
 	if err := s.send(map[string]any{"op": "config", "module": sp.module, "preload": sp.preload,
-		"forbid": sp.forbid, "switches": sp.switches, "spare": sp.cfg.Spare, "pretouch": sp.cfg.PreTouch}, nil); err != nil {
+		"forbid": append(slices.Clip(sp.forbid), s.provider), "switches": sp.switches, "spare": sp.cfg.Spare, "pretouch": sp.cfg.PreTouch}, nil); err != nil {
 		s.lose(err)
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, s.lostReason())
 	}
