@@ -83,7 +83,7 @@ func newSuperviseFixture(b *testing.B) *superviseFixture {
 // supervisor returns a Supervisor on a fresh bolt ledger, and the ledger.
 func (f *superviseFixture) supervisor(b *testing.B, observer func(supervise.Event), l ledger.Ledger) *supervise.Supervisor {
 	b.Helper()
-	s, err := supervise.New(supervise.Config{Ledger: l, Launcher: f.launcher, Provider: f.binding,
+	s, err := supervise.New(supervise.Config{Ledger: l, Launcher: f.launcher, Provider: f.binding, HostPythonVersion: f.binding.PythonVersion,
 		Dispatcher: receiptDispatcher{}, SeatID: "seat", RuntimeBindingID: "runtime", Workspace: "workspace",
 		Observer: observer})
 	if err != nil {

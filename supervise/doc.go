@@ -153,7 +153,9 @@
 // requirements the Runtime cannot meet (unavailable), arguments that fail
 // the request schema or that the host's strict parser would refuse
 // (invalid_request; see CheckDocument). New refuses a provider binding
-// whose python_version is not the host interpreter's.
+// whose python_version is not the host interpreter's
+// (Config.HostPythonVersion), and a Config that names no interpreter
+// version unless it opts out with SkipPythonVersionCheck.
 //
 // # Outcomes
 //

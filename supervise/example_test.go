@@ -37,7 +37,7 @@ func ExampleSupervisor_Invoke() {
 	}
 	s, err := supervise.New(supervise.Config{
 		Ledger: memory.New(), Launcher: ln, Provider: hostsim.DemoBinding(), Dispatcher: receipts{},
-		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace",
+		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace", HostPythonVersion: hostsim.DefaultPythonVersion,
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -79,7 +79,7 @@ func ExampleOutcomeError() {
 		return
 	}
 	s, err := supervise.New(supervise.Config{Ledger: memory.New(), Launcher: ln, Provider: hostsim.DemoBinding(),
-		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace"})
+		HostPythonVersion: hostsim.DefaultPythonVersion, SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace"})
 	if err != nil {
 		fmt.Println(err)
 		return

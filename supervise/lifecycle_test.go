@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
@@ -224,7 +226,41 @@ func TestPreflight(t *testing.T) {
 	if _, err := supervise.New(cfg); !errors.Is(err, supervise.ErrInvalidConfig) || !strings.Contains(err.Error(), `python_version "3.14.0" but the host interpreter is "3.13.1"`) {
 		t.Fatalf("New with another interpreter: %v", err)
 	}
-	s := newSupervisor(t, config(t, l, ln))
+	// The interpreter's version is required unless the check is left to
+	// the host explicitly, and not both.
+	cfg.HostPythonVersion = ""
+	if _, err := supervise.New(cfg); !errors.Is(err, supervise.ErrInvalidConfig) || !strings.Contains(err.Error(), "HostPythonVersion is empty") || !strings.Contains(err.Error(), "SkipPythonVersionCheck") {
+		t.Fatalf("New without the interpreter's version: %v", err)
+	}
+	cfg.SkipPythonVersionCheck = true
+	if _, err := supervise.New(cfg); err != nil {
+		t.Fatalf("New with the check left to the host: %v", err)
+	}
+	cfg.HostPythonVersion = hostsim.DefaultPythonVersion
+	if _, err := supervise.New(cfg); !errors.Is(err, supervise.ErrInvalidConfig) || !strings.Contains(err.Error(), "both set") {
+		t.Fatalf("New with a version and the check skipped: %v", err)
+	}
+
+	// example.mail is echo's manifest needing a credential and a binary
+	// that Grants do not give, and network access.
+	cfg = config(t, l, ln)
+	ms := cfg.Provider.Manifests
+	for _, m := range ms {
+		if m.ID.Name == "echo" {
+			m.ID.Name = "mail"
+			m.Requirements.Credentials, m.Requirements.Binaries = []string{"gmail"}, []string{"sendmail"}
+			m.Requirements.Network.Required = true
+			ms = append(ms, m)
+			break
+		}
+	}
+	d, err := manifest.InventoryDigest(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Provider.Manifests, cfg.Provider.ManifestDigest = ms, d
+	cfg.Grants = supervise.Grants{Binaries: []string{"sendmail"}}
+	s := newSupervisor(t, cfg)
 	cases := []struct {
 		name     string
 		c        supervise.Call
@@ -236,6 +272,8 @@ func TestPreflight(t *testing.T) {
 		{"schema", call("op-p2", "example.echo@1.0.0", map[string]any{"text": 4}, 0), launch.StateInvalidRequest, supervise.ErrInvalidRequest, "request schema"},
 		{"unsafe float", call("op-p3", "example.echo@1.0.0", map[string]any{"text": "x", "n": []any{1.5, 1e20}}, 0),
 			launch.StateInvalidRequest, supervise.ErrInvalidRequest, "/n/1"},
+		{"unmet requirements", call("op-p4", "example.mail@1.0.0", map[string]any{"text": "x"}, 0), launch.StateUnavailable, supervise.ErrUnavailable,
+			`requires credential "gmail" (not in Grants), network access (Grants.NetworkAllowed is false)`},
 	}
 	for _, tt := range cases {
 		o, err := s.Invoke(ctx, tt.c)
@@ -248,7 +286,7 @@ func TestPreflight(t *testing.T) {
 		}
 	}
 	var de *supervise.DocumentError
-	_, err := s.Invoke(ctx, cases[2].c)
+	_, err = s.Invoke(ctx, cases[2].c)
 	if !errors.As(err, &de) || de.Pointer != "/n/1" {
 		t.Fatalf("err %v, want a *DocumentError at /n/1", err)
 	}

@@ -43,10 +43,18 @@ type Config struct {
 	// Provider is the exact provider every host is bound to, with its
 	// entire inventory. Required and valid (manifest.ValidateBinding).
 	Provider manifest.ProviderBinding
-	// HostPythonVersion, when set, is the version of the interpreter the
-	// Launcher runs (`python --version`); New refuses a Provider whose
-	// python_version differs, which the host would refuse after bootstrap.
+	// HostPythonVersion is the version of the interpreter the Launcher
+	// runs (platform.python_version(), e.g. "3.14.0"); New refuses a
+	// Provider whose python_version differs, which the host would refuse
+	// after bootstrap with a bare protocol_error. Required unless
+	// SkipPythonVersionCheck is set.
 	HostPythonVersion string
+	// SkipPythonVersionCheck, when true, leaves the python_version check to
+	// the host: a mismatch is then found only after launch, as a
+	// protocol_error. It is for an embedder that cannot ask the
+	// interpreter; it and HostPythonVersion exclude each other. False (the
+	// zero value) means HostPythonVersion is required.
+	SkipPythonVersionCheck bool
 	// Authority decides admissions and new effects; nil means AllowAll.
 	Authority Authority
 	// Dispatcher consumes authorized effects; nil means NoEffects.
@@ -154,7 +162,12 @@ func New(cfg Config) (*Supervisor, error) {
 	} else if s.encoder, err = launch.NewContextEncoder(c.Provider); err != nil {
 		add("Provider: %w", err)
 	}
-	if c.HostPythonVersion != "" && c.HostPythonVersion != c.Provider.PythonVersion {
+	switch {
+	case c.HostPythonVersion == "" && !c.SkipPythonVersionCheck:
+		add("HostPythonVersion is empty: set it to the version of the Launcher's interpreter (python -c 'import platform; print(platform.python_version())'), or set SkipPythonVersionCheck to leave the check to the host, which refuses a mismatch only after launch (protocol_error)")
+	case c.HostPythonVersion != "" && c.SkipPythonVersionCheck:
+		add("HostPythonVersion %q and SkipPythonVersionCheck are both set: give one", c.HostPythonVersion)
+	case c.HostPythonVersion != "" && c.HostPythonVersion != c.Provider.PythonVersion:
 		add("Provider names python_version %q but the host interpreter is %q; the host would refuse every attempt after bootstrap (protocol_error): use the binding made for this interpreter",
 			c.Provider.PythonVersion, c.HostPythonVersion)
 	}

@@ -68,6 +68,14 @@ func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, clos
 		if err != nil {
 			return nil, nil, err
 		}
+		// Every admitted provider runs on this one interpreter: ask its
+		// version once, so that a provider made for another one is refused
+		// before launch. One that cannot be asked leaves it to the host.
+		inst, _, perr := f.host.installation(ctx, "")
+		if perr != nil {
+			e.progress("note: could not ask the interpreter its version (%v); the host will check it", perr)
+		}
+		cfg.HostPythonVersion, cfg.SkipPythonVersionCheck = inst.Python, inst.Python == ""
 		var ln *launch.Launcher
 		if ln, cleanup, err = f.host.launcher(e); err != nil {
 			return nil, nil, err

@@ -113,7 +113,7 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 			return nil, nil, err
 		}
 		s, err := supervise.New(supervise.Config{
-			Ledger: l, Launcher: lnch, Provider: hostsim.DemoBinding(), Dispatcher: disp,
+			Ledger: l, Launcher: lnch, Provider: hostsim.DemoBinding(), HostPythonVersion: hostsim.DefaultPythonVersion, Dispatcher: disp,
 			SeatID: "seat-demo", RuntimeBindingID: "runtime-demo", Workspace: "workspace-demo",
 			Observer: tr.observe,
 		})

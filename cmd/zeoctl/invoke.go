@@ -205,7 +205,9 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	}
 	tr := &tracer{w: e.stderr}
 	sup, err := supervise.New(supervise.Config{
-		Ledger: l, Launcher: lnch, Zygote: zygote, Provider: b, HostPythonVersion: inst.Python,
+		Ledger: l, Launcher: lnch, Zygote: zygote, Provider: b,
+		// An interpreter that cannot be asked leaves the check to the host.
+		HostPythonVersion: inst.Python, SkipPythonVersionCheck: inst.Python == "",
 		Dispatcher: dispatcher,
 		Grants:     f.grants.grants(),
 		SeatID:     "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",

@@ -115,7 +115,7 @@ func run(ctx context.Context, w io.Writer) error {
 	st := &store{applied: map[string]string{}}
 	d := &storeDispatcher{s: st}
 	sup, err := supervise.New(supervise.Config{Ledger: l, Launcher: launcher, Provider: simhost.Binding(), Dispatcher: d,
-		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1"})
+		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1", HostPythonVersion: simhost.PythonVersion})
 	if err != nil {
 		return err
 	}

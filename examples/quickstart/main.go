@@ -57,6 +57,8 @@ func run(ctx context.Context, w io.Writer) error {
 	sup, err := supervise.New(supervise.Config{
 		Ledger: l, Launcher: launcher, Provider: simhost.Binding(), Dispatcher: receipts{},
 		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1",
+		// A real provider's is its interpreter's platform.python_version().
+		HostPythonVersion: simhost.PythonVersion,
 	})
 	if err != nil {
 		return err

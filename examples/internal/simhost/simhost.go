@@ -45,6 +45,11 @@ func Launcher(env ...string) (l *launch.Launcher, cleanup func(), err error) {
 	return l, func() { os.RemoveAll(dir) }, nil
 }
 
+// PythonVersion is the interpreter version the simulated host reports,
+// what supervise.Config.HostPythonVersion names; a real provider's is its
+// interpreter's platform.python_version().
+const PythonVersion = hostsim.DefaultPythonVersion
+
 // Binding is the simulated provider's binding, the one in
 // testdata/examples/binding.json; a real provider's comes from
 // manifest.DecodeBinding of its file.
