@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -120,19 +119,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		mainUsage(stderr)
 		return exitUsage
 	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
+	switch {
+	case isHelp(args[0]):
 		return help(e, args[1:])
-	case hostModeArg:
+	case args[0] == hostModeArg:
 		// Reached only through run in tests: main handles it first.
 		fmt.Fprintln(stderr, "zeoctl: the host mode must be the process's first argument")
 		return exitUsage
 	}
 	cmd, rest := lookup(args)
 	if cmd == nil {
-		if group := groupOf(args[0]); len(group) > 0 {
-			fmt.Fprintf(stderr, "zeoctl %s: expected one of: %s\n", args[0], strings.Join(group, ", "))
-			fmt.Fprintf(stderr, "Run 'zeoctl help %s' for details.\n", args[0])
+		if prefix, group, rest := lookupGroup(args); len(group) > 0 {
+			if len(rest) > 0 && isHelp(rest[0]) {
+				groupHelp(stdout, prefix)
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "zeoctl %s: expected one of: %s\n", prefix, strings.Join(group, ", "))
+			fmt.Fprintf(stderr, "Run 'zeoctl help %s' for details.\n", prefix)
 			return exitUsage
 		}
 		fmt.Fprintf(stderr, "zeoctl: unknown command %q\nRun 'zeoctl help' for the list of commands.\n", strings.Join(args, " "))
@@ -181,16 +184,49 @@ func lookup(args []string) (*command, []string) {
 	return nil, nil
 }
 
-// groupOf returns the names of the commands whose first word is word when
-// word is a group of several commands ("capabilities", "ledger").
-func groupOf(word string) []string {
+// groupOf returns the rest of the names of the commands whose name starts
+// with the words of prefix, when prefix is a group of commands
+// ("capabilities", "catalogue consent").
+func groupOf(prefix string) []string {
 	var out []string
 	for _, c := range commands() {
-		if first, rest, ok := strings.Cut(c.name, " "); ok && first == word {
+		if rest, ok := strings.CutPrefix(c.name, prefix+" "); ok {
 			out = append(out, rest)
 		}
 	}
 	return out
+}
+
+// lookupGroup finds the group named by the longest run of leading words of
+// args, and returns it, its commands and the arguments after it.
+func lookupGroup(args []string) (prefix string, group, rest []string) {
+	for n := min(2, len(args)); n >= 1; n-- {
+		prefix = strings.Join(args[:n], " ")
+		if group = groupOf(prefix); len(group) > 0 {
+			return prefix, group, args[n:]
+		}
+	}
+	return "", nil, nil
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// groupHelp lists the commands of the group prefix, one a line.
+func groupHelp(w io.Writer, prefix string) {
+	fmt.Fprintf(w, "zeoctl %s has these commands:\n\n", prefix)
+	for _, c := range commands() {
+		if strings.HasPrefix(c.name, prefix+" ") {
+			fmt.Fprintf(w, "\t%-26s %s\n", c.name, c.short)
+		}
+	}
+	fmt.Fprintf(w, "\nRun 'zeoctl help %s <command>' for details.\n", prefix)
 }
 
 func usage(e *env, cmd *command, msg string) int {
@@ -259,13 +295,8 @@ func help(e *env, args []string) int {
 	}
 	cmd, rest := lookup(args)
 	if cmd == nil || len(rest) > 0 {
-		if group := groupOf(args[0]); len(group) > 0 && len(args) == 1 {
-			fmt.Fprintf(e.stdout, "zeoctl %s has these commands:\n\n", args[0])
-			for _, c := range commands() {
-				if slices.Contains(group, strings.TrimPrefix(c.name, args[0]+" ")) && strings.HasPrefix(c.name, args[0]+" ") {
-					fmt.Fprintf(e.stdout, "\t%-26s %s\n", c.name, c.short)
-				}
-			}
+		if prefix, group, rest := lookupGroup(args); len(group) > 0 && len(rest) == 0 {
+			groupHelp(e.stdout, prefix)
 			return exitOK
 		}
 		fmt.Fprintf(e.stderr, "zeoctl help: unknown help topic %q\nRun 'zeoctl help' for the list of commands.\n", strings.Join(args, " "))

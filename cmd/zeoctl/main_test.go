@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/zeoruntime/runtimeipc/internal/testbin"
 )
 
@@ -114,6 +115,20 @@ func commandNames(t *testing.T) []string {
 	return names
 }
 
+// groups are the groups of commands among names ("catalogue",
+// "catalogue consent"), each with the names of its commands in order.
+func groups(names []string) map[string][]string {
+	out := map[string][]string{}
+	for _, name := range names {
+		words := strings.Fields(name)
+		for n := 1; n < len(words); n++ {
+			prefix := strings.Join(words[:n], " ")
+			out[prefix] = append(out[prefix], name)
+		}
+	}
+	return out
+}
+
 func TestHelp(t *testing.T) {
 	t.Parallel()
 	wantRun(t, zeoctl(t), 2, nil, []string{"Commands:", "describe", "zeoctl help <command>"})
@@ -121,7 +136,28 @@ func TestHelp(t *testing.T) {
 	wantRun(t, zeoctl(t, "help", "exit"), 0, []string{"0  the command did what was asked", "3  "}, nil)
 	wantRun(t, zeoctl(t, "help", "capabilities"), 0, []string{"capabilities list", "capabilities describe"}, nil)
 	wantRun(t, zeoctl(t, "help", "nonsense"), 2, nil, []string{`unknown help topic "nonsense"`})
-	for _, name := range commandNames(t) {
+	names := commandNames(t)
+	for prefix, members := range groups(names) {
+		for _, h := range []string{"-h", "--help", "help"} {
+			t.Run(prefix+" "+h, func(t *testing.T) {
+				r := zeoctl(t, append(strings.Fields(prefix), h)...)
+				wantRun(t, r, 0, []string{"zeoctl " + prefix + " has these commands"}, nil)
+				if r.stderr != "" {
+					t.Errorf("%s wrote on stderr\n%s", h, r)
+				}
+				var listed []string
+				for _, line := range strings.Split(r.stdout, "\n") {
+					if strings.HasPrefix(line, "\t") {
+						listed = append(listed, strings.TrimSpace(strings.Split(strings.TrimSpace(line), "  ")[0]))
+					}
+				}
+				if diff := cmp.Diff(members, listed); diff != "" {
+					t.Errorf("commands listed, one a line (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			args := append(strings.Fields(name), "-h")
 			r := zeoctl(t, args...)
