@@ -80,8 +80,11 @@
 // refused. A new effect is dispatched and its outcome recorded under
 // context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
 // ConfirmEffect → allowed with the authorization and receipt ids (and the
-// result object); ErrNotConsumed → MarkNotConsumed → refused; any other
-// error → MarkUnknown → needs_reconciliation. If a newer attempt fenced this
+// result object; one the host's strict parser would refuse, see
+// CheckDocument, is never sent: the effect stays confirmed and the reply is
+// needs_reconciliation, naming the value); ErrNotConsumed →
+// MarkNotConsumed → refused; any other error → MarkUnknown →
+// needs_reconciliation. If a newer attempt fenced this
 // one off while it dispatched, the dispatcher's certain outcome is recorded
 // with Resolve instead, so it is never lost. A redelivery (the ledger holds
 // the id with the same digest) is answered cancelled once the operation is

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -28,6 +33,13 @@ type lower struct {
 // args and budget, starts attempt attemptID and prepares its launch.
 func startLower(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, attemptID, capability string, args map[string]any, budget int64) *lower {
 	t.Helper()
+	return startLowerUntil(t, l, ln, op, attemptID, capability, args, budget, time.Time{})
+}
+
+// startLowerUntil is startLower with the operation's deadline; zero means
+// the one call gives.
+func startLowerUntil(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, attemptID, capability string, args map[string]any, budget int64, deadline time.Time) *lower {
+	t.Helper()
 	ctx := testCtx(t)
 	b := testBinding(t)
 	m, err := manifest.Describe(b.Manifests, capability)
@@ -39,6 +51,9 @@ func startLower(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, attemptI
 		t.Fatal(err)
 	}
 	c := call(op, capability, args, budget)
+	if !deadline.IsZero() {
+		c.Deadline = deadline
+	}
 	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: capability,
 		RequestDigest: prep.RequestDigest, ManifestDigest: b.ManifestDigest, EffectBudget: budget, Deadline: c.Deadline}); err != nil && !errors.Is(err, ledger.ErrChangedInput) {
 		t.Fatal(err)
@@ -255,5 +270,148 @@ func TestCancelSeenThroughTheLedger(t *testing.T) {
 	}
 	if d.count("effect-1") != 1 {
 		t.Fatalf("dispatched %d times", d.count("effect-1"))
+	}
+}
+
+// resultDispatcher consumes every effect and returns result as its result
+// object.
+type resultDispatcher struct{ result map[string]any }
+
+func (d resultDispatcher) Dispatch(_ context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
+	return supervise.Receipt{ReceiptID: "rcpt-" + x.LogicalEffectID, Result: d.result}, nil
+}
+
+// TestEffectResultTheHostWouldRefuse: a Dispatcher's result object that the
+// host's strict parser would refuse (1e20 is written 100000000000000000000,
+// which it reads as an integer past 2^53) is never sent. The effect stays
+// recorded as consumed, with its receipt, and the host is answered
+// needs_reconciliation naming the value: a reply it can read, so the
+// session goes on and ends cleanly.
+func TestEffectResultTheHostWouldRefuse(t *testing.T) {
+	t.Parallel()
+	l := openBolt(t, t.TempDir())
+	w := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"}, 2)
+	w.cfg.Dispatcher = resultDispatcher{result: map[string]any{"n": 1e20}}
+	out, h := w.run(t)
+	if out.SessionErr != nil {
+		t.Fatalf("the session was poisoned: %v", out.SessionErr)
+	}
+	evs := h.Decisions()
+	if len(evs) != 3 {
+		t.Fatalf("decisions %+v: want bootstrap, admit and effect-1", evs)
+	}
+	ev := evs[2]
+	if ev.Method != ipc.MethodEffect || ev.State != ipc.StateNeedsReconciliation || !ev.Dispatched ||
+		!strings.Contains(ev.Reason, `receipt "rcpt-effect-1"`) || !strings.Contains(ev.Reason, "/n") {
+		t.Fatalf("effect-1 decided %s %q (dispatched %v), want needs_reconciliation naming the receipt and /n", ev.State, ev.Reason, ev.Dispatched)
+	}
+	if ev.Effect == nil || ev.Effect.State != ledger.EffectConfirmed || ev.Effect.ReceiptID != "rcpt-effect-1" {
+		t.Fatalf("effect-1 recorded as %+v, want confirmed with its receipt", ev.Effect)
+	}
+	if n := out.Session.States[ipc.StateNeedsReconciliation]; n != 1 || out.Session.Published {
+		t.Fatalf("session: %d needs_reconciliation replies, published %v", n, out.Session.Published)
+	}
+	if out.Result.State != launch.StateNeedsReconciliation {
+		t.Fatalf("host result %+v, want needs_reconciliation", out.Result)
+	}
+	view, err := l.Operation(context.Background(), scope, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Effects) != 1 || view.Effects[0].State != ledger.EffectConfirmed || view.Effects[0].ReceiptID != "rcpt-effect-1" || view.Result != nil {
+		t.Fatalf("ledger: effects %+v, result %+v", view.Effects, view.Result)
+	}
+}
+
+// TestAdmitRechecksTheBinding: at invoke.admit the Handler re-checks that
+// the attempt's binding names the operation's capability, request digest
+// and manifest digest; a binding that does not is refused before the
+// Authority is asked, and nothing is admitted in the ledger.
+func TestAdmitRechecksTheBinding(t *testing.T) {
+	t.Parallel()
+	other := canon.Digest("sha256:" + strings.Repeat("0", 64))
+	for _, tt := range []struct {
+		name   string
+		mutate func(*ipc.AttemptBinding)
+		reason string
+	}{
+		{"capability", func(b *ipc.AttemptBinding) { b.CapabilityID = "example.fail@1.0.0" },
+			`the attempt names capability "example.fail@1.0.0", the operation "example.echo@1.0.0"`},
+		{"request digest", func(b *ipc.AttemptBinding) { b.RequestDigest = other },
+			"the attempt's request digest " + string(other) + " is not the operation's"},
+		{"manifest digest", func(b *ipc.AttemptBinding) { b.ManifestDigest = other },
+			"the attempt's manifest digest " + string(other) + " is not the operation's"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := openBolt(t, t.TempDir())
+			w := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
+			tt.mutate(&w.cfg.Binding)
+			a := newAuthority()
+			a.admit = supervise.Refuse // its reason would name it
+			w.cfg.Authority = a
+			out, h := w.run(t)
+			evs := h.Decisions()
+			if len(evs) != 2 || evs[0].State != ipc.StateAllowed {
+				t.Fatalf("decisions %+v: want bootstrap allowed, then invoke.admit", evs)
+			}
+			if ev := evs[1]; ev.Method != ipc.MethodAdmit || ev.State != ipc.StateRefused || !strings.Contains(ev.Reason, tt.reason) {
+				t.Fatalf("invoke.admit decided %s %q, want refused: %q", ev.State, ev.Reason, tt.reason)
+			}
+			if out.SessionErr != nil || out.Result.State != launch.StateRefused {
+				t.Fatalf("host %+v, session %v: want refused, session ended cleanly", out.Result, out.SessionErr)
+			}
+			view, err := l.Operation(context.Background(), scope, "op")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(view.Attempts) != 1 || view.Attempts[0].Admitted {
+				t.Fatalf("attempts %+v: want the one attempt not admitted", view.Attempts)
+			}
+		})
+	}
+}
+
+// TestAdmitAfterTheDeadline: an invoke.admit that reaches the Handler after
+// the operation's deadline is refused with the ledger's
+// ErrDeadlineExceeded, and nothing is admitted. The Handler is driven as a
+// Session drives it: a launched host would be stopped by the launcher at
+// the deadline, before its invoke.admit could be decided.
+func TestAdmitAfterTheDeadline(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	l := memory.New()
+	deadline := time.Now().Add(500 * time.Millisecond).Truncate(time.Millisecond)
+	args := map[string]any{"text": "x"}
+	w := startLowerUntil(t, l, nil, "op", "attempt-1", "example.echo@1.0.0", args, 0, deadline)
+	h, err := supervise.NewHandler(w.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := w.inv.Context.LaunchDigest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := ipc.Call{Binding: w.cfg.Binding, SessionID: "session-1"}
+	call.Sequence, call.Method = 1, ipc.MethodBootstrap
+	d, err := h.Bootstrap(ctx, ipc.BootstrapRequest{Call: call,
+		Payload: ipc.BootstrapPayload{BootstrapID: w.cfg.BootstrapID, LaunchDigest: ld, PID: os.Getpid()}})
+	if err != nil || d.State != ipc.StateAllowed {
+		t.Fatalf("bootstrap: %+v, %v", d, err)
+	}
+	// Wait for the deadline itself: the condition under test.
+	<-time.After(time.Until(deadline.Add(time.Millisecond)))
+	call.Sequence, call.Method = 2, ipc.MethodAdmit
+	d, err = h.Admit(ctx, ipc.AdmitRequest{Call: call, Payload: ipc.AdmitPayload{Arguments: args}})
+	if err != nil || d.State != ipc.StateRefused {
+		t.Fatalf("invoke.admit after the deadline: %+v, %v; want refused", d, err)
+	}
+	lastDecision(t, h, ipc.MethodAdmit, ledger.ErrDeadlineExceeded)
+	view, err := l.Operation(ctx, scope, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(view.Attempts) != 1 || view.Attempts[0].Admitted {
+		t.Fatalf("attempts %+v: want the one attempt not admitted", view.Attempts)
 	}
 }
