@@ -381,7 +381,7 @@ func TestAdmitAfterTheDeadline(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	l := memory.New()
-	deadline := time.Now().Add(500 * time.Millisecond).Truncate(time.Millisecond)
+	deadline := time.Now().Add(2 * time.Second).Truncate(time.Millisecond) // room for the setup on a loaded machine
 	args := map[string]any{"text": "x"}
 	w := startLowerUntil(t, l, nil, "op", "attempt-1", "example.echo@1.0.0", args, 0, deadline)
 	h, err := supervise.NewHandler(w.cfg)
