@@ -368,7 +368,7 @@ func TestWarmDeadline(t *testing.T) {
 		inv := e.f.invocation(t, "hang", args, nil)
 		admitted := make(chan struct{})
 		inv.Handler = &signalHandler{admit: admitted}
-		inv.Context.DeadlineUnixMS = time.Now().Add(time.Second).UnixMilli()
+		inv.Context.DeadlineUnixMS = time.Now().Add(2 * time.Second).UnixMilli()
 		out, err := z.Invoke(testCtx(t), inv)
 		var re *launch.ResultError
 		if !errors.Is(err, launch.ErrSignaled) || !errors.As(err, &re) {
@@ -443,7 +443,8 @@ func TestWarmServerHangs(t *testing.T) {
 	t.Parallel()
 	e := newPyEnv(t)
 	l := e.launcher(t, "zeotesthost", nil, e.env()...)
-	z := e.zygote(t, l, launch.ZygoteConfig{ReplyTimeout: 300 * time.Millisecond})
+	// Long enough for a loaded machine to answer a fork in time.
+	z := e.zygote(t, l, launch.ZygoteConfig{ReplyTimeout: time.Second})
 
 	server := z.Stats().ServerPID
 	unix.Kill(server, unix.SIGSTOP)
