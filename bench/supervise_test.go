@@ -310,6 +310,11 @@ func (t *timedLedger) StartAttempt(ctx context.Context, s ledger.Scope, op, a st
 	return t.Ledger.StartAttempt(ctx, s, op, a)
 }
 
+func (t *timedLedger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (ledger.Fence, error) {
+	defer t.note("LaunchAttempt", time.Now())
+	return t.Ledger.LaunchAttempt(ctx, a)
+}
+
 func (t *timedLedger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.Bootstrap, error) {
 	defer t.note("IssueBootstrap", time.Now())
 	return t.Ledger.IssueBootstrap(ctx, f, id, d)
@@ -388,11 +393,12 @@ func (c *stepClock) take() []stepEvent {
 // events, the launcher's process lifetime and a timing wrapper around the
 // ledger:
 //
-//   - prepare: Invoke → the launch event (request preparation, context,
-//     CreateOperation, StartAttempt, IssueBootstrap);
-//   - spawn+bootstrap: the launch event → bootstrap answered (exec, the
-//     host's start-up, reading its context and request, the bootstrap
-//     exchange with RedeemBootstrap);
+//   - prepare: Invoke → the launch event (request preparation, the
+//     context, then LaunchAttempt, which the Supervisor runs while the
+//     host starts, so this overlaps the next step);
+//   - spawn+bootstrap: the launch event → bootstrap answered (the rest of
+//     the exec and the host's start-up, reading its context and request,
+//     the bootstrap exchange with RedeemBootstrap);
 //   - admit: → invoke.admit answered (the host's activation, the exchange
 //     with Admit);
 //   - effect-1, effect-2: → each effect answered (BeginEffect, dispatch,
