@@ -109,10 +109,12 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	if _, err := l.Cancel(bg, scopeB, "op-cancel", "stop"); err != nil {
 		t.Fatal(err)
 	}
+	launched := launchOf(scopeC, "op-launch", "a1", 1)
+	mustLaunch(t, l, launched)
 	keys := []struct {
 		s  ledger.Scope
 		op string
-	}{{scopeA, "op1"}, {scopeA, "op-result"}, {scopeB, "op-cancel"}}
+	}{{scopeA, "op1"}, {scopeA, "op-result"}, {scopeB, "op-cancel"}, {scopeC, "op-launch"}}
 	var views []ledger.OperationView
 	for _, k := range keys {
 		views = append(views, normView(mustView(t, l, k.s, k.op)))
@@ -183,8 +185,15 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	// Bootstrap ids stay bound to their attempt across reopen.
 	_, err = l.IssueBootstrap(bg, f3, "boot", Digest("launch"))
 	wantErr(t, "reissue of a2's bootstrap id to a3 after reopen", err, ledger.ErrChangedInput)
+	// A launch is whole after reopen: repeated, it changes nothing; its
+	// attempt redeems and is admitted; the next launch fences it off.
+	mustLaunch(t, l, launched)
+	admitLaunched(t, l, launched)
+	next := mustLaunch(t, l, launchOf(scopeC, "op-launch", "a2", 2))
+	_, err = l.Admit(bg, launched.Fence(), launched.Operation.RequestDigest)
+	wantStale(t, "the launched attempt after the next launch", err)
 	if v := mustView(t, l, scopeA, "op1"); v.Operation.EffectsUsed != 4 {
 		t.Fatalf("effects used after reopen = %d, want 4", v.Operation.EffectsUsed)
 	}
-	Check(t, l, f3, fr)
+	Check(t, l, f3, fr, next)
 }
