@@ -32,7 +32,8 @@
 //	RedeemBootstrap  redeem_bootstrap   lock, look the id and its attempt up, conditional UPDATE (4)
 //	Admit            admit              lock, read the attempt, find a redemption, UPDATE the attempt (4)
 //	BeginEffect      begin_effect       the debit, an UPDATE conditional on the fence, the admission,
-//	                                    the deadline, the budget and the effect being new; INSERT the effect (2)
+//	                                    the deadline and the budget; INSERT … ON CONFLICT DO NOTHING of the
+//	                                    effect (2; a redelivery gives the debit back and is answered below)
 //	ConfirmEffect, MarkNotConsumed,
 //	MarkUnknown      settle_effect      UPDATE of the effect, conditional on its state and on the fence,
 //	                                    whose operation row it locks (1)
@@ -45,6 +46,11 @@
 //	Evidence         one SELECT
 //	ListUnknown      one SELECT over the partial index of unsettled effects
 //	Artifact         one SELECT
+//
+// Since schema version 5 those common-case statements look the effect up
+// by its whole primary key, never through a join with the operation's
+// row: on a table created moments ago, whose statistics say it is empty,
+// the planner ran that join as a scan of every effect.
 //
 // When BeginEffect's or an outcome call's one statement does not apply
 // (a redelivery, a refusal), the function locks the operation and decides
@@ -103,10 +109,8 @@
 // Options.MaxRetries times; nothing else is retried. launch_attempt raises
 // 40001 itself when, after its checks, it loses a race to create the same
 // operation or to issue the same bootstrap id: run again, its checks see
-// the winner's rows and answer. begin_effect does the same when the
-// logical effect it is about to record was recorded by a transaction that
-// committed after its snapshot: run again, it answers the redelivery. A
-// write that fails says whether it was applied:
+// the winner's rows and answer. A write that fails says whether it was
+// applied:
 //
 //   - [ledger.ErrNotApplied]: it never reached the server (no connection),
 //     or the server answered with an error and rolled it back;
