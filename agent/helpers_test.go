@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/agent"
-	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/leaktest"
@@ -98,14 +97,6 @@ func launcher(t testing.TB) *launch.Launcher {
 	return ln
 }
 
-// discover is the catalogue's discovery through the launcher.
-func discover(ln *launch.Launcher) catalogue.DiscoverFunc {
-	return func(ctx context.Context, b manifest.ProviderBinding) (canon.Digest, error) {
-		d, err := ln.Describe(ctx, b)
-		return d.ManifestDigest, err
-	}
-}
-
 // newWorld admits each admission, in order, into a fresh catalogue.
 func newWorld(t testing.TB, cfg agent.Config, admissions ...catalogue.Admission) *world {
 	t.Helper()
@@ -113,7 +104,7 @@ func newWorld(t testing.TB, cfg agent.Config, admissions ...catalogue.Admission)
 	l := memory.New()
 	t.Cleanup(func() { l.Close(context.Background()) })
 	ln := launcher(t)
-	cat, err := catalogue.New(catalogue.Config{Store: l, Discover: discover(ln)})
+	cat, err := catalogue.New(catalogue.Config{Store: l, Discover: agent.Discover(ln)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,8 @@ type Store interface {
 }
 
 // DiscoverFunc runs the host's own static discovery (`describe`) for a
-// binding and returns the manifest digest the host reported. With package
-// launch: func(ctx, b) { d, err := launcher.Describe(ctx, b); return
-// d.ManifestDigest, err }.
+// binding and returns the manifest digest the host reported.
+// agent.Discover makes one from a launch.Launcher.
 type DiscoverFunc func(ctx context.Context, b manifest.ProviderBinding) (canon.Digest, error)
 
 // DefaultPollInterval is the longest a Reserve waiting for a reservation

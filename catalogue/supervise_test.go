@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testbin"
@@ -48,15 +48,6 @@ func newLauncher(t testing.TB) *launch.Launcher {
 		t.Fatal(err)
 	}
 	return l
-}
-
-// describing is the discovery port over the simulated host: the host's
-// own `describe` of the binding, as a real host's.
-func describing(ln *launch.Launcher) catalogue.DiscoverFunc {
-	return func(ctx context.Context, b manifest.ProviderBinding) (canon.Digest, error) {
-		d, err := ln.Describe(ctx, b)
-		return d.ManifestDigest, err
-	}
 }
 
 // authority is the catalogue as the Supervisor's Authority, the way an
@@ -195,7 +186,7 @@ func newHostRig(t *testing.T, ms ...manifest.CapabilityManifest) *hostRig {
 	r := &hostRig{events: newEvents(), ln: newLauncher(t)}
 	r.store = openBolt(t)
 	var err error
-	r.cat, err = catalogue.New(catalogue.Config{Store: r.store, Discover: describing(r.ln), PollInterval: 5 * time.Millisecond,
+	r.cat, err = catalogue.New(catalogue.Config{Store: r.store, Discover: agent.Discover(r.ln), PollInterval: 5 * time.Millisecond,
 		Logger: slog.New(waitingHandler{r.events})})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -181,9 +182,10 @@ until consent is granted.
 					return err
 				}
 				defer cleanup()
+				describe := agent.Discover(ln)
 				discover := func(ctx context.Context, b manifest.ProviderBinding) (canon.Digest, error) {
-					d, err := ln.Describe(ctx, b)
-					return d.ManifestDigest, discoveryHint(err, false)
+					d, err := describe(ctx, b)
+					return d, discoveryHint(err, false)
 				}
 				l, cat, err := openCatalogue(ctx, *path, true, discover)
 				if err != nil {
