@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -22,21 +21,7 @@ import (
 var hostsimPath string
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "agent-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if hostsimPath, err = testbin.Build(dir, "zeo-hostsim", "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }
 
 func testCtx(t testing.TB) context.Context {

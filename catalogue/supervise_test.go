@@ -3,7 +3,6 @@ package catalogue_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -23,21 +22,7 @@ import (
 // hostsimPath is the simulated host executable, built once by TestMain.
 var hostsimPath string
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "catalogue-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if hostsimPath, err = testbin.Build(dir, "zeo-hostsim", "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbin.RunWithHostsim(m, &hostsimPath)) }
 
 func newLauncher(t testing.TB) *launch.Launcher {
 	t.Helper()

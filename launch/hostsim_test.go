@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testbin"
 	"github.com/zeoruntime/runtimeipc/internal/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -38,21 +36,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			fmt.Fprintln(os.Stderr, "go tool not found:", err)
-			return 1
-		}
-	}
-	hostsimPath = filepath.Join(dir, "bin", "zeo-hostsim")
-	// Static (no cgo) and -trimpath, as bench/ builds it: a static binary
-	// starts without the dynamic loader, which every launch would pay.
-	build := exec.Command(gobin, "build", "-trimpath", "-o", hostsimPath, "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building zeo-hostsim:", err)
+	if hostsimPath, err = testbin.Build(dir, "zeo-hostsim", testbin.HostsimPackage); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	// Every user may run it: the privilege tests start it as uid 65534.

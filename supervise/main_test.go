@@ -1,7 +1,6 @@
 package supervise_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -17,19 +16,5 @@ func TestMain(m *testing.M) {
 		// controllerMain), not a test run.
 		os.Exit(controllerMain())
 	}
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "supervise-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if hostsimPath, err = testbin.Build(dir, "zeo-hostsim", "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 )
 
 // Build builds pkg (an import path, or a directory relative to the
@@ -30,4 +31,25 @@ func Build(dir, name, pkg string) (string, error) {
 		return "", fmt.Errorf("testbin: building %s: %w", pkg, err)
 	}
 	return out, nil
+}
+
+// HostsimPackage is the import path of the simulated host's executable.
+const HostsimPackage = "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim"
+
+// RunWithHostsim is the body of a TestMain whose tests launch the
+// simulated host: it builds the host into a temporary directory, stores its
+// path in *path, runs the tests and removes the directory. It returns the
+// exit code for os.Exit.
+func RunWithHostsim(m *testing.M, path *string) int {
+	dir, err := os.MkdirTemp("", "hostsim-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *path, err = Build(dir, "zeo-hostsim", HostsimPackage); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }
