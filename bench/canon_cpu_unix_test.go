@@ -31,6 +31,16 @@ func childrenCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// voluntarySwitches returns how many times a thread of this process has
+// gone to sleep waiting (futex, epoll, nanosleep, a blocking syscall).
+func voluntarySwitches() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Nvcsw
+}
+
 // threadCPU returns the CPU time the calling OS thread has used; with
 // runtime.LockOSThread around a call it is the call's own CPU time,
 // whatever else waits for a core.

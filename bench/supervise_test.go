@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/childproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -31,6 +34,7 @@ import (
 // superviseFixture is what every row shares.
 type superviseFixture struct {
 	binding  manifest.ProviderBinding
+	hostsim  string // the simulated host executable
 	launcher *launch.Launcher
 	echo     launch.Invocation // for launch.Invoke: context, request, allow-all handler
 	seq      atomic.Int64      // operation ids
@@ -77,7 +81,7 @@ func newSuperviseFixture(b *testing.B) *superviseFixture {
 		},
 		Request: req, Handler: allowAll{},
 	}
-	return &superviseFixture{binding: binding, launcher: l, echo: echo}
+	return &superviseFixture{binding: binding, hostsim: hostsim, launcher: l, echo: echo}
 }
 
 // supervisor returns a Supervisor on a fresh bolt ledger, and the ledger.
@@ -146,12 +150,28 @@ func launchSucceeded(b *testing.B, f *superviseFixture) {
 // CPU and the hosts'.
 func cpu() (self, children time.Duration) { return processCPU(), childrenCPU() }
 
+// usage is what reportRuntimeCPU counts from: this process's CPU, its
+// reaped children's, and its voluntary context switches (each a wait that
+// put a thread to sleep: on a virtual machine every one costs tens of
+// microseconds of CPU to sleep and wake).
+type usage struct {
+	self, children time.Duration
+	vcsw           int64
+}
+
+func usageNow() usage {
+	self, children := cpu()
+	return usage{self, children, voluntarySwitches()}
+}
+
 // reportRuntimeCPU reports the CPU per op spent by this process (the
-// Runtime) and by the host processes, from the marks taken before the loop.
-func reportRuntimeCPU(b *testing.B, self0, child0 time.Duration, ops int) {
-	self1, child1 := cpu()
-	b.ReportMetric(float64((self1-self0).Nanoseconds())/float64(ops), "runtime-cpu-ns/op")
-	b.ReportMetric(float64((child1-child0).Nanoseconds())/float64(ops), "host-cpu-ns/op")
+// Runtime) and by the host processes, and this process's voluntary
+// context switches per op, from u0, taken before the loop.
+func reportRuntimeCPU(b *testing.B, u0 usage, ops int) {
+	u1 := usageNow()
+	b.ReportMetric(float64((u1.self-u0.self).Nanoseconds())/float64(ops), "runtime-cpu-ns/op")
+	b.ReportMetric(float64((u1.children-u0.children).Nanoseconds())/float64(ops), "host-cpu-ns/op")
+	b.ReportMetric(float64(u1.vcsw-u0.vcsw)/float64(ops), "vcsw/op")
 }
 
 // reportCommits reports the ledger's fsynced commits per op (each a bbolt
@@ -185,11 +205,11 @@ func BenchmarkSupervise(b *testing.B) {
 
 	b.Run("Launch", func(b *testing.B) {
 		b.ReportAllocs()
-		self0, child0 := cpu()
+		u0 := usageNow()
 		for b.Loop() {
 			launchSucceeded(b, f)
 		}
-		reportRuntimeCPU(b, self0, child0, b.N)
+		reportRuntimeCPU(b, u0, b.N)
 	})
 	// oneAtATime runs call's operations one after another on the bolt
 	// ledger.
@@ -199,11 +219,11 @@ func BenchmarkSupervise(b *testing.B) {
 			s := f.supervisor(b, nil, l)
 			b.ReportAllocs()
 			s0 := l.Stats()
-			self0, child0 := cpu()
+			u0 := usageNow()
 			for b.Loop() {
 				invokeSucceeded(b, s, call())
 			}
-			reportRuntimeCPU(b, self0, child0, b.N)
+			reportRuntimeCPU(b, u0, b.N)
 			reportCommits(b, l, s0, b.N)
 		}
 	}
@@ -213,11 +233,11 @@ func BenchmarkSupervise(b *testing.B) {
 		defer l.Close(context.Background())
 		s := f.supervisor(b, nil, l)
 		b.ReportAllocs()
-		self0, child0 := cpu()
+		u0 := usageNow()
 		for b.Loop() {
 			invokeSucceeded(b, s, f.echoCall())
 		}
-		reportRuntimeCPU(b, self0, child0, b.N)
+		reportRuntimeCPU(b, u0, b.N)
 	})
 	b.Run("TwoEffects", oneAtATime(f.effectsCall))
 	eight := func(b *testing.B, one func()) {
@@ -230,19 +250,19 @@ func BenchmarkSupervise(b *testing.B) {
 		}
 	}
 	b.Run("Launch8", func(b *testing.B) {
-		self0, child0 := cpu()
+		u0 := usageNow()
 		eight(b, func() { launchSucceeded(b, f) })
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*b.N), "ns/invocation")
-		reportRuntimeCPU(b, self0, child0, 8*b.N)
+		reportRuntimeCPU(b, u0, 8*b.N)
 	})
 	b.Run("Invoke8", func(b *testing.B) {
 		l := openBolt(b)
 		s := f.supervisor(b, nil, l)
 		s0 := l.Stats()
-		self0, child0 := cpu()
+		u0 := usageNow()
 		eight(b, func() { invokeSucceeded(b, s, f.echoCall()) })
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(8*b.N), "ns/invocation")
-		reportRuntimeCPU(b, self0, child0, 8*b.N)
+		reportRuntimeCPU(b, u0, 8*b.N)
 		reportCommits(b, l, s0, 8*b.N)
 	})
 	b.Run("Paired", func(b *testing.B) {
@@ -561,5 +581,44 @@ func BenchmarkSuperviseLedger(b *testing.B) {
 		}
 		self1, _ := cpu()
 		b.ReportMetric(float64((self1-self0).Nanoseconds())/float64(b.N), "runtime-cpu-ns/op")
+	})
+}
+
+// BenchmarkSuperviseFloor measures what no launcher can go below on this
+// machine, in the units of BenchmarkSupervise's rows:
+//
+//   - SpawnBlocking: start the simulated host executable with no
+//     arguments and no descriptors (it exits at once, with a usage
+//     error) and wait for it with os/exec's blocking Wait;
+//   - SpawnPolled: the same, waiting for the exit through the runtime's
+//     poller (childproc.AwaitExit, as the launchers do), then reaping.
+//
+// The difference between the two is the cost of a goroutine parked in a
+// blocking waitid, which keeps the Go runtime's monitor thread waking
+// every 20 µs. The fsync floor is SuperviseLedger/Fdatasync.
+func BenchmarkSuperviseFloor(b *testing.B) {
+	f := newSuperviseFixture(b)
+	spawn := func(b *testing.B, wait func(*exec.Cmd) error) {
+		u0 := usageNow()
+		for b.Loop() {
+			cmd := exec.Command(f.hostsim)
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			var exitErr *exec.ExitError
+			if err := wait(cmd); err != nil && !errors.As(err, &exitErr) {
+				b.Fatal(err)
+			}
+		}
+		reportRuntimeCPU(b, u0, b.N)
+	}
+	b.Run("SpawnBlocking", func(b *testing.B) { spawn(b, (*exec.Cmd).Wait) })
+	b.Run("SpawnPolled", func(b *testing.B) {
+		spawn(b, func(cmd *exec.Cmd) error {
+			if err := childproc.AwaitExit(cmd.Process); err != nil {
+				return err
+			}
+			return cmd.Wait()
+		})
 	})
 }

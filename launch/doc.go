@@ -33,8 +33,9 @@
 //   - Its own session and process group. At the attempt deadline (or when
 //     ctx ends) the group gets SIGTERM, and SIGKILL after Config.Grace.
 //     Group signals are sent only while the leader is unreaped, so the
-//     group id cannot have been reused; on Linux the exit is awaited through
-//     the pidfd with waitid(WNOWAIT), the group's stragglers are killed,
+//     group id cannot have been reused; on Linux the exit is awaited on a
+//     pidfd in the runtime's poller (no thread blocked for the host's life)
+//     and observed with waitid(WNOWAIT), the group's stragglers are killed,
 //     and only then is the leader reaped, exactly once. Config.WaitDelay
 //     bounds the wait for stdout/stderr EOF after exit, so a descendant
 //     holding stdout can never hang the call.

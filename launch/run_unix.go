@@ -71,8 +71,9 @@ func runtimeSocket() (net.Conn, *os.File, error) {
 //     uid, before the exec.
 //  4. Group signals are only ever sent while the leader is unreaped (alive
 //     or a zombie), so the pgid cannot have been reused by then: on Linux
-//     the exit is awaited with waitid(WNOWAIT) through the pidfd, the
-//     group's stragglers are SIGKILLed, and only then is the leader reaped.
+//     the exit is awaited on a pidfd in the runtime's poller and observed
+//     with waitid(WNOWAIT) (childproc.AwaitExit), the group's stragglers
+//     are SIGKILLed, and only then is the leader reaped.
 //  5. exec's WaitDelay bounds the wait for stdout/stderr EOF when a
 //     descendant escaped the group with them; the IPC session gets the same
 //     bound after exit before it is cancelled.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/childproc"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -152,6 +153,10 @@ func (z *Zygote) start(ctx context.Context, b manifest.ProviderBinding) (*zserve
 	z.wg.Add(1)
 	go func() {
 		defer z.wg.Done()
+		// Through the poller first: the server lives as long as the
+		// zygote, and a goroutine blocked in waitid all that time would
+		// hold a thread and keep the runtime's monitor polling.
+		_ = childproc.AwaitExit(cmd.Process)
 		err := cmd.Wait()
 		s.lose(fmt.Errorf("it exited (%v)%s", err, s.stderrHint()))
 		z.mu.Lock()
