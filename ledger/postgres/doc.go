@@ -57,9 +57,11 @@
 // in the ledger's error order, as the others do (up to 5 statements).
 //
 // Concurrent writes share transactions (group commit, see committer.go):
-// Options.Committers transactions are in flight at once, each carrying
-// every write queued when it started, up to Options.MaxBatch; a lone
-// write goes alone. Each write's outcome is as if it had committed alone.
+// Options.Committers transactions (by default [DefaultCommitters]) are in
+// flight at once, each carrying every write queued when it started, up to
+// Options.MaxBatch; a lone write goes alone. Few transactions carrying
+// many writes each cost the server fewer commits than many carrying one.
+// Each write's outcome is as if it had committed alone.
 //
 // The functions decide every refusal before their first write and answer
 // it with a code that this package turns into the same error, with the

@@ -28,14 +28,24 @@ const DefaultMaxRetries = 8
 // transaction when Options.MaxBatch is zero.
 const DefaultMaxBatch = 256
 
-// defaultCommitters is the number of group-commit transactions in flight
-// at once when Options.Committers is zero: one per connection of the pool
-// but one, which stays for reads (a committer keeps its connection while
-// writes keep coming), and at least one. As many transactions in flight as
-// the pool allows let the server work on as many at once as it would for
-// plain clients; writes beyond that share their transactions.
+// DefaultCommitters is the number of group-commit transactions in flight
+// at once when Options.Committers is zero (fewer when the pool is smaller,
+// see defaultCommitters). Two, not one per connection: every commit costs
+// the server a WAL flush and the wake-ups of the backends waiting for it,
+// so writes that share a transaction are cheaper than writes that run side
+// by side, and two transactions in flight let one run its statements while
+// the other waits for its flush. With 8 and 64 concurrent writers on a
+// 2-core server, one transaction per pooled connection carried about 1.3
+// writes each, and two carried 3 and 20 and committed markedly more
+// writes per second (BENCHMARKS.md). A server with many cores and many
+// concurrent writers may want more: set Options.Committers.
+const DefaultCommitters = 2
+
+// defaultCommitters is DefaultCommitters, but at most one fewer than the
+// pool's connections, so that one stays for reads (a committer keeps its
+// connection while writes keep coming), and at least one.
 func defaultCommitters(pool *pgxpool.Pool) int {
-	return max(1, int(pool.Config().MaxConns)-1)
+	return max(1, min(DefaultCommitters, int(pool.Config().MaxConns)-1))
 }
 
 // maxSchemaBytes is PostgreSQL's identifier limit (NAMEDATALEN - 1); a
@@ -64,9 +74,10 @@ type Options struct {
 
 	// Committers is how many group-commit transactions may be in flight at
 	// once, each on one pooled connection: more lets the server run more of
-	// them in parallel, fewer makes batches larger. Zero means one fewer
-	// than the pool's maximum number of connections (pool_max_conns), and
-	// at least one; negative values are refused.
+	// them in parallel, fewer makes batches larger and commits fewer. Zero
+	// means DefaultCommitters, but at most one fewer than the pool's
+	// maximum number of connections (pool_max_conns), and at least one;
+	// negative values are refused.
 	Committers int
 }
 
