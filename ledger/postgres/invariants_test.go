@@ -2,11 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // tableInvariants are SQL queries over a ledger's tables, each returning
@@ -120,5 +122,71 @@ func TestTableInvariantsFindTampering(t *testing.T) {
 				t.Fatalf("tampering %q went unnoticed", tamper.sql)
 			}
 		})
+	}
+}
+
+// The tables themselves refuse rows of a shape the ledger never writes
+// (their CHECK constraints, one function call per table since schema
+// version 6): each write below fails with check_violation, and the
+// control writes, of shapes the ledger does write, pass.
+func TestTablesRefuseBrokenRows(t *testing.T) {
+	dsn := testDSN(t)
+	l := openTest(t)
+	f := readyOp(t, l, "op")
+	if _, err := l.BeginEffect(bg, f, "e1", digest("e1")); err != nil {
+		t.Fatal(err)
+	}
+	closeLedger(t, l)
+	s := pgx.Identifier{l.Schema()}.Sanitize()
+	c, err := pgx.Connect(bg, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(bg)
+	try := func(sql string) error {
+		tx, err := c.Begin(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(bg) //nolint:errcheck // nothing is kept
+		tag, err := tx.Exec(bg, strings.ReplaceAll(sql, "__S__", s))
+		if err == nil && tag.RowsAffected() != 1 {
+			t.Fatalf("%s touched %d rows, want 1", sql, tag.RowsAffected())
+		}
+		return err
+	}
+	for _, sql := range []string{
+		"UPDATE __S__.operations SET effects_used = effect_budget + 1",
+		"UPDATE __S__.operations SET effects_used = -1",
+		"UPDATE __S__.operations SET effect_budget = -1, effects_used = 0",
+		"UPDATE __S__.operations SET state = 'paused'",
+		"UPDATE __S__.operations SET state = 'completed'",
+		"UPDATE __S__.operations SET result_digest = 'sha256:x'",
+		"UPDATE __S__.operations SET deadline_sec = 1, deadline_nsec = NULL",
+		"UPDATE __S__.operations SET deadline_sec = 1, deadline_nsec = 1000000000",
+		"UPDATE __S__.operations SET attempt_id = NULL",
+		"UPDATE __S__.operations SET cancel_reason = 'why'",
+		"UPDATE __S__.effects SET state = 'lost'",
+		"UPDATE __S__.effects SET state = 'confirmed'",
+		"UPDATE __S__.effects SET receipt_id = 'r'",
+		"UPDATE __S__.effects SET state = 'not_consumed'",
+		"UPDATE __S__.effects SET state = 'not_consumed', reason = 'bored'",
+		"UPDATE __S__.effects SET ordinal = 0",
+	} {
+		var pe *pgconn.PgError
+		if err := try(sql); !errors.As(err, &pe) || pe.Code != "23514" {
+			t.Errorf("%s: got %v, want a check_violation", sql, err)
+		}
+	}
+	for _, sql := range []string{
+		"UPDATE __S__.operations SET effects_used = effect_budget, deadline_sec = 1, deadline_nsec = 999999999",
+		"UPDATE __S__.operations SET state = 'cancelled', cancel_reason = 'why'",
+		"UPDATE __S__.effects SET state = 'confirmed', receipt_id = 'r'",
+		"UPDATE __S__.effects SET state = 'not_consumed', reason = 'refused'",
+		"UPDATE __S__.effects SET state = 'unknown'",
+	} {
+		if err := try(sql); err != nil {
+			t.Errorf("%s: %v, want it accepted", sql, err)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func migrations() ([]migration, error) {
 }
 
 // SchemaVersion is the schema version this build writes and reads.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrate brings schema up to SchemaVersion in one transaction, under a
 // transaction-scoped advisory lock keyed by the schema's name: controllers
