@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -152,32 +151,4 @@ func reservationCapability(b *testing.B) (manifest.ProviderBinding, manifest.Cap
 	}
 	return manifest.ProviderBinding{ProtocolVersion: 1, Distribution: "dist", Version: "1.0.0", PythonVersion: "3.14.0",
 		EnvironmentDigest: canon.Sum([]byte("env")), Factory: "pkg:factory", Manifests: ms, ManifestDigest: d, Generation: 1}, m
-}
-
-// runWriters runs b.N calls of fn over w goroutines; fn gets the
-// goroutine's index.
-func runWriters(b *testing.B, w int, fn func(i int) error) {
-	b.ReportAllocs()
-	b.ResetTimer()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, w)
-	for i := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				if err := fn(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
 }

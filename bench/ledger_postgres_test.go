@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,28 +93,11 @@ func benchRawInsert(b *testing.B, pool *pgxpool.Pool, schema string, w int) {
 	ctx := context.Background()
 	sql := "INSERT INTO " + schema + ".raw (k, v) VALUES ($1, $2)"
 	val := make([]byte, 200) // about the size of one effect row
-	b.ReportAllocs()
-	b.ResetTimer()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n := next.Add(1)
-				if n > int64(b.N) {
-					return
-				}
-				if _, err := pool.Exec(ctx, sql, n, val); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
+	var key atomic.Int64
+	runWriters(b, w, func(int) error {
+		_, err := pool.Exec(ctx, sql, key.Add(1), val)
+		return err
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "insert/s")
 }
 
@@ -191,26 +173,4 @@ func BenchmarkLedgerPostgresPaired(b *testing.B) {
 			}
 		})
 	}
-}
-
-// rounds runs n calls of fn spread over w goroutines (fn gets the
-// goroutine's number) and returns the wall time they took.
-func rounds(b *testing.B, w, n int, fn func(i int) error) time.Duration {
-	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for i := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				if err := fn(i); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Since(start)
 }

@@ -134,30 +134,13 @@ func benchRawPut(b *testing.B, w int) {
 		b.Fatal(err)
 	}
 	val := make([]byte, 200) // about the size of one effect record
-	b.ReportAllocs()
-	b.ResetTimer()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var key [8]byte
-			for {
-				n := next.Add(1)
-				if n > int64(b.N) {
-					return
-				}
-				binary.BigEndian.PutUint64(key[:], uint64(n))
-				if err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put(key[:], val) }); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
+	var next atomic.Uint64
+	keys := make([][8]byte, w) // one per writer, so that no call allocates one
+	runWriters(b, w, func(i int) error {
+		key := &keys[i]
+		binary.BigEndian.PutUint64(key[:], next.Add(1))
+		return db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put(key[:], val) })
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commit/s")
 }
 
