@@ -5,9 +5,6 @@ package childproc
 import (
 	"errors"
 	"os"
-	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // fdDir lists this process's open descriptors.
@@ -25,20 +22,4 @@ func AwaitExit(*os.Process) error { return errors.ErrUnsupported }
 
 // SweepCloexec marks every descriptor ≥ 3 close-on-exec, listing them
 // through /dev/fd.
-func SweepCloexec() error {
-	d, err := os.Open("/dev/fd")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if fd, err := strconv.Atoi(n); err == nil && fd >= 3 {
-			unix.CloseOnExec(fd)
-		}
-	}
-	return nil
-}
+func SweepCloexec() error { return sweepByListing(fdDir) }
