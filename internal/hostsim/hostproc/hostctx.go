@@ -12,7 +12,10 @@ import (
 )
 
 // launchContext is the host's LaunchContext model (doc/protocol.md,
-// “Launch context”), parsed strictly with its defaults materialized.
+// “Launch context”), parsed strictly with its defaults materialized. It is
+// declared here rather than taken from launch.LaunchContext on purpose: the
+// simulated host reads what the launcher wrote the way upstream's host
+// does, so a field the launcher misnames or omits fails here too.
 type launchContext struct {
 	ProtocolVersion      int                      `json:"protocol_version"`
 	Provider             manifest.ProviderBinding `json:"provider"`
