@@ -212,6 +212,10 @@ type OperationQuery struct {
 	Scope Scope
 	// State, when set, keeps only operations in that state.
 	State OperationState
+	// Orphaned, when true, keeps only open operations whose current
+	// attempt's controller holds no live lease (expired, released, or no
+	// controller at all): the ones a takeover may fence off.
+	Orphaned bool
 	// After, when not zero, starts the page after that operation in list
 	// order: pass the last operation of the previous page.
 	After OperationRef

@@ -153,7 +153,9 @@ type Ledger interface {
 	// dispatcher's statement about the outside world. res.State must be
 	// EffectConfirmed (with a receipt) or EffectNotConsumed (with a reason).
 	// Resolving a settled effect to the same outcome returns the record;
-	// to another outcome is ErrInvalidTransition.
+	// to another outcome is ErrInvalidTransition. An authorized effect whose
+	// controller holds a live lease is in flight: refused with a
+	// *LeaseError wrapping ErrInFlight, naming the controller.
 	Resolve(ctx context.Context, scope Scope, operationID, logicalEffectID string, requestDigest canon.Digest, res Resolution) (Effect, error)
 
 	// AcceptResult durably accepts the operation's one result: its data
@@ -174,9 +176,11 @@ type Ledger interface {
 	Operation(ctx context.Context, scope Scope, operationID string) (OperationView, error)
 
 	// ListUnknown returns every effect that needs reconciliation: state
-	// EffectUnknown, and EffectAuthorized (authorized, outcome never
-	// recorded, e.g. because the Runtime crashed). Ordered by scope,
-	// operation id and logical effect id.
+	// EffectUnknown, and EffectAuthorized whose controller holds no live
+	// lease (authorized, outcome never recorded, e.g. because the Runtime
+	// crashed); an authorized effect under a live controller is in flight
+	// (ListInFlight), not unknown. Ordered by scope, operation id and
+	// logical effect id.
 	ListUnknown(ctx context.Context) ([]Effect, error)
 
 	// ListOperations returns a page of operations selected by q, ordered
@@ -201,6 +205,42 @@ type Ledger interface {
 	// Artifact returns an artifact by ref. A ref stored under another
 	// organization or project is ErrOutOfScope.
 	Artifact(ctx context.Context, scope Scope, ref string) (Artifact, error)
+
+	// AcquireLease registers controller controllerID with a lease of ttl
+	// (see Lease). Acquiring a live lease again with the same ttl returns
+	// it unchanged (a lost reply is safe to repeat); with another ttl it is
+	// ErrLeaseHeld; an id whose lease expired or was released is
+	// ErrLeaseExpired: ids are never reused.
+	AcquireLease(ctx context.Context, controllerID string, ttl time.Duration) (Lease, error)
+
+	// RenewLease extends a live lease to ttl from now by the store's clock.
+	// A lease that expired or was released is ErrLeaseExpired (a
+	// *LeaseError), a controller never registered ErrNotFound.
+	RenewLease(ctx context.Context, controllerID string, ttl time.Duration) (Lease, error)
+
+	// ReleaseLease releases the lease now: from then on the controller's
+	// attempts are orphaned and may be taken over at once. Releasing again
+	// returns the record; ErrNotFound for an unknown controller.
+	ReleaseLease(ctx context.Context, controllerID string) (Lease, error)
+
+	// Leases returns every recorded lease ordered by controller id, each
+	// with Live computed by the store's clock.
+	Leases(ctx context.Context) ([]Lease, error)
+
+	// TakeOver starts attempt t.AttemptID of the operation t.From names,
+	// owned by t.ControllerID, fencing off t.From, in one write that checks:
+	// the operation is open (ErrCancelled, ErrResultAlreadyAccepted), t.From
+	// is its current attempt (else *FenceError), t.From's controller holds
+	// no live lease (else *LeaseError wrapping ErrOwnerLive), and
+	// t.ControllerID's lease is live (else ErrLeaseExpired). The new
+	// attempt gets t.From.Generation+1. Repeating the call after it
+	// succeeded returns the same fence while that attempt is current.
+	TakeOver(ctx context.Context, t Takeover) (Fence, error)
+
+	// ListInFlight returns every authorized effect whose controller holds a
+	// live lease: dispatches that may be under way, which only their
+	// controller settles. Ordered as ListUnknown.
+	ListInFlight(ctx context.Context) ([]Effect, error)
 
 	// Close waits for writes in flight, bounded by ctx, then releases the
 	// ledger. Later calls of every method return ErrClosed. A durable backend
@@ -253,6 +293,11 @@ type AttemptLaunch struct {
 	// BootstrapID and LaunchDigest are issued for the attempt.
 	BootstrapID  string
 	LaunchDigest canon.Digest
+	// ControllerID, when set, is the controller that owns the attempt; its
+	// lease must be live when the launch is recorded (else
+	// ErrLeaseExpired). Empty means no owner: the attempt is orphaned from
+	// the start (see Lease).
+	ControllerID string
 }
 
 // Fence returns the fence the launch's attempt gets when LaunchAttempt
@@ -293,6 +338,9 @@ type Operation struct {
 	// values before the first StartAttempt.
 	CurrentAttemptID  string `json:"current_attempt_id,omitempty"`
 	CurrentGeneration int64  `json:"current_generation,omitempty"`
+	// CurrentControllerID is the controller that owns the current attempt;
+	// empty when it has none.
+	CurrentControllerID string `json:"current_controller_id,omitempty"`
 }
 
 // Fence names the attempt a write acts for: the operation, the attempt and
@@ -312,6 +360,9 @@ type Attempt struct {
 	Generation int64  `json:"fencing_generation"`
 	// Admitted reports whether Admit succeeded for this attempt.
 	Admitted bool `json:"admitted"`
+	// ControllerID is the controller that owns the attempt; empty when it
+	// has none.
+	ControllerID string `json:"controller_id,omitempty"`
 }
 
 // Bootstrap is a recorded bootstrap id.
@@ -381,6 +432,9 @@ type Effect struct {
 	Generation int64  `json:"fencing_generation"`
 	// Ordinal is the effect's 1-based position in the operation's budget.
 	Ordinal int64 `json:"ordinal"`
+	// ControllerID is the controller of the attempt that authorized the
+	// effect; empty when it had none.
+	ControllerID string `json:"controller_id,omitempty"`
 }
 
 // EffectGrant is BeginEffect's answer.
