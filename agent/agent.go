@@ -24,14 +24,14 @@ type Config struct {
 	// Catalogue holds the admitted providers and decides visibility,
 	// consent and reservations. Required.
 	Catalogue *catalogue.Catalogue
-	// Supervisor is the configuration each provider generation's
-	// Supervisor is made from. The facade sets Provider (the binding the
-	// operation is pinned to), Reserver (the catalogue) and Authority (the
+	// Supervisor is the configuration of the facade's one Supervisor,
+	// which runs every provider and generation of the catalogue. The
+	// facade sets Providers and Reserver (the catalogue) and Authority (the
 	// catalogue's checks, then Supervisor.Authority when it is set).
 	// Ledger must be the catalogue's store. Its other fields are required
-	// as supervise.New requires them, when a run first needs a Supervisor:
-	// a facade without a Launcher answers search and describe, and its
-	// runs fail with supervise.ErrInvalidConfig.
+	// as supervise.New requires them, when a run first needs the
+	// Supervisor: a facade without a Launcher answers search and describe,
+	// and its runs fail with supervise.ErrInvalidConfig.
 	Supervisor supervise.Config
 	// EffectBudget is the total effect budget of each new operation:
 	// the distinct logical effects it may authorize across its attempts.
@@ -54,14 +54,10 @@ type Facade struct {
 	wait   time.Duration
 	log    *slog.Logger
 
-	mu   sync.Mutex // guards idx and sups
-	idx  *index
-	sups map[generationKey]*supervise.Supervisor // one per provider generation run, built once
-}
-
-type generationKey struct {
-	p   ledger.ProviderKey
-	gen int64
+	mu     sync.Mutex // guards idx, sup and closed
+	idx    *index
+	sup    *supervise.Supervisor // made by the first run
+	closed bool
 }
 
 // New validates cfg and returns a Facade. Errors wrap ErrInvalidConfig and
@@ -77,6 +73,9 @@ func New(cfg Config) (*Facade, error) {
 	if cfg.Supervisor.Reserver != nil {
 		errs = append(errs, errors.New("Supervisor.Reserver is set: the facade's reservations are the catalogue's"))
 	}
+	if cfg.Supervisor.Providers != nil {
+		errs = append(errs, errors.New("Supervisor.Providers is set: the facade's providers are the catalogue's"))
+	}
 	if cfg.EffectBudget < 0 {
 		errs = append(errs, fmt.Errorf("EffectBudget %d is negative", cfg.EffectBudget))
 	}
@@ -87,12 +86,13 @@ func New(cfg Config) (*Facade, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	f := &Facade{cat: cfg.Catalogue, ledger: cfg.Supervisor.Ledger, tmpl: cfg.Supervisor, budget: cfg.EffectBudget,
-		wait: cfg.ReservationWait, log: cfg.Logger, sups: map[generationKey]*supervise.Supervisor{}}
+		wait: cfg.ReservationWait, log: cfg.Logger}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
 	f.tmpl.Authority = Authority(cfg.Catalogue, cfg.Supervisor.Authority)
 	f.tmpl.Reserver = cfg.Catalogue
+	f.tmpl.Providers = cfg.Catalogue
 	return f, nil
 }
 
@@ -249,11 +249,12 @@ func (f *Facade) Run(ctx context.Context, scope ledger.Scope, req RunRequest) (R
 	if err != nil {
 		return RunResult{}, err
 	}
-	sup, err := f.supervisor(plan)
+	sup, err := f.supervisor()
 	if err != nil {
 		return RunResult{}, err
 	}
 	call := supervise.Call{Scope: scope, OperationID: req.OperationID, CapabilityID: plan.Capability.ID,
+		Provider: plan.Pin.Provider, Generation: plan.Pin.Generation,
 		Arguments: req.Arguments, EffectBudget: f.budget, ReservationWait: f.wait}
 	switch _, err := f.ledger.Operation(ctx, scope, req.OperationID); {
 	case err == nil:
@@ -284,22 +285,40 @@ func (f *Facade) Run(ctx context.Context, scope ledger.Scope, req RunRequest) (R
 	return res, ierr
 }
 
-// supervisor returns the Supervisor of the plan's provider generation.
-func (f *Facade) supervisor(plan catalogue.Plan) (*supervise.Supervisor, error) {
-	k := generationKey{plan.Pin.Provider, plan.Pin.Generation}
+// supervisor returns the facade's Supervisor, made on first use.
+func (f *Facade) supervisor() (*supervise.Supervisor, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s := f.sups[k]; s != nil {
-		return s, nil
+	if f.closed {
+		return nil, supervise.ErrClosed
 	}
-	cfg := f.tmpl
-	cfg.Provider = plan.Binding
-	s, err := supervise.New(cfg)
+	if f.sup != nil {
+		return f.sup, nil
+	}
+	s, err := supervise.New(f.tmpl)
 	if err != nil {
-		return nil, fmt.Errorf("agent: provider %s (%s) generation %d: %w", k.p.Distribution, k.p.Factory, k.gen, err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
-	f.sups[k] = s
+	f.sup = s
 	return s, nil
+}
+
+// Supervisor returns the facade's one Supervisor (made on first use), for
+// what the facade does not answer itself: Cancel, Resolve, Recover.
+func (f *Facade) Supervisor() (*supervise.Supervisor, error) { return f.supervisor() }
+
+// Close closes the facade's Supervisor within ctx's bound (see
+// supervise.Supervisor.Close); later runs fail with supervise.ErrClosed.
+// The catalogue and the ledger stay the embedder's to close.
+func (f *Facade) Close(ctx context.Context) error {
+	f.mu.Lock()
+	f.closed = true
+	s := f.sup
+	f.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Close(ctx)
 }
 
 // next says what a caller may do after an outcome that is not a success.

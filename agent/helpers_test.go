@@ -107,6 +107,11 @@ func newWorld(t testing.TB, cfg agent.Config, admissions ...catalogue.Admission)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := f.Close(context.Background()); err != nil {
+			t.Errorf("closing the facade: %v", err)
+		}
+	})
 	return &world{f: f, cat: cat, l: l}
 }
 

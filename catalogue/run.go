@@ -213,3 +213,27 @@ func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connec
 	}
 	return nil
 }
+
+// ProviderBinding returns the exact binding of generation gen of provider
+// p, the port through which a supervise.Supervisor resolves the provider
+// a Call names. gen zero means the generation operation operationID is
+// pinned to, when it is pinned to p, and otherwise p's latest: an
+// operation keeps the generation it started on. An unknown provider or
+// generation wraps ledger.ErrNotFound. It decides no visibility or
+// consent: Prepare and the catalogue's Authority do.
+func (c *Catalogue) ProviderBinding(ctx context.Context, scope ledger.Scope, operationID string, p ledger.ProviderKey, gen int64) (manifest.ProviderBinding, error) {
+	if gen == 0 {
+		pin, err := c.store.OperationPin(ctx, scope, operationID)
+		switch {
+		case err == nil && pin.Provider == p:
+			gen = pin.Generation
+		case err != nil && !errors.Is(err, ledger.ErrNotFound):
+			return manifest.ProviderBinding{}, fmt.Errorf("catalogue: operation %q: reading its pin: %w", operationID, err)
+		}
+	}
+	g, err := c.generation(ctx, p, gen)
+	if err != nil {
+		return manifest.ProviderBinding{}, err
+	}
+	return g.doc.Binding, nil
+}

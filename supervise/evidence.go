@@ -83,24 +83,33 @@ func clip(s string, n int) string {
 	return s[:i] + ell
 }
 
-// Recover is run once when a controller starts, before it invokes
-// anything: for every open operation whose current attempt was launched
-// (it has a bootstrap id) and has no recorded evidence — its controller
-// stopped while it ran — it starts a new, empty attempt, which fences the
-// old one off, so that a host still running from before the restart is
-// refused on every method; then it lists the effects that need
-// reconciliation. Attempts this Supervisor is running are left alone.
+// Recover takes over the attempts of controllers that are gone, and lists
+// what needs reconciliation. For every open operation whose current
+// attempt is orphaned (its controller's lease expired or was released, or
+// it recorded no controller), that was launched (it has a bootstrap id)
+// and has no recorded evidence, it starts a new, empty attempt owned by
+// this controller (ledger.TakeOver), which fences the old one off, so
+// that a host still running from before is refused on every method; the
+// old attempt's effects still authorized are marked unknown. Then it
+// lists the effects that need reconciliation.
 //
-// Recover assumes that no other controller runs attempts on the same
-// ledger: with ledger/bolt the file lock makes that so; with a shared
-// ledger, run it only where the operations' owner is known to be gone.
+// The attempts of a live controller are never touched, this
+// Supervisor's own included: the ledger checks the owner's lease in the
+// same write (ErrOwnerLive), so Recover is safe to run at any time on a
+// ledger many controllers share. Config.TakeoverInterval runs it in the
+// background. On ledger/bolt the file lock proves every earlier owner
+// gone, so a restarted controller takes its predecessor's attempts over
+// at once.
 func (s *Supervisor) Recover(ctx context.Context) (Recovery, error) {
 	rec := Recovery{Fenced: []ledger.Fence{}}
-	q := ledger.OperationQuery{State: ledger.OperationOpen, Limit: ledger.MaxListLimit}
+	if err := s.own(ctx); err != nil {
+		return rec, err
+	}
+	q := ledger.OperationQuery{State: ledger.OperationOpen, Orphaned: true, Limit: ledger.MaxListLimit}
 	for {
 		ops, err := s.cfg.Ledger.ListOperations(ctx, q)
 		if err != nil {
-			return rec, fmt.Errorf("supervise: recover: listing operations: %w", err)
+			return rec, fmt.Errorf("supervise: recover: listing orphaned operations: %w", err)
 		}
 		for _, op := range ops {
 			f, err := s.recoverOne(ctx, op)
@@ -122,11 +131,17 @@ func (s *Supervisor) Recover(ctx context.Context) (Recovery, error) {
 		return rec, fmt.Errorf("supervise: recover: listing effects to reconcile: %w", err)
 	}
 	rec.Unknown = unknown
+	inflight, err := s.cfg.Ledger.ListInFlight(ctx)
+	if err != nil {
+		return rec, fmt.Errorf("supervise: recover: listing effects in flight: %w", err)
+	}
+	rec.InFlight = inflight
 	return rec, nil
 }
 
-// recoverOne fences op's current attempt off when it was left open, and
-// returns its fence; nil when there was nothing to do.
+// recoverOne takes op's current attempt over when it was left open by a
+// controller that is gone, and returns its fence; nil when there was
+// nothing to do (or another controller did it first).
 func (s *Supervisor) recoverOne(ctx context.Context, op ledger.Operation) (*ledger.Fence, error) {
 	if op.CurrentAttemptID == "" {
 		return nil, nil
@@ -157,18 +172,33 @@ func (s *Supervisor) recoverOne(ctx context.Context, op ledger.Operation) (*ledg
 			return nil, nil
 		}
 	}
-	id, err := newID("recover")
+	id, err := newID("takeover")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.cfg.Ledger.StartAttempt(ctx, op.Scope, op.OperationID, id); err != nil {
-		if errors.Is(err, ledger.ErrCancelled) || errors.Is(err, ledger.ErrResultAlreadyAccepted) {
-			return nil, nil // settled since it was listed: nothing to fence
-		}
-		return nil, fmt.Errorf("supervise: recover: fencing operation %q: %w", op.OperationID, err)
-	}
 	old := ledger.Fence{Scope: op.Scope, OperationID: op.OperationID, AttemptID: op.CurrentAttemptID, Generation: op.CurrentGeneration}
-	s.log.Info("supervise: recover: fenced off an attempt left open", "operation", op.OperationID, "attempt", op.CurrentAttemptID)
+	nf, err := s.cfg.Ledger.TakeOver(ctx, ledger.Takeover{From: old, AttemptID: id, ControllerID: s.ctl.id})
+	switch {
+	case err == nil:
+	case errors.Is(err, ledger.ErrCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted),
+		errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrOwnerLive):
+		// Settled, taken over by another controller, or its owner renewed
+		// since it was listed: nothing to do.
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("supervise: recover: taking operation %q over: %w", op.OperationID, err)
+	}
+	for _, e := range view.Effects {
+		if e.State != ledger.EffectAuthorized || e.AttemptID != old.AttemptID {
+			continue
+		}
+		// Its dispatch may have happened: unknown, never not consumed.
+		if _, err := s.cfg.Ledger.MarkUnknown(ctx, nf, e.LogicalEffectID, e.RequestDigest); err != nil {
+			s.log.Warn("supervise: recover: marking an orphaned effect unknown failed; it is listed all the same", "operation", op.OperationID, "effect", e.LogicalEffectID, "err", err)
+		}
+	}
+	s.log.Info("supervise: recover: took over an attempt of a controller that is gone", "operation", op.OperationID,
+		"attempt", op.CurrentAttemptID, "controller", op.CurrentControllerID)
 	return &old, nil
 }
 

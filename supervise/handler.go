@@ -123,6 +123,11 @@ type Handler struct {
 	published *ledger.Result
 	sessionID string // of the Session that asked
 
+	// live, when set by a Supervisor, says whether its controller still
+	// knows its lease to be live; once it does not, nothing of this
+	// attempt is answered allowed (fail-stop).
+	live func() error
+
 	// issue, when set by a Supervisor, is the write that records the
 	// launch (LaunchAttempt: the attempt and its bootstrap id) running
 	// while the host starts; Bootstrap waits for it.
@@ -180,6 +185,15 @@ func (h *Handler) Published() *ledger.Result {
 	return &r
 }
 
+// owned returns why the attempt's controller may no longer act for it, or
+// nil: its lease is not known to be live.
+func (h *Handler) owned() error {
+	if h.live == nil {
+		return nil
+	}
+	return h.live()
+}
+
 func (h *Handler) cancelled() bool {
 	if h.cfg.Cancelled == nil {
 		return false
@@ -234,7 +248,8 @@ func refusal(err error) (state ipc.ReplyState, ok bool) {
 		errors.Is(err, ledger.ErrChangedInput), errors.Is(err, ledger.ErrBudgetExhausted),
 		errors.Is(err, ledger.ErrResultAlreadyAccepted), errors.Is(err, ledger.ErrDeadlineExceeded),
 		errors.Is(err, ledger.ErrOutOfOrder), errors.Is(err, ledger.ErrNotFound),
-		errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrOutOfScope):
+		errors.Is(err, ledger.ErrInvalid), errors.Is(err, ledger.ErrOutOfScope),
+		errors.Is(err, ledger.ErrLeaseExpired):
 		return ipc.StateRefused, true
 	}
 	return "", false
@@ -253,6 +268,10 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled")
+	}
+	if err := h.owned(); err != nil {
+		ev.Refusal = err
+		return answer(ipc.StateRefused, err.Error())
 	}
 	if h.issue != nil {
 		select {
@@ -294,6 +313,10 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled")
+	}
+	if err := h.owned(); err != nil {
+		ev.Refusal = err
+		return answer(ipc.StateRefused, err.Error())
 	}
 	f := h.cfg.Fence
 	view, err := h.cfg.Ledger.Operation(ctx, f.Scope, f.OperationID)
@@ -380,6 +403,10 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDec
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled", nil)
 	}
+	if err := h.owned(); err != nil {
+		ev.Refusal = err
+		return answer(ipc.StateNeedsReconciliation, err.Error(), nil)
+	}
 	h.mu.Lock()
 	known, op := h.recorded[id], h.op
 	h.mu.Unlock()
@@ -420,6 +447,12 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDec
 	if g.Redelivery {
 		ev.Redelivery = true
 		return h.redeliver(ctx, req, g.Effect, &ev)
+	}
+	if err := h.owned(); err != nil {
+		// Authorized but not dispatched: the effect stays authorized, and
+		// unknown once this controller's lease has expired.
+		ev.Refusal = err
+		return answer(ipc.StateNeedsReconciliation, err.Error(), &g.Effect)
 	}
 	ev.Dispatched = true
 	d := Dispatch{Scope: h.cfg.Fence.Scope, OperationID: h.cfg.Fence.OperationID, AttemptID: h.cfg.Fence.AttemptID,
@@ -469,17 +502,36 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDec
 func (h *Handler) settle(ctx context.Context, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
 	var e ledger.Effect
 	var err error
-	if res.State == ledger.EffectConfirmed {
-		e, err = h.cfg.Ledger.ConfirmEffect(ctx, h.cfg.Fence, id, d, res.ReceiptID)
-	} else {
-		e, err = h.cfg.Ledger.MarkNotConsumed(ctx, h.cfg.Fence, id, d, res.Reason)
+	// Every outcome write is idempotent: after an ambiguous storage error
+	// (ErrOutcomeUnknown, ErrNotApplied) the same call is made again, a
+	// bounded number of times within ctx, before the effect is left
+	// authorized for reconciliation. Giving up at once would turn a
+	// consumed effect into an unknown one over a transient failure.
+	for try := 0; ; try++ {
+		if res.State == ledger.EffectConfirmed {
+			e, err = h.cfg.Ledger.ConfirmEffect(ctx, h.cfg.Fence, id, d, res.ReceiptID)
+		} else {
+			e, err = h.cfg.Ledger.MarkNotConsumed(ctx, h.cfg.Fence, id, d, res.Reason)
+		}
+		if errors.Is(err, ledger.ErrStaleFence) {
+			f := h.cfg.Fence
+			e, err = h.cfg.Ledger.Resolve(ctx, f.Scope, f.OperationID, id, d, res)
+		}
+		ambiguous := errors.Is(err, ledger.ErrOutcomeUnknown) || errors.Is(err, ledger.ErrNotApplied)
+		if !ambiguous || try == settleTries-1 || ctx.Err() != nil {
+			return e, err
+		}
+		h.log.Warn("supervise: recording an effect's outcome failed ambiguously; repeating it", "operation", h.cfg.Fence.OperationID, "effect", id, "err", err)
+		select {
+		case <-ctx.Done():
+			return e, err
+		case <-time.After(time.Duration(try+1) * 20 * time.Millisecond):
+		}
 	}
-	if errors.Is(err, ledger.ErrStaleFence) {
-		f := h.cfg.Fence
-		e, err = h.cfg.Ledger.Resolve(ctx, f.Scope, f.OperationID, id, d, res)
-	}
-	return e, err
 }
+
+// settleTries bounds how often settle makes one outcome write.
+const settleTries = 5
 
 // redeliver answers an effect the ledger already holds, by its state,
 // without dispatching.
@@ -548,6 +600,10 @@ func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (ipc.Publ
 	}
 	if h.cancelled() {
 		return answer(ipc.StateCancelled, "the operation was cancelled")
+	}
+	if err := h.owned(); err != nil {
+		ev.Refusal = err
+		return answer(ipc.StateNeedsReconciliation, err.Error())
 	}
 	if h.cfg.Manifest != nil {
 		if err := h.validator.ValidateResponse(*h.cfg.Manifest, req.Payload.Data); err != nil {

@@ -55,6 +55,7 @@ var (
 // stateErrors maps each non-success state to its sentinel. Read-only.
 var stateErrors = map[launch.State]error{
 	launch.StateFailed:              ErrFailed,
+	launch.StateRunning:             ErrRunning,
 	launch.StateRefused:             ErrRefused,
 	launch.StateInvalidRequest:      ErrInvalidRequest,
 	launch.StateUnavailable:         ErrUnavailable,
@@ -64,7 +65,6 @@ var stateErrors = map[launch.State]error{
 	launch.StateNeedsReconciliation: ErrNeedsReconciliation,
 	launch.StateProtocolError:       ErrProtocol,
 	launch.StateQueued:              ErrProtocol, // never produced by a host
-	launch.StateRunning:             ErrProtocol,
 }
 
 // Outcome is what one Invoke established about an operation. State is the
@@ -115,6 +115,12 @@ type Outcome struct {
 	// does not change State: the ledger's other records are the truth.
 	Evidence    *ledger.AttemptEvidence
 	EvidenceErr error
+	// Warm reports that the host was forked from a fork server.
+	Warm bool
+	// Shared reports that this call found a concurrent Invoke of the same
+	// operation and request running in this process, waited for it and
+	// got its outcome: nothing was launched for this call.
+	Shared bool
 }
 
 // OutcomeError is the error Invoke returns with every Outcome whose State is

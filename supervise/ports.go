@@ -47,6 +47,12 @@ type Admission struct {
 	Operation ledger.Operation
 	Binding   ipc.AttemptBinding
 	Arguments map[string]any
+	// BeforeLaunch is true when a Supervisor asks before it launches
+	// anything (the operation may not be recorded yet, Binding is the
+	// attempt about to start and Arguments are the prepared ones); false
+	// at invoke.admit, immediately before invocation, with the host's
+	// normalized arguments.
+	BeforeLaunch bool
 }
 
 // EffectQuestion is what an Authority decides for a new logical effect,

@@ -16,9 +16,9 @@ import (
 // anything is launched. done reports that the attempt ends here: refused
 // when another attempt holds what it needs (the error names the holder),
 // or an error before any outcome.
-func (s *Supervisor) reserve(ctx context.Context, c Call, m manifest.CapabilityManifest, args map[string]any,
+func (s *Supervisor) reserve(ctx context.Context, c Call, p *provider, m manifest.CapabilityManifest, args map[string]any,
 	fence ledger.Fence, b ipc.AttemptBinding, o *Outcome, started time.Time) (done bool, res *Outcome, err error) {
-	err = s.cfg.Reserver.Reserve(ctx, fence, s.cfg.Provider, m, args, c.ReservationWait)
+	err = s.cfg.Reserver.Reserve(ctx, fence, p.binding, m, args, c.ReservationWait)
 	if err == nil {
 		return false, nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -32,21 +33,41 @@ const (
 type Config struct {
 	// Ledger is the durable truth. Required.
 	Ledger ledger.Ledger
-	// Launcher starts the hosts. Required.
+	// Launcher starts the hosts of every provider environment when
+	// Environments is nil; then it is required.
 	Launcher *launch.Launcher
-	// Zygote, when set, starts the hosts warm: forked from its server
-	// instead of started cold (see launch.Zygote), with the same
-	// guarantees. It must have been started from Launcher
-	// (Launcher.StartZygote); the Supervisor never closes it. Nil means
-	// every host starts cold.
+	// Environments, when set, gives the launch.Config of each binding's
+	// provider environment: the Supervisor makes one starter (a Launcher,
+	// and a fork server when Warm is set) per distinct environment on first
+	// use, and closes it when it has been idle for StarterIdle, or at
+	// Close. Launcher and Zygote must then be nil.
+	Environments Environments
+	// Zygote, when set, starts every host warm from this one fork server,
+	// which must have been started from Launcher (Launcher.StartZygote);
+	// the Supervisor never closes it. It excludes Warm and Environments.
 	Zygote *launch.Zygote
-	// Provider is the exact provider every host is bound to, with its
-	// entire inventory. Required and valid (manifest.ValidateBinding).
+	// Warm, when set, makes each starter start hosts warm: a fork server
+	// (Launcher.StartZygote with this config, its Provider set to the
+	// binding) is started for the environment on first use and closed with
+	// the starter. A fork server that cannot start is logged with why, and
+	// that environment launches cold. Nil means cold launches.
+	Warm *launch.ZygoteConfig
+	// StarterIdle is how long a starter without invocations is kept; zero
+	// means DefaultStarterIdle.
+	StarterIdle time.Duration
+	// Provider, unless it is the zero value, is the binding of every Call
+	// that names none (neither Call.Binding nor Call.Provider): a
+	// Supervisor of one provider. It must be valid
+	// (manifest.ValidateBinding).
 	Provider manifest.ProviderBinding
-	// HostPythonVersion is the version of the interpreter the Launcher
-	// runs (platform.python_version(), e.g. "3.14.0"); New refuses a
-	// Provider whose python_version differs, which the host would refuse
-	// after bootstrap with a bare protocol_error. Required unless
+	// Providers resolves the admitted providers Calls name by
+	// Call.Provider and Call.Generation, e.g. a catalogue.Catalogue. Nil
+	// means Calls must carry their binding (Call.Binding) or use Provider.
+	Providers Providers
+	// HostPythonVersion is the version of the interpreter the hosts run
+	// (platform.python_version(), e.g. "3.14.0"); a binding whose
+	// python_version differs, which the host would refuse after bootstrap
+	// with a bare protocol_error, is refused before launch. Required unless
 	// SkipPythonVersionCheck is set.
 	HostPythonVersion string
 	// SkipPythonVersionCheck, when true, leaves the python_version check to
@@ -84,6 +105,21 @@ type Config struct {
 	// OutcomeTimeout bounds each ledger write that records an outcome; zero
 	// means DefaultOutcomeTimeout.
 	OutcomeTimeout time.Duration
+	// ControllerID is the id this Supervisor registers its controller
+	// lease under, and every attempt it launches records (see
+	// ledger.Lease). It must be unique to the process: empty means one is
+	// made from the host name, the process id and random bytes.
+	ControllerID string
+	// LeaseTTL is the controller lease's time to live; it is renewed every
+	// third of it, and once a renewal has not landed for LeaseTTL the
+	// controller answers none of its hosts allowed (fail-stop). Zero means
+	// DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// TakeoverInterval, when positive, runs Recover that often in the
+	// background: the attempts of controllers whose lease expired are
+	// fenced off and their effects listed for reconciliation. Zero means
+	// only explicit Recover calls.
+	TakeoverInterval time.Duration
 	// Observer, when set, receives every Event of every operation. It is
 	// called synchronously from the goroutines running Invoke; it must not
 	// block, and must be safe for concurrent use.
@@ -100,11 +136,18 @@ type Supervisor struct {
 	cfg       Config
 	log       *slog.Logger
 	validator *manifest.Validator
-	encoder   *launch.ContextEncoder                 // the provider's part of every LaunchContext, encoded once
-	manifests map[string]manifest.CapabilityManifest // by canonical id; read-only
+	def       *provider // Config.Provider, checked; nil when not set
+	providers providerCache
+	starters  starters
 
-	mu      sync.Mutex // guards running
+	ctl        *controller
+	takeoverWG sync.WaitGroup // the takeover loop
+
+	mu      sync.Mutex // guards running, flights, closing
 	running map[opKey]map[*run]struct{}
+	flights map[opKey]*flight
+	closing bool
+	calls   sync.WaitGroup // Invoke calls in flight
 }
 
 type opKey struct {
@@ -139,8 +182,20 @@ func New(cfg Config) (*Supervisor, error) {
 	if c.OutcomeTimeout == 0 {
 		c.OutcomeTimeout = DefaultOutcomeTimeout
 	}
+	if c.StarterIdle == 0 {
+		c.StarterIdle = DefaultStarterIdle
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Warm != nil {
+		w := *cfg.Warm
+		c.Warm = &w
+	}
 	s := &Supervisor{cfg: c, log: c.Logger, validator: &manifest.Validator{},
-		manifests: map[string]manifest.CapabilityManifest{}, running: map[opKey]map[*run]struct{}{}}
+		running: map[opKey]map[*run]struct{}{}, flights: map[opKey]*flight{}}
+	s.providers = providerCache{idle: c.StarterIdle, m: map[bindingKey]*provider{}}
+	s.starters = starters{s: s, m: map[string]*starter{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -149,27 +204,47 @@ func New(cfg Config) (*Supervisor, error) {
 	if c.Ledger == nil {
 		add("Ledger is nil")
 	}
-	if c.Launcher == nil {
-		add("Launcher is nil")
-	}
-	if c.Zygote != nil && c.Zygote.Launcher() != c.Launcher {
+	switch {
+	case c.Environments != nil && (c.Launcher != nil || c.Zygote != nil):
+		add("Environments excludes Launcher and Zygote: give one way to start hosts")
+	case c.Environments == nil && c.Launcher == nil:
+		add("Launcher is nil and Environments is not set: give one way to start hosts")
+	case c.Zygote != nil && c.Zygote.Launcher() != c.Launcher:
 		add("Zygote was started from another Launcher")
+	case c.Zygote != nil && c.Warm != nil:
+		add("Zygote and Warm are both set: give one")
 	}
-	if err := s.validator.ValidateBinding(c.Provider); err != nil {
-		add("Provider: %w", err)
-	} else if err := CheckDocument("provider binding", c.Provider); err != nil {
-		add("Provider: %w", err)
-	} else if s.encoder, err = launch.NewContextEncoder(c.Provider); err != nil {
-		add("Provider: %w", err)
+	if c.Zygote != nil {
+		s.starters.fixed = &starter{launcher: c.Launcher, zygote: c.Zygote, fixed: true}
 	}
+	if c.ControllerID == "" {
+		id, err := newControllerID()
+		if err != nil {
+			return nil, err
+		}
+		c.ControllerID = id
+	} else if !ipc.ValidIdentifier(c.ControllerID) {
+		add("ControllerID must be 1..%d code points", ipc.MaxIdentifierRunes)
+	}
+	if err := ledger.ValidateTTL(c.LeaseTTL); err != nil {
+		add("LeaseTTL: %w", err)
+	}
+	if c.TakeoverInterval < 0 {
+		add("TakeoverInterval must not be negative")
+	}
+	s.ctl = &controller{s: s, id: c.ControllerID, ttl: c.LeaseTTL}
 	switch {
 	case c.HostPythonVersion == "" && !c.SkipPythonVersionCheck:
-		add("HostPythonVersion is empty: set it to the version of the Launcher's interpreter (python -c 'import platform; print(platform.python_version())'), or set SkipPythonVersionCheck to leave the check to the host, which refuses a mismatch only after launch (protocol_error)")
+		add("HostPythonVersion is empty: set it to the version of the hosts' interpreter (python -c 'import platform; print(platform.python_version())'), or set SkipPythonVersionCheck to leave the check to the host, which refuses a mismatch only after launch (protocol_error)")
 	case c.HostPythonVersion != "" && c.SkipPythonVersionCheck:
 		add("HostPythonVersion %q and SkipPythonVersionCheck are both set: give one", c.HostPythonVersion)
-	case c.HostPythonVersion != "" && c.HostPythonVersion != c.Provider.PythonVersion:
-		add("Provider names python_version %q but the host interpreter is %q; the host would refuse every attempt after bootstrap (protocol_error): use the binding made for this interpreter",
-			c.Provider.PythonVersion, c.HostPythonVersion)
+	}
+	if !reflect.ValueOf(c.Provider).IsZero() {
+		if p, err := s.checkBinding(c.Provider); err != nil {
+			add("Provider: %w", err)
+		} else {
+			s.def = p
+		}
 	}
 	for _, f := range []struct{ name, v string }{{"SeatID", c.SeatID}, {"RuntimeBindingID", c.RuntimeBindingID}, {"Workspace", c.Workspace}} {
 		if !ipc.ValidIdentifier(f.v) {
@@ -182,15 +257,13 @@ func New(cfg Config) (*Supervisor, error) {
 	if c.MaxMessageBytes != 0 && (c.MaxMessageBytes < ipc.MinMessageBytes || c.MaxMessageBytes > ipc.MaxMessageBytes) {
 		add("MaxMessageBytes %d is outside [%d, %d]", c.MaxMessageBytes, ipc.MinMessageBytes, ipc.MaxMessageBytes)
 	}
-	if c.OperationTimeout < 0 || c.CancelGrace < 0 || c.OutcomeTimeout < 0 {
-		add("OperationTimeout, CancelGrace and OutcomeTimeout must not be negative")
+	if c.OperationTimeout < 0 || c.CancelGrace < 0 || c.OutcomeTimeout < 0 || c.StarterIdle < 0 {
+		add("OperationTimeout, CancelGrace, OutcomeTimeout and StarterIdle must not be negative")
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
-	for _, m := range c.Provider.Manifests {
-		s.manifests[m.ID.String()] = m
-	}
+	s.cfg = c
 	return s, nil
 }
 
@@ -204,6 +277,15 @@ type Call struct {
 	OperationID string
 	// CapabilityID is the exact canonical id, e.g. "example.echo@1.0.0".
 	CapabilityID string
+	// Binding, when set, is the exact provider binding to run. Otherwise
+	// Provider and Generation name an admitted provider, resolved through
+	// Config.Providers (Generation zero: the generation the operation is
+	// pinned to, or the current one); with neither, Config.Provider runs.
+	// An operation runs on one binding: a continuing call must resolve to
+	// the binding it was recorded with (else ErrOperationMismatch).
+	Binding    *manifest.ProviderBinding
+	Provider   ledger.ProviderKey
+	Generation int64
 	// Arguments are the request's arguments, sent to the host as given.
 	// The request digest binds them as the provider's validation leaves
 	// them: normalized and with the request schema's defaults materialized
@@ -277,27 +359,43 @@ func (s *Supervisor) Invoke(ctx context.Context, c Call) (*Outcome, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	o := &Outcome{Scope: c.Scope, OperationID: c.OperationID}
-	m, ok := s.manifests[c.CapabilityID]
-	if !ok {
-		o.State, o.Reason = launch.StateRefused, fmt.Sprintf("capability %q is not in the provider's inventory", c.CapabilityID)
-		return o.result(&PreflightError{Check: "capability", Detail: o.Reason})
+	if err := s.enter(); err != nil {
+		return nil, err
 	}
-	if err := CheckRequirements(m, s.cfg.Grants); err != nil {
-		o.State, o.Reason = launch.StateUnavailable, "the capability's requirements cannot be met here"
-		return o.result(err)
-	}
-	if err := CheckDocument("arguments", c.Arguments); err != nil {
-		o.State, o.Reason = launch.StateInvalidRequest, "the arguments cannot be sent to the host"
-		return o.result(&PreflightError{Check: "document", Detail: "arguments", Err: err})
-	}
-	prep, err := s.validator.PrepareRequest(m, c.Arguments)
+	defer s.calls.Done()
+	p, err := s.resolve(ctx, c)
 	if err != nil {
-		o.State, o.Reason = launch.StateInvalidRequest, "the arguments do not satisfy the capability's request schema"
-		return o.result(&PreflightError{Check: "arguments", Detail: o.Reason, Err: err})
+		var pe *PreflightError
+		if errors.As(err, &pe) {
+			o := &Outcome{Scope: c.Scope, OperationID: c.OperationID, State: launch.StateUnavailable, Reason: pe.Detail}
+			return o.result(err)
+		}
+		return nil, err
 	}
+	o := &Outcome{Scope: c.Scope, OperationID: c.OperationID}
+	m, prep, done := s.preflight(p, c, o)
+	if done != nil {
+		return o.result(done)
+	}
+	for {
+		f, leader := s.join(c, prep.RequestDigest)
+		if leader {
+			res, err := s.invoke(ctx, c, p, m, prep, o)
+			s.land(c, f, res, err)
+			return res, err
+		}
+		res, again, err := s.follow(ctx, f, prep.RequestDigest, o)
+		if !again {
+			return res, err
+		}
+	}
+}
+
+// invoke runs the attempts of one Invoke that leads its operation's
+// flight in this process.
+func (s *Supervisor) invoke(ctx context.Context, c Call, p *provider, m manifest.CapabilityManifest, prep manifest.Prepared, o *Outcome) (*Outcome, error) {
 	for try := 1; ; try++ {
-		view, recorded, err := s.operation(ctx, c, prep.RequestDigest)
+		view, recorded, err := s.operation(ctx, c, p, prep.RequestDigest)
 		if err != nil {
 			return nil, err
 		}
@@ -308,7 +406,8 @@ func (s *Supervisor) Invoke(ctx context.Context, c Call) (*Outcome, error) {
 				return res, err
 			}
 		}
-		res, again, err := s.attempt(ctx, c, m, prep, view, recorded, o)
+		a := &attempt{s: s, c: c, p: p, m: m, prep: prep, view: view, recorded: recorded, o: o}
+		res, again, err := a.run(ctx)
 		if !again {
 			return res, err
 		}
@@ -328,15 +427,15 @@ const maxLaunches = 4
 // its first attempt's launch will create, not yet recorded. A recorded
 // operation must match c's capability, request and manifest; its deadline
 // and budget apply unless c names others.
-func (s *Supervisor) operation(ctx context.Context, c Call, digest canon.Digest) (view ledger.OperationView, recorded bool, err error) {
+func (s *Supervisor) operation(ctx context.Context, c Call, p *provider, digest canon.Digest) (view ledger.OperationView, recorded bool, err error) {
 	for try := 0; ; try++ {
 		view, err := s.cfg.Ledger.Operation(ctx, c.Scope, c.OperationID)
 		if err == nil {
 			op := view.Operation
 			switch {
-			case op.CapabilityID != c.CapabilityID, op.RequestDigest != digest, op.ManifestDigest != s.cfg.Provider.ManifestDigest:
+			case op.CapabilityID != c.CapabilityID, op.RequestDigest != digest, op.ManifestDigest != p.binding.ManifestDigest:
 				return view, true, fmt.Errorf("%w: operation %q is recorded for capability %s with request digest %s and manifest digest %s; this call has %s, %s, %s",
-					ErrOperationMismatch, c.OperationID, op.CapabilityID, op.RequestDigest, op.ManifestDigest, c.CapabilityID, digest, s.cfg.Provider.ManifestDigest)
+					ErrOperationMismatch, c.OperationID, op.CapabilityID, op.RequestDigest, op.ManifestDigest, c.CapabilityID, digest, p.binding.ManifestDigest)
 			case c.EffectBudget != 0 && c.EffectBudget != op.EffectBudget:
 				return view, true, fmt.Errorf("%w: operation %q is recorded with effect budget %d, this call names %d", ErrOperationMismatch, c.OperationID, op.EffectBudget, c.EffectBudget)
 			case !c.Deadline.IsZero() && !c.Deadline.Equal(op.Deadline):
@@ -353,7 +452,7 @@ func (s *Supervisor) operation(ctx context.Context, c Call, digest canon.Digest)
 		}
 		spec := ledger.OperationSpec{
 			Scope: c.Scope, OperationID: c.OperationID, CapabilityID: c.CapabilityID, RequestDigest: digest,
-			ManifestDigest: s.cfg.Provider.ManifestDigest, EffectBudget: c.EffectBudget, Deadline: dl,
+			ManifestDigest: p.binding.ManifestDigest, EffectBudget: c.EffectBudget, Deadline: dl,
 		}
 		if time.Now().Before(dl) {
 			// Its first attempt's launch records it (LaunchAttempt).
@@ -398,154 +497,6 @@ func (s *Supervisor) settled(view ledger.OperationView, o *Outcome) (bool, *Outc
 	s.emit(Event{Kind: EventOutcome, Scope: o.Scope, OperationID: o.OperationID, Outcome: o})
 	res, err := o.result(nil)
 	return true, res, err
-}
-
-// attempt runs one new attempt of the operation view shows (recorded, or
-// to be created by the launch): it prepares the attempt's fence (the
-// operation's next generation), binding, context and bootstrap id, starts
-// the host while LaunchAttempt records all of it, serves the host with a
-// Handler, judges what the host left behind and records the evidence.
-//
-// again reports that the launch was refused because its generation or the
-// operation's spec was taken by a concurrent Invoke: nothing was recorded,
-// the host was stopped before it could bootstrap, and the caller prepares
-// another attempt from a fresh read.
-func (s *Supervisor) attempt(ctx context.Context, c Call, m manifest.CapabilityManifest, prep manifest.Prepared,
-	view ledger.OperationView, recorded bool, o *Outcome) (res *Outcome, again bool, err error) {
-	started := time.Now()
-	op := view.Operation
-	attemptID, err := newID("attempt")
-	if err != nil {
-		return nil, false, err
-	}
-	bootstrapID, err := newID("bootstrap")
-	if err != nil {
-		return nil, false, err
-	}
-	fence := ledger.Fence{Scope: c.Scope, OperationID: c.OperationID, AttemptID: attemptID, Generation: op.CurrentGeneration + 1}
-	binding := ipc.AttemptBinding{
-		OrganizationID: c.Scope.OrganizationID, ProjectID: c.Scope.ProjectID,
-		SeatID: or(c.SeatID, s.cfg.SeatID), RuntimeBindingID: or(c.RuntimeBindingID, s.cfg.RuntimeBindingID),
-		PacketID: or(c.PacketID, c.OperationID), OperationID: c.OperationID, AttemptID: fence.AttemptID,
-		FencingGeneration: fence.Generation, CapabilityID: c.CapabilityID,
-		RequestDigest: prep.RequestDigest, ManifestDigest: s.cfg.Provider.ManifestDigest,
-	}
-	lc, err := BuildContext(ContextSpec{
-		Provider: s.cfg.Provider, Manifest: m, Binding: binding, Operation: view, BootstrapID: bootstrapID,
-		Workspace: s.cfg.Workspace, Grants: s.cfg.Grants, RPCTimeout: s.cfg.RPCTimeout, MaxMessageBytes: s.cfg.MaxMessageBytes,
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	enc, err := s.encoder.Encode(lc)
-	if err != nil {
-		return nil, false, fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
-	}
-	// The host receives the caller's arguments, not prep.Arguments: it
-	// runs the provider's own validation and must arrive at prep's digest
-	// from them. pydantic's output does not always survive pydantic again
-	// (see doc/pydantic.md), and a prepared large integral float would be
-	// written as an integer token the host's strict parser refuses.
-	req, err := launch.EncodeRequest(c.CapabilityID, c.Arguments)
-	if err != nil {
-		return nil, false, err
-	}
-	record := ledger.AttemptLaunch{Operation: specOf(op), AttemptID: fence.AttemptID, Generation: fence.Generation,
-		BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest}
-	// A reservation is fenced with its attempt, so with a Reserver the
-	// launch is recorded before the host starts (its fsync is then on the
-	// critical path) and the reservations are taken before anything runs.
-	launched := false
-	if s.cfg.Reserver != nil {
-		if _, err := s.cfg.Ledger.LaunchAttempt(ctx, record); err != nil {
-			return s.launchRefused(ctx, c, o, err)
-		}
-		launched = true
-		if done, res, err := s.reserve(ctx, c, m, prep.Arguments, fence, binding, o, started); done {
-			return res, false, err
-		}
-		defer s.release(ctx, fence)
-	}
-
-	lctx, stop := context.WithCancel(ctx)
-	defer stop()
-	r := &run{cancelled: make(chan struct{}), stop: stop}
-	key := opKey{c.Scope, c.OperationID}
-	s.register(key, r)
-	defer s.unregister(key, r)
-
-	h, err := NewHandler(HandlerConfig{
-		Ledger: s.cfg.Ledger, Fence: fence, Binding: binding, BootstrapID: bootstrapID, Manifest: &m,
-		Validator: s.validator, Authority: s.cfg.Authority, Dispatcher: s.cfg.Dispatcher, Cancelled: r.cancelled,
-		Reserver: s.cfg.Reserver, Provider: &s.cfg.Provider,
-		OutcomeTimeout: s.cfg.OutcomeTimeout, Observer: s.cfg.Observer, Logger: s.cfg.Logger,
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	// The launch (the operation when new, the attempt and its fence, the
-	// bootstrap id with the launch digest) is recorded in one write while
-	// the host starts, so that its fsync costs the invocation no wait. The
-	// host can do nothing with its context before that write is durable:
-	// it acts only after bootstrap, and the Handler answers bootstrap only
-	// once the write has landed (see the package documentation, “Invoke”).
-	h.issue = &issue{done: make(chan struct{})}
-	go func() {
-		defer close(h.issue.done)
-		if !launched {
-			if _, err := s.cfg.Ledger.LaunchAttempt(ctx, record); err != nil {
-				h.issue.err = err
-				stop() // nothing is recorded for this host: stop it now
-				return
-			}
-		}
-		if !recorded {
-			op := op
-			s.emit(Event{Kind: EventOperation, Scope: c.Scope, OperationID: c.OperationID, Operation: &op})
-		}
-		s.emit(Event{Kind: EventAttempt, Scope: c.Scope, OperationID: c.OperationID, AttemptID: fence.AttemptID, Generation: fence.Generation})
-		s.emit(Event{Kind: EventLaunch, Scope: c.Scope, OperationID: c.OperationID, AttemptID: fence.AttemptID,
-			Generation: fence.Generation, BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest, Budget: lc.TotalDispatchBudget})
-	}()
-	invoke := s.cfg.Launcher.Invoke
-	if s.cfg.Zygote != nil {
-		invoke = s.cfg.Zygote.Invoke
-	}
-	lo, lerr := invoke(lctx, launch.Invocation{Encoded: &enc, Request: req, Handler: h})
-	<-h.issue.done
-	r.once.Do(func() {}) // a Cancel from now on finds nothing to stop
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-	if err := h.issue.err; err != nil {
-		return s.launchRefused(ctx, c, o, err)
-	}
-	o.AttemptID, o.Generation = fence.AttemptID, fence.Generation
-	o.Decisions = h.Decisions()
-	if lo == nil {
-		if ctx.Err() != nil {
-			return nil, false, fmt.Errorf("supervise: operation %q: %w", c.OperationID, context.Cause(ctx))
-		}
-		o.State, o.Reason = launch.StateUnavailable, "the host could not be started: "+lerr.Error()
-		s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, nil, h, started))
-		res, err := o.result(lerr)
-		return res, false, err
-	}
-	o.Launched, o.Launch = true, lo
-	cancelled := false
-	select {
-	case <-r.cancelled:
-		cancelled = true
-	default:
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OutcomeTimeout)
-	defer cancel()
-	after, verr := s.cfg.Ledger.Operation(wctx, c.Scope, c.OperationID)
-	cause := s.judge(o, lo, lerr, after, verr, cancelled, h)
-	s.record(ctx, fence, o, evidence(o, binding, bootstrapID, enc.LaunchDigest, lo, h, started))
-	s.emit(Event{Kind: EventOutcome, Scope: c.Scope, OperationID: c.OperationID, AttemptID: o.AttemptID, Generation: o.Generation, Outcome: o})
-	res, err = o.result(cause)
-	return res, false, err
 }
 
 // launchRefused answers an attempt whose launch the ledger did not
@@ -683,4 +634,8 @@ type Recovery struct {
 	// authorized and never settled), as ledger.ListUnknown returns them.
 	// Settle each with Resolve.
 	Unknown []ledger.Effect
+	// InFlight lists the authorized effects of attempts whose controller
+	// is live (ledger.ListInFlight): their dispatch may be under way, and
+	// their controller records the outcome; Resolve refuses them.
+	InFlight []ledger.Effect
 }

@@ -101,6 +101,17 @@ func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, clos
 		closeAll(&err)
 		return nil, nil, err
 	}
+	closeLedgerEtc := closeAll
+	closeAll = func(err *error) {
+		// The Supervisor first: its lease is released only once nothing
+		// of it can still write, then the ledger.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		if cerr := fc.Close(cctx); cerr != nil && *err == nil {
+			*err = cerr
+		}
+		closeLedgerEtc(err)
+	}
 	return fc, closeAll, nil
 }
 

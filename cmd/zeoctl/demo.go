@@ -121,7 +121,10 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 			cleanup()
 			return nil, nil, err
 		}
-		return s, cleanup, nil
+		return s, func() {
+			closeSupervisor(s, nil)
+			cleanup()
+		}, nil
 	}
 	sup, cleanup, err := newSupervisor()
 	if err != nil {

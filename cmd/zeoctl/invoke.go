@@ -216,6 +216,7 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	defer closeSupervisor(sup, &err)
 	call := supervise.Call{
 		Scope:        ledger.Scope{OrganizationID: f.org, ProjectID: f.project},
 		OperationID:  f.operationID,

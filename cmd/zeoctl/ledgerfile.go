@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 )
@@ -88,6 +89,17 @@ func displayLedger(where string) string {
 }
 
 // closeLedger closes l, bounded; a failure is joined to err.
+// closeSupervisor closes s within closeTimeout, before its ledger is
+// closed: its lease is released only once nothing of it can still write.
+// A failure is stored in *err unless err is nil or holds one already.
+func closeSupervisor(s *supervise.Supervisor, err *error) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if cerr := s.Close(ctx); cerr != nil && err != nil && *err == nil {
+		*err = fmt.Errorf("closing the supervisor: %w", cerr)
+	}
+}
+
 func closeLedger(l ledger.Ledger, err *error) {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()

@@ -1,0 +1,249 @@
+package supervise
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
+)
+
+// Defaults of the controller lease (Config.LeaseTTL).
+const (
+	// DefaultLeaseTTL is the controller lease's time to live when
+	// Config.LeaseTTL is zero. The lease is renewed every third of it.
+	DefaultLeaseTTL = 15 * time.Second
+)
+
+// ErrLeaseLost is returned by Invoke once this Supervisor's controller
+// lease has expired or could not be renewed in time: the controller is
+// fail-stopped (doc/design.md, "Controllers and leases"). Its hosts are
+// no longer answered allowed, and other controllers may take its attempts
+// over. Close it; the process should exit or start a new Supervisor,
+// which registers under a new controller id.
+var ErrLeaseLost = errors.New("supervise: controller lease lost; this controller is fail-stopped")
+
+// controller is the Supervisor's registration in the ledger: its lease,
+// renewed in the background, and the local deadline before which it
+// knows the lease is live.
+type controller struct {
+	s   *Supervisor
+	id  string
+	ttl time.Duration
+
+	once sync.Once // acquires the lease
+	err  error     // of the acquisition
+
+	mu       sync.Mutex
+	until    time.Time // monotonic: the lease is live at least until then
+	lost     error     // set once the lease is lost for good
+	renewals int64
+	stop     chan struct{}
+	done     chan struct{}
+	released bool
+}
+
+// newControllerID returns a controller id unique to this process.
+func newControllerID() (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("supervise: controller id: %w", err)
+	}
+	host, _ := os.Hostname()
+	if len(host) > 64 {
+		host = host[:64]
+	}
+	if host == "" {
+		host = "host"
+	}
+	return fmt.Sprintf("ctl-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:])), nil
+}
+
+// controllerID is the id every attempt of this Supervisor records.
+func (s *Supervisor) controllerID() string { return s.ctl.id }
+
+// ControllerID returns the controller id this Supervisor registers its
+// lease under, and records on every attempt it launches.
+func (s *Supervisor) ControllerID() string { return s.ctl.id }
+
+// own makes sure the controller holds its lease, acquiring it on first
+// use, and refuses once it was lost.
+func (s *Supervisor) own(ctx context.Context) error {
+	c := s.ctl
+	c.once.Do(func() {
+		sent := time.Now()
+		l, err := s.cfg.Ledger.AcquireLease(ctx, c.id, c.ttl)
+		if err != nil {
+			c.err = fmt.Errorf("supervise: registering controller %q: %w", c.id, err)
+			return
+		}
+		c.mu.Lock()
+		c.until = sent.Add(c.ttl)
+		c.stop, c.done = make(chan struct{}), make(chan struct{})
+		c.mu.Unlock()
+		s.log.Info("supervise: controller registered", "controller", c.id, "ttl", c.ttl, "expires", l.Expires)
+		go c.renew()
+		if s.cfg.TakeoverInterval > 0 {
+			s.takeoverWG.Add(1)
+			go s.takeoverLoop(c.stop)
+		}
+	})
+	if c.err != nil {
+		// A failed registration is tried again by the next call.
+		err := c.err
+		c.mu.Lock()
+		if c.stop == nil {
+			c.once = sync.Once{}
+			c.err = nil
+		}
+		c.mu.Unlock()
+		return err
+	}
+	return s.live()
+}
+
+// live reports whether the controller still knows its lease to be live:
+// nil, or an error wrapping ErrLeaseLost. The local deadline is counted
+// from before each renewal was sent, so it passes before the store's
+// expiry does (the store counts from when it received the renewal).
+func (s *Supervisor) live() error {
+	c := s.ctl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.lost != nil:
+		return c.lost
+	case c.until.IsZero():
+		return fmt.Errorf("%w: controller %q holds no lease", ErrLeaseLost, c.id)
+	case !time.Now().Before(c.until):
+		return fmt.Errorf("%w: controller %q could not renew its lease before %s", ErrLeaseLost, c.id, c.until.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// renew renews the lease every third of its ttl until stopped. A renewal
+// that fails for a transient reason is tried again at the next tick; the
+// local deadline passes meanwhile and the controller stops answering its
+// hosts until a renewal lands. A lease the store declares expired is lost
+// for good: every host of this controller is stopped.
+func (c *controller) renew() {
+	defer close(c.done)
+	t := time.NewTicker(c.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), c.ttl/3)
+		_, err := c.s.cfg.Ledger.RenewLease(ctx, c.id, c.ttl)
+		cancel()
+		if err == nil {
+			c.mu.Lock()
+			if c.lost == nil {
+				c.until = sent.Add(c.ttl)
+				c.renewals++
+			}
+			c.mu.Unlock()
+			continue
+		}
+		if errors.Is(err, ledger.ErrLeaseExpired) || errors.Is(err, ledger.ErrNotFound) {
+			c.mu.Lock()
+			c.lost = fmt.Errorf("%w: %w", ErrLeaseLost, err)
+			c.mu.Unlock()
+			c.s.log.Error("supervise: controller lease lost: fail-stop", "controller", c.id, "err", err)
+			c.s.stopAll()
+			return
+		}
+		c.s.log.Warn("supervise: renewing the controller lease failed; retrying", "controller", c.id, "err", err)
+	}
+}
+
+// halt stops the renewal and takeover loops and waits for them.
+func (s *Supervisor) halt() {
+	c := s.ctl
+	c.mu.Lock()
+	stop, done := c.stop, c.done
+	if stop != nil {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}
+	c.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	s.takeoverWG.Wait()
+}
+
+// releaseLease stops renewing and releases the lease: every write of this
+// controller has landed. A lease never acquired is not released.
+func (s *Supervisor) releaseLease(ctx context.Context) error {
+	s.halt()
+	c := s.ctl
+	c.mu.Lock()
+	acquired, lost, done := c.stop != nil, c.lost, c.released
+	c.released = true
+	c.until = time.Time{}
+	c.mu.Unlock()
+	if !acquired || lost != nil || done {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.OutcomeTimeout)
+	defer cancel()
+	if _, err := s.cfg.Ledger.ReleaseLease(ctx, c.id); err != nil {
+		return fmt.Errorf("supervise: releasing controller %q's lease (it expires by itself): %w", c.id, err)
+	}
+	return nil
+}
+
+// abandonLease stops renewing without releasing: the lease expires by
+// itself, and until then nothing of this controller is answered allowed.
+func (s *Supervisor) abandonLease() {
+	s.halt()
+	c := s.ctl
+	c.mu.Lock()
+	if c.lost == nil {
+		c.lost = fmt.Errorf("%w: controller %q was closed with writes still pending; its lease is left to expire", ErrLeaseLost, c.id)
+	}
+	c.mu.Unlock()
+}
+
+// takeoverLoop runs Recover every Config.TakeoverInterval until stop.
+func (s *Supervisor) takeoverLoop(stop <-chan struct{}) {
+	defer s.takeoverWG.Done()
+	t := time.NewTicker(s.cfg.TakeoverInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.TakeoverInterval)
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		rec, err := s.Recover(ctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("supervise: takeover pass failed", "controller", s.ctl.id, "err", err)
+		}
+		if len(rec.Fenced) > 0 {
+			s.log.Info("supervise: took over orphaned attempts", "controller", s.ctl.id, "count", len(rec.Fenced))
+		}
+	}
+}
