@@ -86,8 +86,8 @@ func TestCodecRefusesDamage(t *testing.T) {
 			r := opRecord{OpRecord: core.OpRecord{Op: ledger.Operation{State: ledger.OperationOpen}}}
 			return append(encodeOp(nil, &r), 1, 2, 'c', '1')
 		}(),
-		"huge string":      {0xff, 0xff, 0xff, 0xff, 0x0f},
-		"empty":            {},
+		"huge string": {0xff, 0xff, 0xff, 0xff, 0x0f},
+		"empty":       {},
 	} {
 		_, err1 := decodeOp(sampleKey, b)
 		_, err2 := decodeEffect(b)
