@@ -45,7 +45,7 @@ type authority struct {
 }
 
 func (a authority) Admit(ctx context.Context, adm supervise.Admission) (supervise.Verdict, error) {
-	if a.before != nil {
+	if a.before != nil && !adm.BeforeLaunch {
 		a.before(adm)
 	}
 	return verdict(a.c.CheckAdmission(ctx, adm.Operation), false)
@@ -195,6 +195,11 @@ func (r *hostRig) run(ctx context.Context, t *testing.T, op, capability string, 
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err := s.Close(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("closing the supervisor of %s: %v", op, err)
+		}
+	}()
 	return s.Invoke(ctx, supervise.Call{Scope: scopeA, OperationID: op, CapabilityID: capability, Arguments: args,
 		Deadline: time.Now().Add(time.Minute), ReservationWait: wait})
 }

@@ -143,6 +143,9 @@ func TestBudgetNeverExceeded(t *testing.T) {
 				if _, err := s.Recover(ctx); err != nil {
 					rt.Fatal(err)
 				}
+				if err := s.Close(ctx); err != nil {
+					rt.Fatal(err)
+				}
 				continue
 			}
 			if rapid.IntRange(0, 4).Draw(rt, "publish") == 0 {

@@ -80,7 +80,18 @@ func newSupervisor(t testing.TB, cfg supervise.Config) *supervise.Supervisor {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closeSupervisor(t, s) })
 	return s
+}
+
+// closeSupervisor closes s, failing the test if it does not drain.
+func closeSupervisor(t testing.TB, s *supervise.Supervisor) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Errorf("closing the supervisor: %v", err)
+	}
 }
 
 func call(op, capability string, args map[string]any, budget int64) supervise.Call {

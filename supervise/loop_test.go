@@ -115,6 +115,10 @@ func TestThousandInvocations(t *testing.T) {
 	default:
 	}
 	t.Logf("%d invocations: %v", n, counts)
+	// The Supervisor's own goroutines (its lease renewal) end at Close.
+	for _, s := range []*supervise.Supervisor{ok, unc, hang} {
+		closeSupervisor(t, s)
+	}
 
 	// Goroutines end asynchronously after the last call returns (timers,
 	// the runtime's own); wait for the count to come back down.

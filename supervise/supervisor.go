@@ -406,6 +406,11 @@ func (s *Supervisor) invoke(ctx context.Context, c Call, p *provider, m manifest
 				return res, err
 			}
 		}
+		if recorded {
+			if res, err, busy := s.elsewhere(ctx, view, o); busy {
+				return res, err
+			}
+		}
 		a := &attempt{s: s, c: c, p: p, m: m, prep: prep, view: view, recorded: recorded, o: o}
 		res, again, err := a.run(ctx)
 		if !again {
@@ -416,6 +421,39 @@ func (s *Supervisor) invoke(ctx context.Context, c Call, p *provider, m manifest
 				c.OperationID, maxLaunches, err)
 		}
 	}
+}
+
+// elsewhere answers running, without launching, when the operation's
+// current attempt is owned by another controller whose lease is live and
+// has recorded no outcome: launching would fence off a live attempt.
+func (s *Supervisor) elsewhere(ctx context.Context, view ledger.OperationView, o *Outcome) (*Outcome, error, bool) {
+	op := view.Operation
+	if op.CurrentAttemptID == "" || op.CurrentControllerID == "" || op.CurrentControllerID == s.ctl.id {
+		return nil, nil, false
+	}
+	evs, err := s.cfg.Ledger.Evidence(ctx, op.Scope, op.OperationID)
+	if err != nil {
+		return nil, fmt.Errorf("supervise: operation %q: reading its evidence: %w", op.OperationID, err), true
+	}
+	for _, e := range evs {
+		if e.AttemptID == op.CurrentAttemptID {
+			return nil, nil, false // that attempt ended
+		}
+	}
+	leases, err := s.cfg.Ledger.Leases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("supervise: operation %q: reading controller leases: %w", op.OperationID, err), true
+	}
+	for _, l := range leases {
+		if l.ControllerID == op.CurrentControllerID && l.Live {
+			o.State = launch.StateRunning
+			o.AttemptID, o.Generation = op.CurrentAttemptID, op.CurrentGeneration
+			o.Reason = fmt.Sprintf("attempt %q of the operation is running under controller %q (lease live until %s): ask again with the same operation id for its outcome",
+				op.CurrentAttemptID, l.ControllerID, l.Expires.UTC().Format(time.RFC3339Nano))
+			return o, &OutcomeError{Outcome: o, Err: ErrRunning}, true
+		}
+	}
+	return nil, nil, false
 }
 
 // maxLaunches bounds the launches one Invoke prepares when concurrent
@@ -433,6 +471,8 @@ func (s *Supervisor) operation(ctx context.Context, c Call, p *provider, digest 
 		if err == nil {
 			op := view.Operation
 			switch {
+			case op.State == ledger.OperationCancelled:
+				// Cancelled, whatever this call asks: answered so.
 			case op.CapabilityID != c.CapabilityID, op.RequestDigest != digest, op.ManifestDigest != p.binding.ManifestDigest:
 				return view, true, fmt.Errorf("%w: operation %q is recorded for capability %s with request digest %s and manifest digest %s; this call has %s, %s, %s",
 					ErrOperationMismatch, c.OperationID, op.CapabilityID, op.RequestDigest, op.ManifestDigest, c.CapabilityID, digest, p.binding.ManifestDigest)
@@ -571,6 +611,9 @@ func (s *Supervisor) unregister(k opKey, r *run) {
 // ledger.ErrResultAlreadyAccepted.
 func (s *Supervisor) Cancel(ctx context.Context, scope ledger.Scope, operationID, reason string) (ledger.Operation, error) {
 	op, err := s.cfg.Ledger.Cancel(ctx, scope, operationID, reason)
+	if errors.Is(err, ledger.ErrNotFound) {
+		op, err = s.cancelUnknown(ctx, scope, operationID, reason)
+	}
 	if err != nil {
 		return op, fmt.Errorf("supervise: cancelling operation %q: %w", operationID, err)
 	}
@@ -587,6 +630,24 @@ func (s *Supervisor) Cancel(ctx context.Context, scope ledger.Scope, operationID
 		})
 	}
 	return op, nil
+}
+
+// CancelledCapability is the capability id an operation is recorded with
+// when Cancel reaches it before any Invoke did: the operation exists only
+// to say it was cancelled, and every later Invoke of it is answered
+// cancelled without launching, whatever it asks for.
+const CancelledCapability = "zeo.runtime.cancelled_before_invocation@1.0.0"
+
+// cancelUnknown records an operation never invoked as cancelled.
+func (s *Supervisor) cancelUnknown(ctx context.Context, scope ledger.Scope, operationID, reason string) (ledger.Operation, error) {
+	empty := canon.Sum([]byte("{}"))
+	_, err := s.cfg.Ledger.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: operationID,
+		CapabilityID: CancelledCapability, RequestDigest: empty, ManifestDigest: empty})
+	if err != nil && !errors.Is(err, ledger.ErrChangedInput) {
+		// ErrChangedInput: an Invoke created it meanwhile; cancel that.
+		return ledger.Operation{}, err
+	}
+	return s.cfg.Ledger.Cancel(ctx, scope, operationID, reason)
 }
 
 // Resolve settles an effect whose dispatch is uncertain (or that was

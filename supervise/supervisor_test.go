@@ -149,6 +149,10 @@ func TestArtifactScope(t *testing.T) {
 func TestLedgerWritesPerInvocation(t *testing.T) {
 	t.Parallel()
 	ctx, l, _, s := setup(t, nil)
+	// The controller registers its lease on first use: one write, once.
+	if _, err := s.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		capability string
 		args       map[string]any
