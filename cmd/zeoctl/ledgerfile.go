@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
-	"github.com/zeoruntime/runtimeipc/supervise"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
+	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
 // closeTimeout bounds the wait for a ledger's writes in flight at exit.
