@@ -36,7 +36,6 @@ type attempt struct {
 	launched    bool // the launch is recorded (before the host starts, with a Reserver)
 	h           *Handler
 	r           *run
-	warm        bool
 }
 
 // run runs the attempt. again reports that the launch was refused because
@@ -93,7 +92,7 @@ func (a *attempt) run(ctx context.Context) (res *Outcome, again bool, err error)
 		res, err := a.o.result(lerr)
 		return res, false, err
 	}
-	a.o.Launched, a.o.Launch, a.o.Warm = true, lo, a.warm
+	a.o.Launched, a.o.Launch = true, lo
 	cause := a.judge(ctx, lo, lerr)
 	a.record(ctx, lo)
 	a.s.emit(a.event(Event{Kind: EventOutcome, Outcome: a.o}))
@@ -231,8 +230,7 @@ func (a *attempt) start(ctx context.Context) (*launch.Outcome, error, error) {
 		s.emit(a.event(Event{Kind: EventAttempt}))
 		s.emit(a.event(Event{Kind: EventLaunch, BootstrapID: a.bootstrapID, LaunchDigest: a.enc.LaunchDigest, Budget: a.lc.TotalDispatchBudget}))
 	}()
-	lo, warm, lerr := s.starters.invoke(lctx, st, a.p.binding, launch.Invocation{Encoded: &a.enc, Request: a.req, Handler: a.h})
-	a.warm = warm
+	lo, lerr := s.starters.invoke(lctx, st, a.p.binding, launch.Invocation{Encoded: &a.enc, Request: a.req, Handler: a.h})
 	<-a.h.issue.done
 	a.r.once.Do(func() {}) // a Cancel from now on finds nothing to stop
 	if a.r.timer != nil {

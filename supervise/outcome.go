@@ -115,8 +115,6 @@ type Outcome struct {
 	// does not change State: the ledger's other records are the truth.
 	Evidence    *ledger.AttemptEvidence
 	EvidenceErr error
-	// Warm reports that the host was forked from a fork server.
-	Warm bool
 	// Shared reports that this call found a concurrent Invoke of the same
 	// operation and request running in this process, waited for it and
 	// got its outcome: nothing was launched for this call.

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,10 @@ func (s *Supervisor) preflight(p *provider, c Call, o *Outcome) (manifest.Capabi
 	}
 	if err := s.admitFits(p, c, prep); err != nil {
 		o.State, o.Reason = launch.StateInvalidRequest, "the arguments do not fit in the host's invoke.admit frame"
+		var pe *PreflightError
+		if errors.As(err, &pe) {
+			o.Reason = pe.Detail
+		}
 		return m, prep, err
 	}
 	return m, prep, nil

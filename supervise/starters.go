@@ -164,14 +164,11 @@ func (ss *starters) expire(st *starter) {
 // invoke starts the host of inv on st: warm when the Supervisor is warm
 // and the fork server started, cold otherwise. A fork server that cannot
 // start is logged once, with why, and the environment runs cold.
-func (ss *starters) invoke(ctx context.Context, st *starter, b manifest.ProviderBinding, inv launch.Invocation) (*launch.Outcome, bool, error) {
-	z := ss.zygote(ctx, st, b)
-	if z != nil {
-		lo, err := z.Invoke(ctx, inv)
-		return lo, true, err
+func (ss *starters) invoke(ctx context.Context, st *starter, b manifest.ProviderBinding, inv launch.Invocation) (*launch.Outcome, error) {
+	if z := ss.zygote(ctx, st, b); z != nil {
+		return z.Invoke(ctx, inv)
 	}
-	lo, err := st.launcher.Invoke(ctx, inv)
-	return lo, false, err
+	return st.launcher.Invoke(ctx, inv)
 }
 
 // zygote returns st's fork server, starting it on first use when the
