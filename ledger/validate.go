@@ -51,7 +51,29 @@ func (a AttemptLaunch) Validate() error {
 	if err := check.ID("bootstrap_id", a.BootstrapID); err != nil {
 		return err
 	}
-	return check.Digest("launch_digest", a.LaunchDigest)
+	if err := check.Digest("launch_digest", a.LaunchDigest); err != nil {
+		return err
+	}
+	if a.ControllerID != "" {
+		return check.ID("controller_id", a.ControllerID)
+	}
+	return nil
+}
+
+// Validate reports whether every field of t is well formed: the fence it
+// takes over from, a new attempt id other than From's, and the taking
+// controller's id.
+func (t Takeover) Validate() error {
+	if err := t.From.Validate(); err != nil {
+		return err
+	}
+	if err := check.ID("attempt_id", t.AttemptID); err != nil {
+		return err
+	}
+	if t.AttemptID == t.From.AttemptID {
+		return fmt.Errorf("%w: takeover attempt id %q is the attempt it takes over; name a new attempt", ErrInvalid, truncate(t.AttemptID))
+	}
+	return check.ID("controller_id", t.ControllerID)
 }
 
 // Validate reports whether f is well formed (it does not say whether f is

@@ -67,6 +67,7 @@ type Ledger struct {
 
 	db       *bbolt.DB
 	path     string
+	holder   string // names this open handle; leases acquired through another are dead (lease.go)
 	maxBatch int
 
 	reqs chan *request // writes for the committer goroutine
@@ -197,20 +198,22 @@ func Open(path string, opts Options) (*Ledger, error) {
 		func() error { return initFile(db) },
 	}
 	if opts.CheckRecords {
-		steps = append(steps, func() error { return db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx)) }) })
+		steps = append(steps, func() error { return db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx, "")) }) })
 	}
 	for _, step := range steps {
 		if err := guard(step); err != nil {
 			return nil, errors.Join(fmt.Errorf("ledger/bolt: open %s: %w", path, err), closeDB(db, file, panicked(err)))
 		}
 	}
+	holder := core.NewID("handle_")
 	l := &Ledger{
 		db:       db,
 		file:     file,
 		path:     path,
+		holder:   holder,
 		maxBatch: maxBatch,
 		opCache:  newOpCache(),
-		memo:     newTx(nil),
+		memo:     newTx(nil, holder),
 		reqs:     make(chan *request, maxBatch),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -290,8 +293,9 @@ func openDB(path string, mode fs.FileMode, lockTimeout time.Duration, creating b
 var errEmptyFile = errors.New("empty file")
 
 // initFile creates the buckets of a new ledger, or checks that the file is
-// a ledger of this build's format, upgrading a format 3 or 4 file in place
-// (the same transaction creates the buckets it lacks and stamps format 5).
+// a ledger of this build's format, upgrading a format 3, 4 or 5 file in
+// place (the same transaction creates the buckets it lacks and stamps
+// format 6).
 // A bbolt file with no bucket becomes a ledger only if it has never
 // committed a transaction since bbolt created it (Open created it, or a
 // process died right after creating it); an existing file whose buckets
@@ -317,7 +321,7 @@ func initFile(db *bbolt.DB) error {
 					return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
 				}
 			case !bytes.Equal(v, formatVersion):
-				return fmt.Errorf("ledger file format %q, this build reads formats \"3\", \"4\" and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
+				return fmt.Errorf("ledger file format %q, this build reads formats \"3\", \"4\", \"5\" and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
 			}
 		} else if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
 			return fmt.Errorf("bbolt file with bucket %q and no ledger format version; not a ledger: %w", name, ledger.ErrCorrupt)
@@ -374,7 +378,7 @@ func (l *Ledger) read(ctx context.Context, op string, fn func(core.Tx) error) er
 		return err
 	}
 	return l.noteCorrupt(guard(func() error {
-		return l.db.View(func(tx *bbolt.Tx) error { return fn(newTx(tx)) })
+		return l.db.View(func(tx *bbolt.Tx) error { return fn(newTx(tx, l.holder)) })
 	}))
 }
 
@@ -410,7 +414,7 @@ func (l *Ledger) Check(ctx context.Context) error {
 		if err := checkPages(l.file); err != nil {
 			return fmt.Errorf("ledger/bolt: Check %s: %w", l.path, err)
 		}
-		return l.db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx)) })
+		return l.db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx, l.holder)) })
 	}})
 }
 

@@ -123,8 +123,8 @@ func TestCorruptFileRefused(t *testing.T) {
 	for _, tt := range []struct {
 		name, bucket, format, want string
 	}{
-		{"format 99", "meta", "99", `format "99", this build reads formats "3", "4" and "5"`},
-		{"format 2", "meta", "2", `format "2", this build reads formats "3", "4" and "5"`},
+		{"format 99", "meta", "99", `format "99", this build reads formats "3", "4", "5" and "6"`},
+		{"format 2", "meta", "2", `format "2", this build reads formats "3", "4", "5" and "6"`},
 		{"no format", "meta", "", "no format version"},
 		{"foreign", "accounts", "", `bucket "accounts" and no ledger format version`},
 	} {
@@ -397,15 +397,16 @@ func waitQueued(t *testing.T, l *bolt.Ledger, n int) {
 	}
 }
 
-// TestUpgradeFormat: a format 3 file (format 5 without the evidence and
-// catalogue buckets) or 4 (without the catalogue bucket) is upgraded in
-// place at Open, keeps everything it held, and then records evidence and
-// catalogue records like a new one.
+// TestUpgradeFormat: a format 3 file (format 6 without the evidence,
+// catalogue and leases buckets), 4 (without the catalogue and leases
+// buckets) or 5 (without the leases bucket) is upgraded in place at Open,
+// keeps everything it held, and then records evidence, catalogue records
+// and leases like a new one.
 func TestUpgradeFormat(t *testing.T) {
 	for _, tt := range []struct {
 		format  string
 		missing []string
-	}{{"3", []string{"evidence", "catalogue"}}, {"4", []string{"catalogue"}}} {
+	}{{"3", []string{"evidence", "catalogue", "leases"}}, {"4", []string{"catalogue", "leases"}}, {"5", []string{"leases"}}} {
 		t.Run("format"+tt.format, func(t *testing.T) { testUpgrade(t, tt.format, tt.missing) })
 	}
 }
@@ -469,6 +470,9 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	if _, err := l.Reserve(ctx, f, []ledger.Claim{{Key: "k", CapabilityID: "cap"}}); err != nil {
 		t.Fatalf("Reserve after the upgrade: %v", err)
 	}
+	if _, err := l.AcquireLease(ctx, "c1", time.Minute); err != nil {
+		t.Fatalf("AcquireLease after the upgrade: %v", err)
+	}
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -478,8 +482,11 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	}
 	defer db.Close()
 	db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "5" {
-			t.Errorf("format after upgrade = %q, want 5", v)
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "6" {
+			t.Errorf("format after upgrade = %q, want 6", v)
+		}
+		if tx.Bucket([]byte("leases")).Stats().KeyN != 1 {
+			t.Errorf("leases bucket does not hold the one lease")
 		}
 		if tx.Bucket([]byte("evidence")).Stats().KeyN != 1 {
 			t.Errorf("evidence bucket does not hold the one record")

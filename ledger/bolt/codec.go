@@ -235,7 +235,10 @@ type opRecord struct {
 // used, current attempt id, current generation; the attempts (count, then
 // id, generation, admitted); the result (a boolean "present", then data
 // digest, refs (count, then each), attempt id, generation); the staged
-// effects (count, then id, sequence).
+// effects (count, then id, sequence); then, only when some attempt has a
+// controller (format 6), the attempts' controller ids (count, which is the
+// number of attempts, then each). The operation's current controller is
+// its current (last) attempt's, so it is not stored.
 func encodeOp(b []byte, r *opRecord) []byte {
 	e := encoder{b}
 	o := &r.Op
@@ -273,6 +276,15 @@ func encodeOp(b []byte, r *opRecord) []byte {
 	for _, s := range r.staged {
 		e.str(s.id)
 		e.uint(s.seq)
+	}
+	for _, a := range r.Attempts {
+		if a.ControllerID != "" {
+			e.uint(uint64(len(r.Attempts)))
+			for _, a := range r.Attempts {
+				e.str(a.ControllerID)
+			}
+			break
+		}
 	}
 	return e.b
 }
@@ -328,12 +340,29 @@ func decodeOp(k core.OpKey, raw []byte) (opRecord, error) {
 			r.staged[i].seq = d.uint()
 		}
 	}
+	if len(d.b) > 0 && d.err == nil {
+		named := false
+		if n := d.count(1); n != len(r.Attempts) {
+			d.fail("%d attempt controllers for %d attempts", n, len(r.Attempts))
+		}
+		for i := range r.Attempts {
+			r.Attempts[i].ControllerID = d.str()
+			named = named || r.Attempts[i].ControllerID != ""
+		}
+		if !named {
+			d.fail("attempt controllers recorded, all empty")
+		}
+	}
+	if n := len(r.Attempts); n > 0 {
+		o.CurrentControllerID = r.Attempts[n-1].ControllerID
+	}
 	return r, d.done("operation")
 }
 
 // Effect record fields, in order: organization, project, operation,
 // logical effect id, request digest, authorization id, state, receipt,
-// reason, attempt id, generation, ordinal.
+// reason, attempt id, generation, ordinal; then, only when the effect has
+// one (format 6), its controller id.
 func encodeEffect(b []byte, x *ledger.Effect) []byte {
 	e := encoder{b}
 	e.str(x.Scope.OrganizationID)
@@ -348,6 +377,9 @@ func encodeEffect(b []byte, x *ledger.Effect) []byte {
 	e.str(x.AttemptID)
 	e.gen(x.Generation)
 	e.int(x.Ordinal)
+	if x.ControllerID != "" {
+		e.str(x.ControllerID)
+	}
 	return e.b
 }
 
@@ -366,5 +398,10 @@ func decodeEffect(raw []byte) (ledger.Effect, error) {
 	x.AttemptID = d.str()
 	x.Generation = d.gen()
 	x.Ordinal = d.int()
+	if len(d.b) > 0 && d.err == nil {
+		if x.ControllerID = d.str(); x.ControllerID == "" {
+			d.fail("empty controller id")
+		}
+	}
 	return x, d.done("effect")
 }

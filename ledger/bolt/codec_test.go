@@ -48,7 +48,12 @@ func TestCodecRoundTrip(t *testing.T) {
 	odd := sampleOp()
 	odd.Op.RequestDigest, odd.Op.ManifestDigest = "", "sha256:NOT-HEX" // kept as strings
 	empty := opRecord{OpRecord: core.OpRecord{Op: ledger.Operation{Scope: sampleKey.Scope(), OperationID: sampleKey.Op, State: ledger.OperationOpen}}}
-	for _, r := range []opRecord{sampleOp(), odd, empty} {
+	owned := sampleOp()
+	owned.Attempts[1].ControllerID = "ctl-1"
+	owned.Op.CurrentControllerID = "ctl-1"
+	ownedFirst := sampleOp()
+	ownedFirst.Attempts[0].ControllerID = "ctl-0" // an owned attempt taken over by StartAttempt
+	for _, r := range []opRecord{sampleOp(), odd, empty, owned, ownedFirst} {
 		got, err := decodeOp(sampleKey, encodeOp(nil, &r))
 		if err != nil {
 			t.Fatal(err)
@@ -76,8 +81,13 @@ func TestCodecRefusesDamage(t *testing.T) {
 		"truncated op":     raw[:len(raw)-1],
 		"trailing op":      append(append([]byte{}, raw...), 0),
 		"truncated effect": rawE[:len(rawE)/2],
-		"huge string":      {0xff, 0xff, 0xff, 0xff, 0x0f},
-		"empty":            {},
+		"trailing effect":  append(append([]byte{}, rawE...), 0), // an empty controller id
+		"controllers of no attempt": func() []byte {
+			r := opRecord{OpRecord: core.OpRecord{Op: ledger.Operation{State: ledger.OperationOpen}}}
+			return append(encodeOp(nil, &r), 1, 2, 'c', '1')
+		}(),
+		"huge string": {0xff, 0xff, 0xff, 0xff, 0x0f},
+		"empty":       {},
 	} {
 		_, err1 := decodeOp(sampleKey, b)
 		_, err2 := decodeEffect(b)
@@ -94,6 +104,10 @@ func FuzzDecode(f *testing.F) {
 	r := sampleOp()
 	f.Add(encodeOp(nil, &r))
 	e := sampleEffect()
+	f.Add(encodeEffect(nil, &e))
+	r.Attempts[0].ControllerID = "ctl"
+	f.Add(encodeOp(nil, &r))
+	e.ControllerID = "ctl"
 	f.Add(encodeEffect(nil, &e))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -17,12 +17,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// File layout, format version 5. Every bucket is top level; tuple keys use
+// File layout, format version 6. Every bucket is top level; tuple keys use
 // an order-preserving, prefix-free encoding (see appendKey), so a prefix
 // scan over an operation's key yields its records in id order; seq keys are
 // 8-byte big-endian sequence numbers.
 //
-//	meta       "format" → "5"
+//	meta       "format" → "6"
 //	ops        (org, project, op)            → operation record (codec.go): core.OpRecord and the staged effect index
 //	effects    seq                           → effect record (codec.go)
 //	effidx     (org, project, op, effect)    → seq of the effect (flushed from the staged index)
@@ -33,6 +33,7 @@ import (
 //	blobs      ref                           → artifact bytes
 //	evidence   (org, project, op, attempt)   → JSON ledger.AttemptEvidence
 //	catalogue  kind byte, core.Key tuple     → the catalogue's records (catalogue.go; kinds in ledger/internal/core)
+//	leases     controller id                 → JSON core.LeaseRecord
 //
 // Why effects are keyed by sequence. A group commit carries writes of many
 // operations, and what a commit costs is mostly how many separate pages it
@@ -58,12 +59,17 @@ import (
 // operation's index page once per maxStaged effects. A lookup checks the
 // staged entries, then effidx; an effect is in exactly one of them.
 //
-// Format 4 is format 3 with the evidence bucket, and format 5 is format 4
-// with the catalogue bucket. Open upgrades a format 3 or 4 file in place,
-// in one transaction (it creates the missing buckets and stamps the new
-// version), since nothing else changed; format 2 files are refused (see
-// initFile): the project had no deployed data then, so there is no
-// migration from it.
+// Format 4 is format 3 with the evidence bucket, format 5 is format 4
+// with the catalogue bucket, and format 6 is format 5 with the leases
+// bucket and the controllers of attempts and effects, which are optional
+// trailing fields of their records (codec.go): a record of format 3 to 5
+// reads as one without controllers, and a record without controllers is
+// written as those formats wrote it. Open upgrades a format 3, 4 or 5 file
+// in place, in one transaction (it creates the missing buckets and stamps
+// the new version), since no record needs rewriting; a build of format 5
+// refuses a format 6 file by its version rather than misreading a record.
+// Format 2 files are refused (see initFile): the project had no deployed
+// data then, so there is no migration from it.
 var (
 	bucketMeta       = []byte("meta")
 	bucketOps        = []byte("ops")
@@ -76,13 +82,18 @@ var (
 	bucketBlobs      = []byte("blobs")
 	bucketEvidence   = []byte("evidence")
 	bucketCatalogue  = []byte("catalogue")
-	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence, bucketCatalogue}
+	bucketLeases     = []byte("leases")
+	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence, bucketCatalogue, bucketLeases}
 
 	keyFormat     = []byte("format")
-	formatVersion = []byte("5")
+	formatVersion = []byte("6")
 	// formatsUpgradable are the earlier formats Open upgrades in place, and
 	// the buckets each lacks.
-	formatsUpgradable = map[string][][]byte{"3": {bucketEvidence, bucketCatalogue}, "4": {bucketCatalogue}}
+	formatsUpgradable = map[string][][]byte{
+		"3": {bucketEvidence, bucketCatalogue, bucketLeases},
+		"4": {bucketCatalogue, bucketLeases},
+		"5": {bucketLeases},
+	}
 )
 
 // maxStaged and maxStagedBytes bound an operation's staged effect index
@@ -147,6 +158,7 @@ type boltTx struct {
 	seqs      map[core.EffectKey]uint64
 	committed *opCache     // nil for read-only transactions
 	failFlush func() error // test hook (export_test.go); nil in production
+	holder    string       // the Ledger's handle name (core.Tx.Holder; lease.go)
 
 	// Encoding space. bbolt keeps the key and value slices given to Put
 	// until the transaction ends, so each one is carved out of arena,
@@ -160,8 +172,8 @@ type boltTx struct {
 
 const arenaChunk = 16 << 10
 
-func newTx(tx *bbolt.Tx) *boltTx {
-	return &boltTx{tx: tx, ops: map[core.OpKey]*opRecord{}, seqs: map[core.EffectKey]uint64{}}
+func newTx(tx *bbolt.Tx, holder string) *boltTx {
+	return &boltTx{tx: tx, ops: map[core.OpKey]*opRecord{}, seqs: map[core.EffectKey]uint64{}, holder: holder}
 }
 
 // reuse readies t, whose transaction has ended, for tx: the committer keeps

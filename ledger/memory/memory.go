@@ -57,6 +57,7 @@ func New() *Ledger {
 		pending:    map[core.EffectKey]struct{}{},
 		evidence:   map[core.OpKey]map[string]ledger.AttemptEvidence{},
 		recs:       map[core.Kind]map[string][]byte{},
+		leases:     map[string]core.LeaseRecord{},
 	}}
 	l.ledgerCore = core.New(runner{l})
 	return l
@@ -120,6 +121,7 @@ type store struct {
 	pending    map[core.EffectKey]struct{}
 	evidence   map[core.OpKey]map[string]ledger.AttemptEvidence // by attempt id
 	recs       map[core.Kind]map[string][]byte                  // the catalogue's records (catalogue.go)
+	leases     map[string]core.LeaseRecord                      // by controller id
 }
 
 func cloneRec(r core.OpRecord) core.OpRecord {
@@ -274,3 +276,19 @@ func (s *store) Evidences(k core.OpKey) ([]ledger.AttemptEvidence, error) {
 	}
 	return out, nil
 }
+
+func (s *store) Lease(id string) (core.LeaseRecord, bool, error) {
+	r, ok := s.leases[id]
+	return r, ok, nil
+}
+
+func (s *store) PutLease(r core.LeaseRecord) error {
+	s.leases[r.ControllerID] = r
+	return nil
+}
+
+func (s *store) Leases() ([]core.LeaseRecord, error) { return byID(s.leases), nil }
+
+// Holder is the same for every transaction: the ledger lives exactly as
+// long as its handle, so every lease it holds was acquired through it.
+func (s *store) Holder() string { return "" }

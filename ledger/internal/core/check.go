@@ -39,6 +39,10 @@ const maxProblems = 20
 //     attempt, whose artifacts exist in its scope with the digest of
 //     their bytes;
 //  6. its evidence records name its attempts;
+//  7. its current controller is its current attempt's, each effect's
+//     controller is that of the attempt that authorized it, and every
+//     controller an attempt names has a lease record, which is well
+//     formed (see checkLeases);
 //
 // and the reconciliation index lists exactly the effects authorized or
 // unknown. When the Tx is also a CatTx, the catalogue's records are
@@ -51,8 +55,14 @@ func CheckTx(tx Tx) error {
 		return len(problems) < maxProblems
 	}
 	pendingWanted := map[EffectKey]bool{}
+	owners := map[string]string{} // controller id → an operation whose attempt names it
 	var scanErr error
 	err := tx.ScanOps(nil, nil, func(rec OpRecord) bool {
+		for _, a := range rec.Attempts {
+			if a.ControllerID != "" {
+				owners[a.ControllerID] = rec.Op.OperationID
+			}
+		}
 		more, err := checkOp(tx, rec, report, pendingWanted)
 		if err != nil {
 			scanErr = err
@@ -78,6 +88,11 @@ func CheckTx(tx Tx) error {
 			if !report("effect %q of operation %q is authorized or unknown but not in the reconciliation index", k.Effect, k.Op) {
 				break
 			}
+		}
+	}
+	if len(problems) < maxProblems {
+		if err := checkLeases(tx, owners, report); err != nil {
+			return fmt.Errorf("ledger: Check: %w", err)
 		}
 	}
 	if ct, ok := tx.(CatTx); ok && len(problems) < maxProblems {
@@ -113,7 +128,9 @@ func checkOp(tx Tx, rec OpRecord, report func(string, ...any) bool, pending map[
 	}
 	admitted := map[string]int64{} // attempt id → generation, admitted attempts only
 	attempts := map[string]int64{}
+	controllers := map[string]string{} // attempt id → its controller
 	for i, a := range rec.Attempts {
+		controllers[a.AttemptID] = a.ControllerID
 		if a.Generation != int64(i+1) {
 			bad("attempt %d has generation %d", i, a.Generation)
 		}
@@ -125,6 +142,9 @@ func checkOp(tx Tx, rec OpRecord, report func(string, ...any) bool, pending map[
 	if n := len(rec.Attempts); n > 0 && (o.CurrentGeneration != int64(n) || o.CurrentAttemptID != rec.Attempts[n-1].AttemptID) ||
 		n == 0 && (o.CurrentGeneration != 0 || o.CurrentAttemptID != "") {
 		bad("current attempt (%q, %d) is not the last of %d", o.CurrentAttemptID, o.CurrentGeneration, n)
+	}
+	if n := len(rec.Attempts); n > 0 && o.CurrentControllerID != rec.Attempts[n-1].ControllerID || n == 0 && o.CurrentControllerID != "" {
+		bad("current controller %q is not its current attempt's", o.CurrentControllerID)
 	}
 
 	effs, err := tx.Effects(k)
@@ -156,6 +176,8 @@ func checkOp(tx Tx, rec OpRecord, report func(string, ...any) bool, pending map[
 		}
 		if g, ok := admitted[e.AttemptID]; !ok || g != e.Generation {
 			bad("%s authorized by attempt (%q, %d), which is not an admitted attempt", en, e.AttemptID, e.Generation)
+		} else if c := controllers[e.AttemptID]; e.ControllerID != c {
+			bad("%s names controller %q, its attempt %q controller %q", en, e.ControllerID, e.AttemptID, c)
 		}
 	}
 	slices.Sort(ords)

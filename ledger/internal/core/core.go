@@ -95,6 +95,20 @@ type Tx interface {
 	PutEvidence(k OpKey, e ledger.AttemptEvidence) error
 	// Evidences returns every evidence record of operation k, in any order.
 	Evidences(k OpKey) ([]ledger.AttemptEvidence, error)
+	// Lease returns the lease record of controller id.
+	Lease(id string) (LeaseRecord, bool, error)
+	// PutLease stores r under r.ControllerID.
+	PutLease(r LeaseRecord) error
+	// Leases returns every lease record ordered by controller id.
+	Leases() ([]LeaseRecord, error)
+	// Holder names the open store handle the transaction runs in. Only a
+	// lease acquired under the same holder can be live: a backend whose
+	// handle proves that no other process uses the store (ledger/bolt's
+	// file lock) gives each handle a name of its own, so that the leases
+	// of a process that had the store before are dead as soon as another
+	// one opens it. A backend shared by live processes, or one that
+	// lives as long as its handle (ledger/memory), returns "".
+	Holder() string
 }
 
 // NewID returns prefix followed by 32 hex digits from crypto/rand (128
@@ -212,7 +226,7 @@ func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, 
 	}
 	gen := rec.Op.CurrentGeneration + 1
 	rec.Attempts = append(rec.Attempts, ledger.Attempt{AttemptID: attemptID, Generation: gen})
-	rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration = attemptID, gen
+	setCurrent(&rec, rec.Attempts[len(rec.Attempts)-1])
 	if err := tx.PutOp(KeyOf(s, opID), rec); err != nil {
 		return ledger.Fence{}, err
 	}
@@ -273,13 +287,20 @@ func issued(tx Tx, op string, f ledger.Fence, id string, launch canon.Digest) (b
 	return ledger.Bootstrap{BootstrapID: id, AttemptID: f.AttemptID, Generation: f.Generation, LaunchDigest: launch}, false, nil
 }
 
-// LaunchAttempt implements ledger.Ledger.LaunchAttempt: CreateOperation,
-// StartAttempt at the generation asked for and IssueBootstrap, decided in
-// that order before anything is written, then written together.
-func LaunchAttempt(tx Tx, a ledger.AttemptLaunch) (ledger.Fence, error) {
+// LaunchAttempt implements ledger.Ledger.LaunchAttempt at now: the
+// controller's lease, then CreateOperation, StartAttempt at the
+// generation asked for (an attempt already started must have the same
+// controller, else ErrChangedInput) and IssueBootstrap, decided in that
+// order before anything is written, then written together.
+func LaunchAttempt(tx Tx, a ledger.AttemptLaunch, now time.Time) (ledger.Fence, error) {
 	const op = "LaunchAttempt"
 	if err := ValidateLaunchAttempt(a); err != nil {
 		return ledger.Fence{}, err
+	}
+	if a.ControllerID != "" {
+		if err := newLeases(tx, now).requireLive(op, a.ControllerID); err != nil {
+			return ledger.Fence{}, err
+		}
 	}
 	rec, _, err := specOp(tx, a.Operation)
 	if err != nil {
@@ -296,6 +317,9 @@ func LaunchAttempt(tx Tx, a ledger.AttemptLaunch) (ledger.Fence, error) {
 			if at.Generation != a.Generation || at.Generation != rec.Op.CurrentGeneration {
 				return ledger.Fence{}, StaleFence(op, f, rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration)
 			}
+			if at.ControllerID != a.ControllerID {
+				return ledger.Fence{}, AttemptOtherController(op, f, at.ControllerID, a.ControllerID)
+			}
 		}
 	}
 	if !started && rec.Op.CurrentGeneration+1 != a.Generation {
@@ -307,8 +331,8 @@ func LaunchAttempt(tx Tx, a ledger.AttemptLaunch) (ledger.Fence, error) {
 	}
 	k := KeyOf(f.Scope, f.OperationID)
 	if !started { // a new operation has no attempt yet: this stores it too
-		rec.Attempts = append(rec.Attempts, ledger.Attempt{AttemptID: a.AttemptID, Generation: a.Generation})
-		rec.Op.CurrentAttemptID, rec.Op.CurrentGeneration = a.AttemptID, a.Generation
+		rec.Attempts = append(rec.Attempts, ledger.Attempt{AttemptID: a.AttemptID, Generation: a.Generation, ControllerID: a.ControllerID})
+		setCurrent(&rec, rec.Attempts[len(rec.Attempts)-1])
 		if err := tx.PutOp(k, rec); err != nil {
 			return ledger.Fence{}, err
 		}
@@ -451,6 +475,14 @@ func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time
 		}
 		return ledger.EffectGrant{Effect: e, Redelivery: true}, nil
 	}
+	// A new effect is permission to dispatch: only for an attempt whose
+	// controller, if it has one, is still live.
+	ctl := rec.Attempts[len(rec.Attempts)-1].ControllerID
+	if ctl != "" {
+		if err := newLeases(tx, now).requireLive(op, ctl); err != nil {
+			return ledger.EffectGrant{}, err
+		}
+	}
 	if err := checkOpen(op, rec); err != nil {
 		return ledger.EffectGrant{}, err
 	}
@@ -464,7 +496,7 @@ func BeginEffect(tx Tx, f ledger.Fence, id string, d canon.Digest, now time.Time
 	e = ledger.Effect{
 		Scope: f.Scope, OperationID: f.OperationID, LogicalEffectID: id, RequestDigest: d,
 		AuthorizationID: NewID("auth_"), State: ledger.EffectAuthorized,
-		AttemptID: f.AttemptID, Generation: f.Generation, Ordinal: rec.Op.EffectsUsed,
+		AttemptID: f.AttemptID, Generation: f.Generation, Ordinal: rec.Op.EffectsUsed, ControllerID: ctl,
 	}
 	if err := tx.PutOp(ek.OpKey, rec); err != nil {
 		return ledger.EffectGrant{}, err
@@ -563,8 +595,10 @@ func MarkUnknown(tx Tx, f ledger.Fence, id string, d canon.Digest) (ledger.Effec
 	return settle(tx, op, ek, e, ledger.EffectUnknown, "", "", ledger.EffectAuthorized)
 }
 
-// Resolve implements ledger.Ledger.Resolve.
-func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
+// Resolve implements ledger.Ledger.Resolve at now. An authorized effect
+// whose controller is live is in flight: refused with ErrInFlight after
+// the effect's fingerprint check, before the transition check.
+func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution, now time.Time) (ledger.Effect, error) {
 	const op = "Resolve"
 	if err := ValidateResolve(s, opID, id, d, res); err != nil {
 		return ledger.Effect{}, err
@@ -576,6 +610,13 @@ func Resolve(tx Tx, s ledger.Scope, opID, id string, d canon.Digest, res ledger.
 	e, err := loadEffect(tx, op, ek, d)
 	if err != nil {
 		return ledger.Effect{}, err
+	}
+	if e.State == ledger.EffectAuthorized {
+		if r, live, err := newLeases(tx, now).live(e.ControllerID); err != nil {
+			return ledger.Effect{}, err
+		} else if live {
+			return ledger.Effect{}, InFlight(op, e.ControllerID, r.Expires)
+		}
 	}
 	return settle(tx, op, ek, e, res.State, res.ReceiptID, res.Reason, ledger.EffectAuthorized, ledger.EffectUnknown)
 }
@@ -683,26 +724,6 @@ func View(tx Tx, s ledger.Scope, opID string) (ledger.OperationView, error) {
 		v.Result = &r
 	}
 	return v, nil
-}
-
-// ListUnknown implements ledger.Ledger.ListUnknown.
-func ListUnknown(tx Tx) ([]ledger.Effect, error) {
-	keys, err := tx.Pending()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ledger.Effect, 0, len(keys))
-	for _, k := range keys {
-		e, ok, err := tx.Effect(k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("ledger: ListUnknown: index names missing effect %q of operation %q: %w", k.Effect, k.Op, ledger.ErrCorrupt)
-		}
-		out = append(out, e)
-	}
-	return out, nil
 }
 
 // GetArtifact implements ledger.Ledger.Artifact.

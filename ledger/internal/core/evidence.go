@@ -101,8 +101,9 @@ func Evidence(tx Tx, s ledger.Scope, opID string) ([]ledger.AttemptEvidence, err
 	return out, nil
 }
 
-// ListOperations implements ledger.Ledger.ListOperations.
-func ListOperations(tx Tx, q ledger.OperationQuery) ([]ledger.Operation, error) {
+// ListOperations implements ledger.Ledger.ListOperations at now (which
+// judges the leases q.Orphaned asks about).
+func ListOperations(tx Tx, q ledger.OperationQuery, now time.Time) ([]ledger.Operation, error) {
 	if err := ValidateListOperations(q); err != nil {
 		return nil, err
 	}
@@ -120,12 +121,31 @@ func ListOperations(tx Tx, q ledger.OperationQuery) ([]ledger.Operation, error) 
 	if q.Scope != (ledger.Scope{}) {
 		scope = &q.Scope
 	}
+	ls := newLeases(tx, now)
+	var leaseErr error
 	err := tx.ScanOps(scope, after, func(r OpRecord) bool {
-		if q.State == "" || r.Op.State == q.State {
-			out = append(out, r.Op)
+		if q.State != "" && r.Op.State != q.State {
+			return true
 		}
+		if q.Orphaned {
+			if r.Op.State != ledger.OperationOpen || r.Op.CurrentAttemptID == "" {
+				return true
+			}
+			_, live, err := ls.live(r.Op.CurrentControllerID)
+			if err != nil {
+				leaseErr = err
+				return false
+			}
+			if live {
+				return true
+			}
+		}
+		out = append(out, r.Op)
 		return len(out) < limit
 	})
+	if err == nil {
+		err = leaseErr
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -188,7 +188,7 @@ func (l *Ledger) StartAttempt(ctx context.Context, s ledger.Scope, opID, attempt
 
 // LaunchAttempt implements [ledger.Ledger].
 func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (ledger.Fence, error) {
-	return call1(l, ctx, "LaunchAttempt", writes, LaunchAttempt, a)
+	return call1(l, ctx, "LaunchAttempt", writes, launchAttemptNow, a)
 }
 
 // IssueBootstrap implements [ledger.Ledger].
@@ -230,7 +230,7 @@ func (l *Ledger) MarkUnknown(ctx context.Context, f ledger.Fence, id string, d c
 
 // Resolve implements [ledger.Ledger].
 func (l *Ledger) Resolve(ctx context.Context, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
-	return call5(l, ctx, "Resolve", writes, Resolve, s, opID, id, d, res)
+	return call5(l, ctx, "Resolve", writes, resolveNow, s, opID, id, d, res)
 }
 
 // AcceptResult implements [ledger.Ledger]. The backend's Tx copies the
@@ -251,12 +251,12 @@ func (l *Ledger) Operation(ctx context.Context, s ledger.Scope, opID string) (le
 
 // ListUnknown implements [ledger.Ledger].
 func (l *Ledger) ListUnknown(ctx context.Context) ([]ledger.Effect, error) {
-	return call0(l, ctx, "ListUnknown", reads, ListUnknown)
+	return call0(l, ctx, "ListUnknown", reads, listUnknownNow)
 }
 
 // ListOperations implements [ledger.Ledger].
 func (l *Ledger) ListOperations(ctx context.Context, q ledger.OperationQuery) ([]ledger.Operation, error) {
-	return call1(l, ctx, "ListOperations", reads, ListOperations, q)
+	return call1(l, ctx, "ListOperations", reads, listOperationsNow, q)
 }
 
 // RecordAttempt implements [ledger.Ledger].

@@ -216,6 +216,12 @@ func RequestChanged(op, opID string, got, want canon.Digest) error {
 	return fmt.Errorf("ledger: %s: operation %q: request digest %s differs from the operation's %s: %w", op, opID, got, want, ledger.ErrChangedInput)
 }
 
+// AttemptOtherController: LaunchAttempt names an attempt that was started
+// for controller have, not want.
+func AttemptOtherController(op string, f ledger.Fence, have, want string) error {
+	return fmt.Errorf("ledger: %s: operation %q: attempt %q was started for controller %q, not %q: %w", op, f.OperationID, f.AttemptID, have, want, ledger.ErrChangedInput)
+}
+
 // BootstrapOtherOperation: the bootstrap id was issued under another
 // operation, which is not named (it may be in another scope).
 func BootstrapOtherOperation(op, id string) error {

@@ -1,0 +1,32 @@
+package bolt
+
+import (
+	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
+)
+
+// Controller leases live in the leases bucket, one JSON core.LeaseRecord
+// per controller id. A renewal is a write like any other: group-committed
+// and fsynced before it is acknowledged.
+//
+// The file's exclusive flock proves that no other process has the file
+// open, so a lease in it that was not acquired through this open handle
+// belongs to a process that has lost the file, dead or not: it cannot act
+// on this ledger any more. Each Open names its handle (Ledger.holder) and
+// records that name in the leases it acquires; core judges a lease with
+// another name not live, with no wait for its TTL after a restart. The
+// record itself is kept (Leases reports it with Live false), and its id
+// stays used: ids are never reused.
+
+func (t *boltTx) Lease(id string) (core.LeaseRecord, bool, error) {
+	return get[core.LeaseRecord](t, bucketLeases, []byte(id))
+}
+
+func (t *boltTx) PutLease(r core.LeaseRecord) error {
+	return put(t, bucketLeases, t.hold([]byte(r.ControllerID)), r)
+}
+
+func (t *boltTx) Leases() ([]core.LeaseRecord, error) {
+	return scan[core.LeaseRecord](t, bucketLeases, nil)
+}
+
+func (t *boltTx) Holder() string { return t.holder }
