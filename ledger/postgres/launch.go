@@ -21,9 +21,6 @@ func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (led
 	if err := core.ValidateLaunchAttempt(a); err != nil {
 		return ledger.Fence{}, err
 	}
-	if err := validateLaunchController(a.ControllerID); err != nil {
-		return ledger.Fence{}, err
-	}
 	spec := a.Operation
 	sec, nsec := deadlineArgs(core.NormDeadline(spec.Deadline))
 	var controller []byte // NULL: no controller
@@ -34,12 +31,13 @@ func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (led
 		h            head
 		b            bootstrapAnswer
 		leaseExpires *time.Time
+		controllerA  []byte // the controller an attempt already started has
 	)
 	err := l.write(ctx, op, keyOf(spec.Scope, spec.OperationID), l.sql.launchAttempt,
 		[]any{raw(spec.Scope.OrganizationID), raw(spec.Scope.ProjectID), raw(spec.OperationID), raw(spec.CapabilityID),
 			string(spec.RequestDigest), string(spec.ManifestDigest), spec.EffectBudget, sec, nsec,
 			raw(a.AttemptID), a.Generation, raw(a.BootstrapID), string(a.LaunchDigest), controller},
-		h.dest(append(b.dest(), &leaseExpires)...)...)
+		h.dest(append(b.dest(), &leaseExpires, &controllerA)...)...)
 	if err != nil {
 		return ledger.Fence{}, err
 	}
@@ -57,7 +55,7 @@ func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (led
 	case "changed_launch":
 		return ledger.Fence{}, core.BootstrapOtherLaunch(op, rec, a.LaunchDigest)
 	case "changed_controller":
-		return ledger.Fence{}, launchControllerChanged(op, f, a.ControllerID)
+		return ledger.Fence{}, core.AttemptOtherController(op, f, string(controllerA), a.ControllerID)
 	case "lease_expired":
 		return ledger.Fence{}, leaseRefusal(op, a.ControllerID, leaseExpires, ledger.ErrLeaseExpired)
 	}

@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
-	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
@@ -53,48 +51,20 @@ func utc(t *time.Time) time.Time {
 	return t.UTC()
 }
 
-// validateLease checks a lease call's arguments; ttl is checked unless
-// nil.
-func validateLease(op, controllerID string, ttl *time.Duration) error {
-	err := check.ID("controller_id", controllerID)
-	if err == nil && ttl != nil {
-		err = ledger.ValidateTTL(*ttl)
-	}
-	if err != nil {
-		return fmt.Errorf("ledger: %s: %w", op, err)
-	}
-	return nil
-}
-
-// validateLaunchController checks AttemptLaunch.ControllerID, which may
-// be empty (no controller).
-func validateLaunchController(id string) error {
-	if id == "" {
-		return nil
-	}
-	if err := check.ID("controller_id", id); err != nil {
-		return fmt.Errorf("ledger: LaunchAttempt: %w", err)
-	}
-	return nil
-}
-
 // leaseRefusal is the *ledger.LeaseError of a call refused because of
-// controller id's lease, which expires at *expires (nil: no lease).
+// controller id's lease, which expires at *expires (nil: no lease), in
+// the words of the shared core.
 func leaseRefusal(op, id string, expires *time.Time, sentinel error) error {
-	return &ledger.LeaseError{Op: op, ControllerID: id, Expires: utc(expires), Err: sentinel}
-}
-
-// leaseNotFound refuses a lease call for a controller that never acquired
-// one.
-func leaseNotFound(op, id string) error {
-	return fmt.Errorf("ledger: %s: controller %q never acquired a lease; call AcquireLease first: %w", op, id, ledger.ErrNotFound)
-}
-
-// launchControllerChanged refuses a repeated LaunchAttempt that names
-// another controller than the one the attempt was launched for.
-func launchControllerChanged(op string, f ledger.Fence, controllerID string) error {
-	return fmt.Errorf("ledger: %s: attempt %q of operation %q was launched for another controller than %q: %w",
-		op, f.AttemptID, f.OperationID, controllerID, ledger.ErrChangedInput)
+	refuse := core.LeaseExpired
+	switch sentinel {
+	case ledger.ErrLeaseHeld:
+		refuse = core.LeaseHeld
+	case ledger.ErrOwnerLive:
+		refuse = core.OwnerLive
+	case ledger.ErrInFlight:
+		refuse = core.InFlight
+	}
+	return refuse(op, id, utc(expires))
 }
 
 // AcquireLease implements [ledger.Ledger]. One statement, in a
@@ -105,7 +75,7 @@ func (l *Ledger) AcquireLease(ctx context.Context, controllerID string, ttl time
 		return ledger.Lease{}, err
 	}
 	defer l.inflight.Done()
-	if err := validateLease(op, controllerID, &ttl); err != nil {
+	if err := core.ValidateAcquireLease(controllerID, ttl); err != nil {
 		return ledger.Lease{}, err
 	}
 	var a leaseAnswer
@@ -132,7 +102,7 @@ func (l *Ledger) RenewLease(ctx context.Context, controllerID string, ttl time.D
 		return ledger.Lease{}, err
 	}
 	defer l.inflight.Done()
-	if err := validateLease(op, controllerID, &ttl); err != nil {
+	if err := core.ValidateRenewLease(controllerID, ttl); err != nil {
 		return ledger.Lease{}, err
 	}
 	var a leaseAnswer
@@ -145,7 +115,7 @@ func (l *Ledger) RenewLease(ctx context.Context, controllerID string, ttl time.D
 	case "expired":
 		return ledger.Lease{}, leaseRefusal(op, controllerID, a.expires, ledger.ErrLeaseExpired)
 	case "not_found":
-		return ledger.Lease{}, leaseNotFound(op, controllerID)
+		return ledger.Lease{}, core.LeaseNotFound(op, controllerID)
 	}
 	return ledger.Lease{}, unknownCode(op, a.code)
 }
@@ -158,7 +128,7 @@ func (l *Ledger) ReleaseLease(ctx context.Context, controllerID string) (ledger.
 		return ledger.Lease{}, err
 	}
 	defer l.inflight.Done()
-	if err := validateLease(op, controllerID, nil); err != nil {
+	if err := core.ValidateReleaseLease(controllerID); err != nil {
 		return ledger.Lease{}, err
 	}
 	var a leaseAnswer
@@ -169,7 +139,7 @@ func (l *Ledger) ReleaseLease(ctx context.Context, controllerID string) (ledger.
 	case "ok":
 		return a.lease(controllerID), nil
 	case "not_found":
-		return ledger.Lease{}, leaseNotFound(op, controllerID)
+		return ledger.Lease{}, core.LeaseNotFound(op, controllerID)
 	}
 	return ledger.Lease{}, unknownCode(op, a.code)
 }
@@ -220,7 +190,7 @@ func (l *Ledger) TakeOver(ctx context.Context, t ledger.Takeover) (ledger.Fence,
 		return ledger.Fence{}, err
 	}
 	defer l.inflight.Done()
-	if err := validateTakeover(t); err != nil {
+	if err := core.ValidateTakeOver(t); err != nil {
 		return ledger.Fence{}, err
 	}
 	f := t.From
@@ -228,11 +198,12 @@ func (l *Ledger) TakeOver(ctx context.Context, t ledger.Takeover) (ledger.Fence,
 		h            head
 		leaseID      []byte
 		leaseExpires *time.Time
+		attemptGen   *int64
 	)
 	err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.takeOver,
 		[]any{raw(f.Scope.OrganizationID), raw(f.Scope.ProjectID), raw(f.OperationID), raw(f.AttemptID), f.Generation,
 			raw(t.AttemptID), raw(t.ControllerID)},
-		h.dest(&leaseID, &leaseExpires)...)
+		h.dest(&leaseID, &leaseExpires, &attemptGen)...)
 	if err != nil {
 		return ledger.Fence{}, err
 	}
@@ -241,27 +212,15 @@ func (l *Ledger) TakeOver(ctx context.Context, t ledger.Takeover) (ledger.Fence,
 	case "ok":
 		return next, nil
 	case "attempt_exists":
-		return ledger.Fence{}, core.StaleFence(op, next, string(h.curAttempt), val(h.curGen))
+		// As StartAttempt names an earlier attempt.
+		earlier := ledger.Fence{Scope: f.Scope, OperationID: f.OperationID, AttemptID: t.AttemptID, Generation: val(attemptGen)}
+		return ledger.Fence{}, core.StaleFence(op, earlier, string(h.curAttempt), val(h.curGen))
 	case "owner_live":
 		return ledger.Fence{}, leaseRefusal(op, string(leaseID), leaseExpires, ledger.ErrOwnerLive)
 	case "lease_expired":
 		return ledger.Fence{}, leaseRefusal(op, t.ControllerID, leaseExpires, ledger.ErrLeaseExpired)
 	}
 	return ledger.Fence{}, h.refusal(op, f)
-}
-
-func validateTakeover(t ledger.Takeover) error {
-	err := t.From.Validate()
-	if err == nil {
-		err = check.ID("attempt_id", t.AttemptID)
-	}
-	if err == nil {
-		err = check.ID("controller_id", t.ControllerID)
-	}
-	if err != nil {
-		return fmt.Errorf("ledger: TakeOver: %w", err)
-	}
-	return nil
 }
 
 // writeAlone runs one write in a transaction of its own on a pooled

@@ -155,7 +155,7 @@ SELECT org_id, project_id, operation_id, capability_id, request_digest, manifest
 FROM __SCHEMA__.operations o`
 
 // orphanedSQL is ListOperations' condition for Orphaned: the operation is
-// open and its current attempt's controller holds no live lease (none at
-// all included).
-const orphanedSQL = `state = 'open' AND NOT EXISTS (SELECT 1 FROM __SCHEMA__.leases l
+// open, has an attempt, and its current attempt's controller holds no
+// live lease (none at all included).
+const orphanedSQL = `state = 'open' AND generation > 0 AND NOT EXISTS (SELECT 1 FROM __SCHEMA__.leases l
 	WHERE l.controller_id = o.controller_id AND NOT l.released AND (SELECT clock_timestamp()) < l.expires)`

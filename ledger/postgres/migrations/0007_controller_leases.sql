@@ -124,7 +124,10 @@ BEGIN
 	FROM __SCHEMA__.leases WHERE controller_id = p_controller FOR NO KEY UPDATE;
 	IF NOT FOUND THEN r_code := 'not_found'; RETURN; END IF;
 	IF NOT r_released THEN
-		UPDATE __SCHEMA__.leases SET released = true WHERE controller_id = p_controller;
+		-- A lease released while live ends now.
+		UPDATE __SCHEMA__.leases SET released = true, expires = least(expires, clock_timestamp())
+		WHERE controller_id = p_controller
+		RETURNING expires INTO r_expires;
 		r_released := true;
 	END IF;
 	r_code := 'ok'; r_live := false;
@@ -230,8 +233,10 @@ BEGIN
 END $$;
 
 -- launch_attempt takes the attempt's controller (NULL for none), whose
--- lease must be live, after every other check; r_lease_expires is its
--- expiry for the refusal ('lease_expired').
+-- lease must be live, checked first ('lease_expired', with its expiry in
+-- r_lease_expires); an attempt already started must have the same
+-- controller ('changed_controller', with the recorded one in
+-- r_controller, after the fence check).
 DROP FUNCTION __SCHEMA__.launch_attempt(bytea, bytea, bytea, bytea, text, text, bigint, bigint, integer, bytea, bigint, bytea, text);
 
 CREATE FUNCTION __SCHEMA__.launch_attempt(
@@ -240,7 +245,7 @@ CREATE FUNCTION __SCHEMA__.launch_attempt(
 	p_attempt bytea, p_gen bigint, p_boot bytea, p_launch text, p_controller bytea,
 	OUT r_code text, OUT r_cur_attempt bytea, OUT r_cur_generation bigint, OUT r_cancel_reason bytea,
 	OUT r_boot_attempt bytea, OUT r_boot_generation bigint, OUT r_boot_launch text,
-	OUT r_redeemed_pid bigint, OUT r_redeemed_session bytea, OUT r_lease_expires timestamptz)
+	OUT r_redeemed_pid bigint, OUT r_redeemed_session bytea, OUT r_lease_expires timestamptz, OUT r_controller bytea)
 LANGUAGE plpgsql AS $$
 DECLARE
 	o __SCHEMA__.operations;
@@ -250,6 +255,10 @@ DECLARE
 	boot_issued boolean;
 	v_live boolean;
 BEGIN
+	IF p_controller IS NOT NULL THEN
+		SELECT * INTO v_live, r_lease_expires FROM __SCHEMA__.lease_check(p_controller);
+		IF NOT v_live THEN r_code := 'lease_expired'; RETURN; END IF;
+	END IF;
 	SELECT * INTO o FROM __SCHEMA__.operations
 	WHERE org_id = p_org AND project_id = p_project AND operation_id = p_op FOR NO KEY UPDATE;
 	IF NOT FOUND THEN
@@ -258,10 +267,6 @@ BEGIN
 		IF p_gen <> 1 THEN r_code := 'stale'; r_cur_generation := 0; r_cancel_reason := ''; RETURN; END IF;
 		IF EXISTS (SELECT 1 FROM __SCHEMA__.bootstraps WHERE bootstrap_id = p_boot) THEN
 			r_code := 'other_operation'; RETURN;
-		END IF;
-		IF p_controller IS NOT NULL THEN
-			SELECT * INTO v_live, r_lease_expires FROM __SCHEMA__.lease_check(p_controller);
-			IF NOT v_live THEN r_code := 'lease_expired'; RETURN; END IF;
 		END IF;
 		INSERT INTO __SCHEMA__.operations (org_id, project_id, operation_id, capability_id, request_digest,
 			manifest_digest, effect_budget, deadline_sec, deadline_nsec)
@@ -281,11 +286,16 @@ BEGIN
 		END IF;
 		r_cur_attempt := o.attempt_id; r_cur_generation := o.generation; r_cancel_reason := o.cancel_reason;
 		IF o.state <> 'open' THEN r_code := o.state; RETURN; END IF;
-		SELECT a.generation INTO g FROM __SCHEMA__.attempts a WHERE a.op_pk = o.op_pk AND a.attempt_id = p_attempt;
+		SELECT a.generation, a.controller_id INTO g, r_controller FROM __SCHEMA__.attempts a
+		WHERE a.op_pk = o.op_pk AND a.attempt_id = p_attempt;
 		started := FOUND;
 		IF started AND (g <> p_gen OR g <> o.generation) OR NOT started AND o.generation + 1 <> p_gen THEN
 			r_code := 'stale';
 			RETURN;
+		END IF;
+		IF started AND r_controller IS DISTINCT FROM p_controller THEN
+			-- The attempt was launched for another controller.
+			r_code := 'changed_controller'; RETURN;
 		END IF;
 		SELECT * INTO b FROM __SCHEMA__.bootstraps WHERE bootstrap_id = p_boot;
 		boot_issued := FOUND;
@@ -297,14 +307,6 @@ BEGIN
 			r_redeemed_pid := b.redeemed_pid; r_redeemed_session := b.redeemed_session;
 			IF b.generation <> p_gen THEN r_code := 'changed_attempt'; RETURN; END IF;
 			IF b.launch_digest <> p_launch THEN r_code := 'changed_launch'; RETURN; END IF;
-		END IF;
-		IF started AND o.controller_id IS DISTINCT FROM p_controller THEN
-			-- The attempt was launched for another controller.
-			r_code := 'changed_controller'; RETURN;
-		END IF;
-		IF p_controller IS NOT NULL THEN
-			SELECT * INTO v_live, r_lease_expires FROM __SCHEMA__.lease_check(p_controller);
-			IF NOT v_live THEN r_code := 'lease_expired'; RETURN; END IF;
 		END IF;
 	END IF;
 	-- Every refusal is decided: write.
@@ -495,14 +497,18 @@ END $$;
 
 -- take_over starts attempt p_attempt of the operation, owned by
 -- p_controller, fencing off the current attempt p_from_attempt (generation
--- p_from_gen) once its controller's lease is not live. r_lease_controller
--- and r_lease_expires name the lease that refused ('owner_live',
--- 'lease_expired').
+-- p_from_gen) once its controller's lease is not live. The order: the
+-- operation over; the repeat of a takeover that succeeded (only the
+-- taker's lease is checked then); p_from not current ('stale'); p_attempt
+-- naming an attempt the operation started ('attempt_exists', with its
+-- generation in r_attempt_generation); the owner live ('owner_live'); the
+-- taker not live ('lease_expired'). r_lease_controller and r_lease_expires
+-- name the lease that refused.
 CREATE FUNCTION __SCHEMA__.take_over(
 	p_org bytea, p_project bytea, p_op bytea, p_from_attempt bytea, p_from_gen bigint,
 	p_attempt bytea, p_controller bytea,
 	OUT r_code text, OUT r_cur_attempt bytea, OUT r_cur_generation bigint, OUT r_cancel_reason bytea,
-	OUT r_lease_controller bytea, OUT r_lease_expires timestamptz)
+	OUT r_lease_controller bytea, OUT r_lease_expires timestamptz, OUT r_attempt_generation bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
 	o __SCHEMA__.operations;
@@ -517,10 +523,14 @@ BEGIN
 		AND EXISTS (SELECT 1 FROM __SCHEMA__.attempts a
 			WHERE a.op_pk = o.op_pk AND a.generation = p_from_gen AND a.attempt_id = p_from_attempt) THEN
 		-- This takeover, repeated.
-		r_code := 'ok'; RETURN;
+		SELECT * INTO v_live, r_lease_expires FROM __SCHEMA__.lease_check(p_controller);
+		IF NOT v_live THEN r_code := 'lease_expired'; r_lease_controller := p_controller; RETURN; END IF;
+		r_code := 'ok'; r_lease_expires := NULL; RETURN;
 	END IF;
 	IF o.generation <> p_from_gen OR o.attempt_id <> p_from_attempt THEN r_code := 'stale'; RETURN; END IF;
-	IF EXISTS (SELECT 1 FROM __SCHEMA__.attempts a WHERE a.op_pk = o.op_pk AND a.attempt_id = p_attempt) THEN
+	SELECT a.generation INTO r_attempt_generation FROM __SCHEMA__.attempts a
+	WHERE a.op_pk = o.op_pk AND a.attempt_id = p_attempt;
+	IF FOUND THEN
 		-- The new attempt's id names an attempt the operation started.
 		r_code := 'attempt_exists'; RETURN;
 	END IF;
