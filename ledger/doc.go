@@ -39,8 +39,24 @@
 //     redelivery debits nothing and returns the recorded authorization and
 //     receipt, across attempts and restarts.
 //   - An effect whose dispatch is uncertain is unknown until Resolve; it and
-//     every authorized effect whose outcome was never recorded are listed by
-//     ListUnknown, so a crash never hides an in-flight effect.
+//     every authorized effect whose outcome was never recorded and whose
+//     controller holds no live lease are listed by ListUnknown, so a crash
+//     never hides an in-flight effect. An authorized effect whose controller
+//     is live is in flight: ListInFlight lists it, and Resolve refuses it
+//     ([ErrInFlight]), so that nobody records "not consumed" for an effect
+//     its owner may be dispatching right now.
+//   - Controllers own their attempts by lease ([Lease]; doc/design.md,
+//     “Controllers and leases”): AcquireLease registers a controller id
+//     with a time to live, RenewLease extends it, ReleaseLease ends it.
+//     Liveness is judged by the store's clock inside the transaction that
+//     depends on it. Attempts launched by a controller, and the effects
+//     they authorize, name it. An attempt whose controller is live is never
+//     taken over ([ErrOwnerLive]); one whose lease expired or was released
+//     is orphaned (ListOperations with Orphaned) and TakeOver fences it off
+//     with an attempt of the taker's. A lease that ended is final: its id
+//     is never live again, and its attempts get no new effect and its
+//     controller launches nothing ([ErrLeaseExpired]), so a controller
+//     paused past its lease cannot act when it wakes.
 //   - An operation accepts one result. Its artifact is stored immutably
 //     under the operation's organization and project, and retrieval under
 //     any other scope is refused with [ErrOutOfScope].
@@ -57,8 +73,11 @@
 //	             ▼       ▼
 //	   not_consumed ◀─Resolve── unknown ──Resolve──▶ confirmed
 //
-// Resolve may also settle an effect still authorized (the Runtime crashed
-// before recording an outcome). confirmed and not_consumed are final.
+// Resolve may also settle an effect still authorized once its controller
+// holds no live lease (the Runtime crashed before recording an outcome,
+// or its lease expired mid-dispatch: the effect is then unknown to
+// ListUnknown); while its controller is live it is in flight, and only
+// its attempt records the outcome. confirmed and not_consumed are final.
 //
 // # What the ledger refuses
 //
@@ -68,8 +87,10 @@
 // effects past the budget ([ErrBudgetExhausted]) or the deadline
 // ([ErrDeadlineExceeded]), advancing a cancelled operation
 // ([ErrCancelled]) or one whose result was accepted
-// ([ErrResultAlreadyAccepted]), and calls out of protocol order
-// ([ErrOutOfOrder]). Recording the outcome of an effect that was
+// ([ErrResultAlreadyAccepted]), calls out of protocol order
+// ([ErrOutOfOrder]), new work for a controller whose lease ended
+// ([ErrLeaseExpired]), taking over a live controller's attempt
+// ([ErrOwnerLive]) and resolving an effect in flight ([ErrInFlight]). Recording the outcome of an effect that was
 // already authorized is allowed even after cancellation: the ledger never
 // refuses the truth about the outside world, only permission.
 //

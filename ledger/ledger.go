@@ -42,25 +42,38 @@ import (
 // Per method, after step 4: StartAttempt: ErrCancelled or
 // ErrResultAlreadyAccepted, then a *FenceError for an older attempt id.
 // IssueBootstrap: operation over, then ErrChangedInput. LaunchAttempt (whose
-// operation may be missing, so step 3 does not apply): ErrChangedInput for
-// another operation spec, operation over, a *FenceError for an attempt
-// that would not get the generation asked for, then IssueBootstrap's
-// ErrChangedInput. RedeemBootstrap:
+// operation may be missing, so step 3 does not apply): ErrLeaseExpired when
+// it names a controller whose lease is not live (or that never acquired
+// one), ErrChangedInput for another operation spec, operation over, a
+// *FenceError for an attempt that would not get the generation asked for,
+// ErrChangedInput for an attempt already started for another controller
+// (or none), then IssueBootstrap's ErrChangedInput. RedeemBootstrap:
 // operation over, ErrNotFound (id not issued in this operation), a
 // *FenceError (id issued to an older attempt), ErrBootstrapRedeemed,
 // ErrChangedInput (launch digest). Admit: operation over, ErrOutOfOrder,
 // ErrChangedInput, ErrDeadlineExceeded. BeginEffect: ErrOutOfOrder; for a
-// recorded id ErrChangedInput (else the redelivery); for a new id operation
-// over, ErrDeadlineExceeded, ErrBudgetExhausted. ConfirmEffect,
+// recorded id ErrChangedInput (else the redelivery); for a new id
+// ErrLeaseExpired (the attempt has a controller whose lease is not live),
+// operation over, ErrDeadlineExceeded, ErrBudgetExhausted. ConfirmEffect,
 // MarkNotConsumed, MarkUnknown and Resolve: ErrNotFound (effect),
-// ErrChangedInput, then ErrInvalidTransition unless the recorded outcome is
-// the one asked for. AcceptResult: ErrOutOfOrder; with a result accepted
+// ErrChangedInput, for Resolve ErrInFlight (the effect is authorized and
+// its controller live), then ErrInvalidTransition unless the recorded
+// outcome is the one asked for. AcceptResult: ErrOutOfOrder; with a result accepted
 // ErrResultAlreadyAccepted (other digest) or ErrChangedInput (other
 // bytes), else ErrCancelled. Cancel: ErrResultAlreadyAccepted.
 // RecordAttempt, which is not fenced (step 4 does not apply): ErrNotFound
 // (no attempt of that id and generation), then
-// ErrChangedInput. ListOperations and Evidence refuse only malformed
-// arguments (and Evidence a missing operation).
+// ErrChangedInput. TakeOver (step 3 for t.From's operation; t.From is
+// checked after the operation's state, as step 5 says): operation over;
+// then the repeat of a takeover that succeeded is answered (its taker's
+// lease must still be live, else ErrLeaseExpired); else a *FenceError for
+// a t.From that is not current or a t.AttemptID the operation already
+// used, ErrOwnerLive, ErrLeaseExpired (the taker). AcquireLease:
+// ErrLeaseExpired (the id's lease ended), then ErrLeaseHeld. RenewLease:
+// ErrNotFound, then ErrLeaseExpired. ReleaseLease: ErrNotFound.
+// ListOperations and Evidence refuse only malformed arguments (and
+// Evidence a missing operation); Leases, ListUnknown and ListInFlight
+// refuse nothing.
 //
 // Implementations must pass [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
 type Ledger interface {
@@ -100,7 +113,9 @@ type Ledger interface {
 	// *FenceError, and nothing is written: a concurrent attempt made the
 	// caller's view of the operation stale; read it again and prepare
 	// another launch. Repeating the call returns the same fence while the
-	// attempt is current (a lost reply is safe to repeat).
+	// attempt is current and its controller's lease live (a lost reply is
+	// safe to repeat); naming another controller for an attempt already
+	// started is ErrChangedInput.
 	LaunchAttempt(ctx context.Context, a AttemptLaunch) (Fence, error)
 
 	// RedeemBootstrap redeems a bootstrap id exactly once, for the child
@@ -294,9 +309,10 @@ type AttemptLaunch struct {
 	BootstrapID  string
 	LaunchDigest canon.Digest
 	// ControllerID, when set, is the controller that owns the attempt; its
-	// lease must be live when the launch is recorded (else
-	// ErrLeaseExpired). Empty means no owner: the attempt is orphaned from
-	// the start (see Lease).
+	// lease must be live when the launch is recorded (else a *LeaseError
+	// wrapping ErrLeaseExpired; also for an id that never acquired a
+	// lease, with a zero Expires). Empty means no owner: the attempt is
+	// orphaned from the start (see Lease).
 	ControllerID string
 }
 

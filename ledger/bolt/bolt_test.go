@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		helperCrash()
 	case "corrupt":
 		helperCorrupt()
+	case "lease":
+		helperLease()
 	default:
 		os.Stderr.WriteString("unknown helper " + os.Getenv(helperEnv) + "\n")
 		os.Exit(2)

@@ -10,6 +10,21 @@
 // [Open] waits at most Options.LockTimeout for the lock and then fails with
 // an error that names the file and wraps [ledger.ErrLocked]; it never hangs.
 //
+// # Controller leases
+//
+// Controller leases ([ledger.Lease]) are kept in the file like every other
+// record, and a renewal is a durable, group-committed write. The lock
+// makes the ledger's owner the only process that can act on it, so a
+// lease in the file that was not acquired through the open [Ledger] it is
+// read by belongs to a process that lost the file (it exited or was
+// killed): such a lease is not live, whatever its Expires says. After a
+// restart, the previous process's attempts are orphaned and its
+// authorized effects unknown at once, with no wait for their TTL, and
+// TakeOver may fence them off. Their lease records are kept (Leases
+// reports them with Live false), and their ids are never live again: a
+// controller registers under a new id in every process. Liveness is judged
+// by this process's clock (time.Now).
+//
 // # Durability and group commit
 //
 // Every write is fsynced before it is acknowledged (bbolt's NoSync is never
@@ -29,14 +44,16 @@
 //
 // # File format
 //
-// The file is format 5 (store.go): a batch of writes from many operations
+// The file is format 6 (store.go): a batch of writes from many operations
 // dirties few pages, because effects are keyed by a sequence number and so
 // appended together, and operation records are small and binary; attempt
 // evidence has a bucket of its own, so that it never weighs on those
 // records, and so do the catalogue's records (the [ledger.CatalogueStore]
-// the ledger also is). Open upgrades a format 3 or 4 file (the same layout
-// without the evidence and catalogue buckets, or without the catalogue
-// bucket) in place, in one transaction, and refuses any other format,
+// the ledger also is), and so do the controller leases. Open upgrades a
+// format 3, 4 or 5 file (the same layout without the evidence, catalogue
+// and leases buckets, without the catalogue and leases buckets, or
+// without the leases bucket; their records read as records without
+// controllers) in place, in one transaction, and refuses any other format,
 // including the earlier pre-release format 2, with an error that wraps
 // [ledger.ErrCorrupt] and names the versions it reads; there is no
 // migration from those.

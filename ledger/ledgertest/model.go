@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -31,10 +32,25 @@ var (
 	mReceipts  = []string{"r1", "r2"}
 	mReasons   = []ledger.NotConsumedReason{ledger.ReasonRefused, ledger.ReasonCancelled, ledger.ReasonWaitingApproval}
 	mArtifacts = [][]byte{[]byte("art-1"), []byte("art-2")}
-	mErrs      = []error{ledger.ErrStaleFence, ledger.ErrBootstrapRedeemed, ledger.ErrChangedInput, ledger.ErrBudgetExhausted,
+	// mControllers may own attempts; "c3" is often never registered. The
+	// model's leases never expire by time (mTTLs are far longer than a
+	// run): ReleaseLease stands in for expiry, which the ledger treats
+	// alike.
+	mControllers = []string{"c1", "c2", "c3"}
+	mTTLs        = []time.Duration{longTTL, 2 * longTTL}
+	mErrs        = []error{ledger.ErrStaleFence, ledger.ErrBootstrapRedeemed, ledger.ErrChangedInput, ledger.ErrBudgetExhausted,
 		ledger.ErrResultAlreadyAccepted, ledger.ErrOutOfScope, ledger.ErrNotFound, ledger.ErrCancelled,
-		ledger.ErrInvalidTransition, ledger.ErrOutOfOrder, ledger.ErrDeadlineExceeded, ledger.ErrInvalid, ledger.ErrClosed}
+		ledger.ErrInvalidTransition, ledger.ErrOutOfOrder, ledger.ErrDeadlineExceeded, ledger.ErrInvalid, ledger.ErrClosed,
+		ledger.ErrLeaseExpired, ledger.ErrLeaseHeld, ledger.ErrOwnerLive, ledger.ErrInFlight}
 )
+
+// mLease is the model of a controller's lease: what Leases reports but
+// the times.
+type mLease struct {
+	ttl      time.Duration
+	renewals int64
+	released bool
+}
 
 type mKey struct {
 	s  ledger.Scope
@@ -55,6 +71,13 @@ type model struct {
 	ops       map[mKey]*mOperation
 	fences    map[mKey][]ledger.Fence // every fence ever issued
 	bootOwner map[string]mKey         // bootstrap ids are unique in the ledger
+	leases    map[string]*mLease      // by controller id
+}
+
+// live reports whether controller c holds a live lease; "" never does.
+func (m *model) live(c string) bool {
+	ls := m.leases[c]
+	return c != "" && ls != nil && !ls.released
 }
 
 func (m *model) current(k mKey) (string, int64) {
@@ -209,7 +232,7 @@ func (r *mRun) start(rt *rapid.T, k mKey, id string) {
 			}
 		}
 		o.attempts = append(o.attempts, ledger.Attempt{AttemptID: id, Generation: int64(len(o.attempts) + 1)})
-		o.op.CurrentAttemptID, o.op.CurrentGeneration = id, int64(len(o.attempts))
+		o.op.CurrentAttemptID, o.op.CurrentGeneration, o.op.CurrentControllerID = id, int64(len(o.attempts)), ""
 		return nil
 	}()
 	r.same(rt, "StartAttempt", err, want)
@@ -228,6 +251,9 @@ func (r *mRun) start(rt *rapid.T, k mKey, id string) {
 func (r *mRun) launch(rt *rapid.T, k mKey, a ledger.AttemptLaunch) {
 	f, err := r.l.LaunchAttempt(r.ctx, a)
 	want := func() error {
+		if a.ControllerID != "" && !r.m.live(a.ControllerID) {
+			return ledger.ErrLeaseExpired
+		}
 		o := r.m.ops[k]
 		started := false
 		if o != nil {
@@ -241,6 +267,9 @@ func (r *mRun) launch(rt *rapid.T, k mKey, a ledger.AttemptLaunch) {
 				if at.AttemptID == a.AttemptID {
 					if at.Generation != a.Generation || i != len(o.attempts)-1 {
 						return ledger.ErrStaleFence
+					}
+					if at.ControllerID != a.ControllerID {
+						return ledger.ErrChangedInput
 					}
 					started = true
 				}
@@ -264,8 +293,8 @@ func (r *mRun) launch(rt *rapid.T, k mKey, a ledger.AttemptLaunch) {
 			o = r.m.ops[k]
 		}
 		if !started {
-			o.attempts = append(o.attempts, ledger.Attempt{AttemptID: a.AttemptID, Generation: a.Generation})
-			o.op.CurrentAttemptID, o.op.CurrentGeneration = a.AttemptID, a.Generation
+			o.attempts = append(o.attempts, ledger.Attempt{AttemptID: a.AttemptID, Generation: a.Generation, ControllerID: a.ControllerID})
+			o.op.CurrentAttemptID, o.op.CurrentGeneration, o.op.CurrentControllerID = a.AttemptID, a.Generation, a.ControllerID
 		}
 		if !issued {
 			o.boots[a.BootstrapID] = ledger.Bootstrap{BootstrapID: a.BootstrapID, AttemptID: a.AttemptID, Generation: a.Generation, LaunchDigest: a.LaunchDigest}
@@ -273,7 +302,7 @@ func (r *mRun) launch(rt *rapid.T, k mKey, a ledger.AttemptLaunch) {
 		}
 		return nil
 	}()
-	r.same(rt, fmt.Sprintf("LaunchAttempt(%v, %q, %d, %q)", k, a.AttemptID, a.Generation, a.BootstrapID), err, want)
+	r.same(rt, fmt.Sprintf("LaunchAttempt(%v, %q, %d, %q, %q)", k, a.AttemptID, a.Generation, a.BootstrapID, a.ControllerID), err, want)
 	if err == nil {
 		if f != a.Fence() {
 			rt.Fatalf("LaunchAttempt = %+v, want %+v", f, a.Fence())
@@ -392,6 +421,10 @@ func (r *mRun) begin(rt *rapid.T, f ledger.Fence, id string, d canon.Digest) {
 			wantEff, redelivery = e, true
 			return nil
 		}
+		ctl := o.attempts[len(o.attempts)-1].ControllerID
+		if ctl != "" && !r.m.live(ctl) {
+			return ledger.ErrLeaseExpired
+		}
 		if err := o.open(); err != nil {
 			return err
 		}
@@ -400,7 +433,8 @@ func (r *mRun) begin(rt *rapid.T, f ledger.Fence, id string, d canon.Digest) {
 		}
 		o.op.EffectsUsed++
 		wantEff = &ledger.Effect{Scope: k.s, OperationID: k.op, LogicalEffectID: id, RequestDigest: d,
-			State: ledger.EffectAuthorized, AttemptID: f.AttemptID, Generation: f.Generation, Ordinal: o.op.EffectsUsed}
+			State: ledger.EffectAuthorized, AttemptID: f.AttemptID, Generation: f.Generation, Ordinal: o.op.EffectsUsed,
+			ControllerID: ctl}
 		o.effects[id] = wantEff
 		return nil
 	}()
@@ -463,6 +497,8 @@ func (r *mRun) settle(rt *rapid.T, k mKey, f ledger.Fence, id string, d canon.Di
 			return ledger.ErrNotFound
 		case e.RequestDigest != d:
 			return ledger.ErrChangedInput
+		case kind == 3 && e.State == ledger.EffectAuthorized && r.m.live(e.ControllerID):
+			return ledger.ErrInFlight
 		case e.State == to && e.ReceiptID == receipt && e.Reason == reason:
 			return nil
 		case !slices.Contains(from, e.State):
@@ -592,15 +628,25 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 			}
 		}()
 		r := &mRun{l: l, ctx: context.Background(),
-			m: &model{ops: map[mKey]*mOperation{}, fences: map[mKey][]ledger.Fence{}, bootOwner: map[string]mKey{}}}
+			m: &model{ops: map[mKey]*mOperation{}, fences: map[mKey][]ledger.Fence{}, bootOwner: map[string]mKey{}, leases: map[string]*mLease{}}}
 		// op1 and op2 exist in every scope with attempt a1 from the first
 		// step, some already admitted, so that short histories collide on
 		// effects and bootstrap ids; op3 starts missing.
+		// Controller c1 is live from the start, and some of those first
+		// attempts are its own, so that effects in flight, refused
+		// resolutions and takeovers are common too.
+		r.acquire(rt, "c1", mTTLs[0])
 		for _, sc := range mScopes {
 			for _, op := range mOps[:2] {
 				k := mKey{sc, op}
-				r.create(rt, k, spec(sc, op, rapid.Int64Range(0, 3).Draw(rt, "budget")))
-				r.start(rt, k, "a1")
+				sp := spec(sc, op, rapid.Int64Range(0, 3).Draw(rt, "budget"))
+				r.create(rt, k, sp)
+				if rapid.Bool().Draw(rt, "ownedByC1") {
+					r.launch(rt, k, ledger.AttemptLaunch{Operation: sp, AttemptID: "a1", Generation: 1,
+						BootstrapID: fmt.Sprintf("launch-%s-%s-a1", sc.OrganizationID, op), LaunchDigest: mDigests[0], ControllerID: "c1"})
+				} else {
+					r.start(rt, k, "a1")
+				}
 				if rapid.Bool().Draw(rt, "prepared") {
 					r.prepare(rt, k)
 				}
@@ -639,7 +685,8 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 					boot = rapid.SampledFrom(mBoots).Draw(rt, "boot")
 				}
 				r.launch(rt, k, ledger.AttemptLaunch{Operation: sp, AttemptID: attempt, Generation: gen,
-					BootstrapID: boot, LaunchDigest: rapid.SampledFrom(mDigests).Draw(rt, "launch")})
+					BootstrapID: boot, LaunchDigest: rapid.SampledFrom(mDigests).Draw(rt, "launch"),
+					ControllerID: r.pickController(rt)})
 			},
 			"issue": func(rt *rapid.T) {
 				k := r.pickKey(rt)
@@ -702,12 +749,36 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 				k := r.pickKey(rt)
 				r.record(rt, r.pickFence(rt, k), sampleEvidence(rapid.SampledFrom([]string{"failed", "succeeded"}).Draw(rt, "evidence")))
 			},
+			"acquire": func(rt *rapid.T) {
+				r.acquire(rt, rapid.SampledFrom(mControllers).Draw(rt, "controller"), rapid.SampledFrom(mTTLs).Draw(rt, "ttl"))
+			},
+			"renew": func(rt *rapid.T) {
+				r.renew(rt, rapid.SampledFrom(mControllers).Draw(rt, "controller"), rapid.SampledFrom(mTTLs).Draw(rt, "ttl"))
+			},
+			"release": func(rt *rapid.T) { r.release(rt, rapid.SampledFrom(mControllers).Draw(rt, "controller")) },
+			// takeover mostly takes over from the current fence, with a
+			// new attempt id; otherwise anything.
+			"takeover": func(rt *rapid.T) {
+				k := r.pickKey(rt)
+				attempt := rapid.SampledFrom([]string{"t1", "t2", "t1", "t2", "a1", "a2"}).Draw(rt, "attempt")
+				r.takeOver(rt, ledger.Takeover{From: r.pickFence(rt, k), AttemptID: attempt, ControllerID: rapid.SampledFrom(mControllers).Draw(rt, "taker")})
+			},
+			// dispatch is the race of issue 22: an effect begun through the
+			// current fence, then resolved without one, or recorded by its
+			// attempt.
+			"dispatch": func(rt *rapid.T) {
+				k := r.pickKey(rt)
+				id, d := r.pickEffect(rt, k)
+				f := r.currentFence(k)
+				r.begin(rt, f, id, d)
+				r.settle(rt, k, f, id, d, rapid.SampledFrom([]int{0, 3, 3}).Draw(rt, "kind"))
+			},
 			"": func(rt *rapid.T) { r.m.check(rt, l) },
 		}
 		// Weigh the calls that build state over the two that end an
 		// operation (accept, cancel), so that histories reach redemptions,
 		// settled effects and exhausted budgets before the operation ends.
-		for _, name := range []string{"issue", "redeem", "begin", "settle", "settle2", "start", "admit", "prepare", "launch"} {
+		for _, name := range []string{"issue", "redeem", "begin", "settle", "settle2", "start", "admit", "prepare", "launch", "acquire", "dispatch"} {
 			for i := range 2 {
 				actions[fmt.Sprint(name, i)] = actions[name]
 			}
@@ -720,7 +791,7 @@ func testModel(t *testing.T, open func(t *testing.T) ledger.Ledger) {
 // the model.
 func (m *model) check(rt *rapid.T, l ledger.Ledger) {
 	ctx := context.Background()
-	var wantUnknown []ledger.Effect
+	var wantUnknown, wantInFlight []ledger.Effect
 	for _, s := range mScopes {
 		for _, op := range mOps {
 			k := mKey{s, op}
@@ -745,7 +816,10 @@ func (m *model) check(rt *rapid.T, l ledger.Ledger) {
 			for _, id := range slices.Sorted(maps.Keys(o.effects)) {
 				e := *o.effects[id]
 				want.Effects = append(want.Effects, e)
-				if e.State == ledger.EffectAuthorized || e.State == ledger.EffectUnknown {
+				switch {
+				case e.State == ledger.EffectAuthorized && m.live(e.ControllerID):
+					wantInFlight = append(wantInFlight, e)
+				case e.State == ledger.EffectAuthorized || e.State == ledger.EffectUnknown:
 					wantUnknown = append(wantUnknown, e)
 				}
 			}
@@ -758,7 +832,7 @@ func (m *model) check(rt *rapid.T, l ledger.Ledger) {
 			}
 		}
 	}
-	var wantOps []ledger.Operation
+	var wantOps, wantOrphaned []ledger.Operation
 	for _, s := range mScopes {
 		for _, op := range mOps {
 			o := m.ops[mKey{s, op}]
@@ -766,6 +840,9 @@ func (m *model) check(rt *rapid.T, l ledger.Ledger) {
 				continue
 			}
 			wantOps = append(wantOps, o.op)
+			if o.op.State == ledger.OperationOpen && o.op.CurrentAttemptID != "" && !m.live(o.op.CurrentControllerID) {
+				wantOrphaned = append(wantOrphaned, o.op)
+			}
 			var wantEv []ledger.AttemptEvidence
 			for _, a := range o.attempts {
 				if e, ok := o.evidence[a.AttemptID]; ok {
@@ -804,6 +881,177 @@ func (m *model) check(rt *rapid.T, l ledger.Ledger) {
 	}
 	if d := cmpDiff(wantUnknown, got); d != "" {
 		rt.Fatalf("ListUnknown mismatch (-model +got):\n%s", d)
+	}
+	got, err = l.ListInFlight(ctx)
+	if err != nil {
+		rt.Fatalf("ListInFlight: %v", err)
+	}
+	if len(got) == 0 {
+		got = nil
+	}
+	if d := cmpDiff(wantInFlight, got); d != "" {
+		rt.Fatalf("ListInFlight mismatch (-model +got):\n%s", d)
+	}
+	listed, err = l.ListOperations(ctx, ledger.OperationQuery{Orphaned: true})
+	if err != nil {
+		rt.Fatalf("ListOperations(Orphaned): %v", err)
+	}
+	if len(listed) == 0 {
+		listed = nil
+	}
+	if d := cmpDiff(wantOrphaned, listed); d != "" {
+		rt.Fatalf("ListOperations(Orphaned) mismatch (-model +got):\n%s", d)
+	}
+	all, err := l.Leases(ctx)
+	if err != nil {
+		rt.Fatalf("Leases: %v", err)
+	}
+	var wantLeases, gotLeases []ledger.Lease
+	for _, c := range slices.Sorted(maps.Keys(m.leases)) {
+		wantLeases = append(wantLeases, m.leases[c].lease(c))
+	}
+	for _, ls := range all {
+		gotLeases = append(gotLeases, timeless(ls))
+	}
+	if d := cmpDiff(wantLeases, gotLeases); d != "" {
+		rt.Fatalf("Leases mismatch (-model +got):\n%s", d)
+	}
+}
+
+// lease is what Leases reports for the model's lease of c, times left out.
+func (ls *mLease) lease(c string) ledger.Lease {
+	return ledger.Lease{ControllerID: c, TTL: ls.ttl, Renewals: ls.renewals, Released: ls.released, Live: !ls.released}
+}
+
+// timeless is l without its times, which the model does not know.
+func timeless(l ledger.Lease) ledger.Lease {
+	l.Acquired, l.Expires = time.Time{}, time.Time{}
+	return l
+}
+
+// pickController picks the owner of a launch: mostly a controller, which
+// may or may not be registered and live; sometimes none.
+func (r *mRun) pickController(rt *rapid.T) string {
+	if rapid.IntRange(0, 9).Draw(rt, "owned") < 3 {
+		return ""
+	}
+	return rapid.SampledFrom(mControllers).Draw(rt, "controller")
+}
+
+func (r *mRun) acquire(rt *rapid.T, c string, ttl time.Duration) {
+	got, err := r.l.AcquireLease(r.ctx, c, ttl)
+	want := func() error {
+		ls := r.m.leases[c]
+		switch {
+		case ls == nil:
+			r.m.leases[c] = &mLease{ttl: ttl}
+		case ls.released:
+			return ledger.ErrLeaseExpired
+		case ls.ttl != ttl:
+			return ledger.ErrLeaseHeld
+		}
+		return nil
+	}()
+	r.same(rt, fmt.Sprintf("AcquireLease(%q, %v)", c, ttl), err, want)
+	if err == nil {
+		if d := cmpDiff(r.m.leases[c].lease(c), timeless(got)); d != "" {
+			rt.Fatalf("AcquireLease mismatch (-model +got):\n%s", d)
+		}
+	}
+}
+
+func (r *mRun) renew(rt *rapid.T, c string, ttl time.Duration) {
+	got, err := r.l.RenewLease(r.ctx, c, ttl)
+	want := func() error {
+		ls := r.m.leases[c]
+		switch {
+		case ls == nil:
+			return ledger.ErrNotFound
+		case ls.released:
+			return ledger.ErrLeaseExpired
+		}
+		ls.ttl, ls.renewals = ttl, ls.renewals+1
+		return nil
+	}()
+	r.same(rt, fmt.Sprintf("RenewLease(%q, %v)", c, ttl), err, want)
+	if err == nil {
+		if d := cmpDiff(r.m.leases[c].lease(c), timeless(got)); d != "" {
+			rt.Fatalf("RenewLease mismatch (-model +got):\n%s", d)
+		}
+	}
+}
+
+func (r *mRun) release(rt *rapid.T, c string) {
+	got, err := r.l.ReleaseLease(r.ctx, c)
+	want := func() error {
+		ls := r.m.leases[c]
+		if ls == nil {
+			return ledger.ErrNotFound
+		}
+		ls.released = true
+		return nil
+	}()
+	r.same(rt, fmt.Sprintf("ReleaseLease(%q)", c), err, want)
+	if err == nil {
+		if d := cmpDiff(r.m.leases[c].lease(c), timeless(got)); d != "" {
+			rt.Fatalf("ReleaseLease mismatch (-model +got):\n%s", d)
+		}
+	}
+}
+
+// takeOver is TakeOver, in the order the ledger documents: arguments,
+// operation, operation over, the repeat of a takeover that succeeded
+// (then only the taker's lease), From stale, an attempt id already used,
+// From's controller live, the taker's lease not live.
+func (r *mRun) takeOver(rt *rapid.T, t ledger.Takeover) {
+	k := mKey{t.From.Scope, t.From.OperationID}
+	f, err := r.l.TakeOver(r.ctx, t)
+	next := ledger.Fence{Scope: k.s, OperationID: k.op, AttemptID: t.AttemptID, Generation: t.From.Generation + 1}
+	want := func() error {
+		if t.AttemptID == t.From.AttemptID {
+			return ledger.ErrInvalid
+		}
+		o := r.m.ops[k]
+		if o == nil {
+			return ledger.ErrNotFound
+		}
+		if err := o.open(); err != nil {
+			return err
+		}
+		if n := len(o.attempts); n >= 2 {
+			cur, prev := o.attempts[n-1], o.attempts[n-2]
+			if cur.AttemptID == t.AttemptID && cur.Generation == next.Generation && cur.ControllerID == t.ControllerID &&
+				prev.AttemptID == t.From.AttemptID && prev.Generation == t.From.Generation {
+				if !r.m.live(t.ControllerID) {
+					return ledger.ErrLeaseExpired
+				}
+				return nil
+			}
+		}
+		if id, g := r.m.current(k); id != t.From.AttemptID || g != t.From.Generation {
+			return ledger.ErrStaleFence
+		}
+		if slices.ContainsFunc(o.attempts, func(a ledger.Attempt) bool { return a.AttemptID == t.AttemptID }) {
+			return ledger.ErrStaleFence
+		}
+		if r.m.live(o.attempts[len(o.attempts)-1].ControllerID) {
+			return ledger.ErrOwnerLive
+		}
+		if !r.m.live(t.ControllerID) {
+			return ledger.ErrLeaseExpired
+		}
+		o.attempts = append(o.attempts, ledger.Attempt{AttemptID: t.AttemptID, Generation: next.Generation, ControllerID: t.ControllerID})
+		o.op.CurrentAttemptID, o.op.CurrentGeneration, o.op.CurrentControllerID = t.AttemptID, next.Generation, t.ControllerID
+		return nil
+	}()
+	r.same(rt, fmt.Sprintf("TakeOver(%+v)", t), err, want)
+	if err == nil {
+		if f != next {
+			rt.Fatalf("TakeOver = %+v, want %+v", f, next)
+		}
+		if !slices.Contains(r.m.fences[k], f) {
+			r.m.fences[k] = append(r.m.fences[k], f)
+		}
 	}
 }
 
