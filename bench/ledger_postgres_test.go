@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 )
 
@@ -253,6 +254,81 @@ func BenchmarkLeaseRenew(b *testing.B) {
 				b.ReportMetric(float64(rawServer.Microseconds())/n, "server-cpu-µs/update")
 				b.ReportMetric(float64(renewServer.Microseconds())/n, "server-cpu-µs/renew")
 			}
+		})
+	}
+}
+
+// What the lease check costs an authorization: BeginEffect then
+// ConfirmEffect by W writers, each on its own operation, in alternating
+// rounds on operations whose attempt has no controller (StartAttempt) and
+// on operations launched for a controller holding a live lease
+// (LaunchAttempt with ControllerID), whose every new effect looks the
+// lease up in the statement that debits. ratio is owned authorizations/s
+// over unowned ones.
+//
+//	cd bench && ZEO_TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//		go test -run '^$' -bench LedgerPostgresOwned -benchtime 20x -count 5
+func BenchmarkLedgerPostgresOwned(b *testing.B) {
+	dsn := os.Getenv("ZEO_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		b.Skip("set ZEO_TEST_POSTGRES_DSN to a PostgreSQL database to run the PostgreSQL ledger benchmarks")
+	}
+	for _, w := range []int{1, 8} {
+		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) {
+			ctx := context.Background()
+			pool, schema := benchSchema(b, dsn, w)
+			l, err := postgres.New(ctx, pool, postgres.Options{Schema: pgxUnquote(schema)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close(ctx)
+			unowned := authorizeSetup(b, l, w)
+			if _, err := l.AcquireLease(ctx, "controller", time.Hour); err != nil {
+				b.Fatal(err)
+			}
+			owned := make([]ledger.Fence, w)
+			scope := ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
+			for i := range w {
+				op, launch := fmt.Sprint("owned-", i), canon.Sum([]byte("launch"))
+				f, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{
+					Operation: ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
+						RequestDigest: canon.Sum([]byte("req")), ManifestDigest: canon.Sum([]byte("man")), EffectBudget: 1 << 40},
+					AttemptID: "a1", Generation: 1, BootstrapID: "boot-" + op, LaunchDigest: launch, ControllerID: "controller"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: launch, PID: 1, SessionID: "s"}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.Admit(ctx, f, canon.Sum([]byte("req"))); err != nil {
+					b.Fatal(err)
+				}
+				owned[i] = f
+			}
+			d := canon.Sum([]byte("effect request"))
+			perRound := 8 * w
+			var effect atomic.Int64
+			authorize := func(fences []ledger.Fence) func(i int) error {
+				return func(i int) error {
+					id := fmt.Sprint("e", effect.Add(1))
+					if _, err := l.BeginEffect(ctx, fences[i], id, d); err != nil {
+						return err
+					}
+					_, err := l.ConfirmEffect(ctx, fences[i], id, d, "rcpt-"+id)
+					return err
+				}
+			}
+			var unownedTime, ownedTime time.Duration
+			b.ResetTimer()
+			for range b.N {
+				unownedTime += rounds(b, w, perRound, authorize(unowned))
+				ownedTime += rounds(b, w, perRound, authorize(owned))
+			}
+			b.StopTimer()
+			n := float64(b.N * perRound)
+			b.ReportMetric(n/unownedTime.Seconds(), "unowned-auth/s")
+			b.ReportMetric(n/ownedTime.Seconds(), "owned-auth/s")
+			b.ReportMetric(unownedTime.Seconds()/ownedTime.Seconds(), "ratio")
 		})
 	}
 }
