@@ -8,13 +8,17 @@
 // # Schema and migrations
 //
 // The ledger lives in one PostgreSQL schema (Options.Schema, default
-// "zeo_ledger"): tables for operations, attempts, bootstrap ids, effects
-// and artifacts, and one SQL function per write. [Open] creates the schema
-// and brings it to [SchemaVersion] with the migrations embedded in this
-// package, in one transaction that holds a transaction-scoped advisory
-// lock, so controllers starting together take turns and the second finds
-// the work done. A schema of a newer version is refused with
-// [ErrSchemaTooNew]; nothing is touched.
+// "zeo_ledger"): tables for operations, attempts, bootstrap ids, effects,
+// artifacts and controller leases, and one SQL function per write. [Open]
+// creates the schema and brings it to [SchemaVersion] with the migrations
+// embedded in this package, in one transaction that holds a
+// transaction-scoped advisory lock, so controllers starting together take
+// turns and the second finds the work done; a ledger of any older version
+// migrates forward. A schema of a newer version is refused with
+// [ErrSchemaTooNew]; nothing is touched. Controllers of a build older than
+// the schema must be stopped before a newer build opens it: version 7
+// replaces functions whose results changed, which the older build's
+// statements no longer match.
 //
 // # One round trip per call
 //
