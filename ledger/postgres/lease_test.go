@@ -405,14 +405,34 @@ func TestResolveRacesConfirm(t *testing.T) {
 	}
 }
 
-// A Resolve that finds a lease expired in its committed row, while a
-// renewal that began before the expiry has not committed yet, waits for
-// the renewal and sees the lease live: the renewal cannot slip between
-// Resolve's check and its write.
-func TestResolveWaitsForRenewal(t *testing.T) {
+// A Resolve or a TakeOver that finds a lease expired in its committed
+// row, while a renewal that began before the expiry has not committed
+// yet, waits for the renewal and sees the lease live: the renewal cannot
+// slip between the check and the write it allows.
+func TestDecisionsWaitForRenewal(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		sentinel error
+		call     func(l ledger.Ledger, f ledger.Fence) error
+	}{
+		{"Resolve", ledger.ErrInFlight, func(l ledger.Ledger, f ledger.Fence) error {
+			_, err := l.Resolve(bg, testScope, f.OperationID, "e", digest("e"), ledger.Resolution{State: ledger.EffectNotConsumed, Reason: ledger.ReasonRefused})
+			return err
+		}},
+		{"TakeOver", ledger.ErrOwnerLive, func(l ledger.Ledger, f ledger.Fence) error {
+			_, err := l.TakeOver(bg, ledger.Takeover{From: f, AttemptID: "a2", ControllerID: "taker"})
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) { testWaitsForRenewal(t, c.name, c.sentinel, c.call) })
+	}
+}
+
+func testWaitsForRenewal(t *testing.T, name string, sentinel error, call func(ledger.Ledger, ledger.Fence) error) {
 	dsn := testDSN(t)
 	l, app := openTagged(t)
 	defer closeLedger(t, l)
+	acquire(t, l, "taker", time.Hour)
 	admin, err := pgx.Connect(bg, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -453,16 +473,13 @@ func TestResolveWaitsForRenewal(t *testing.T) {
 		}
 		waitExpired(t, l, ctrl) // by the committed row
 		done := make(chan error, 1)
-		go func() {
-			_, err := l.Resolve(bg, testScope, op, "e", digest("e"), ledger.Resolution{State: ledger.EffectNotConsumed, Reason: ledger.ReasonRefused})
-			done <- err
-		}()
-		// Resolve must wait for the renewal's lock; if it answers first, it
-		// decided on the expired row.
+		go func() { done <- call(l, f) }()
+		// The call must wait for the renewal's lock; if it answers first,
+		// it decided on the expired row.
 		for waiting := false; !waiting; {
 			select {
 			case err := <-done:
-				t.Fatalf("Resolve answered during the renewal without waiting for it: %v", err)
+				t.Fatalf("%s answered during the renewal without waiting for it: %v", name, err)
 			default:
 			}
 			var n int
@@ -474,7 +491,7 @@ func TestResolveWaitsForRenewal(t *testing.T) {
 		if err := tx.Commit(bg); err != nil {
 			t.Fatal(err)
 		}
-		leaseErr(t, "Resolve during a renewal", <-done, ledger.ErrInFlight, ctrl)
+		leaseErr(t, name+" during a renewal", <-done, sentinel, ctrl)
 		return
 	}
 }
