@@ -16,13 +16,36 @@ import (
 // another name not live, with no wait for its TTL after a restart. The
 // record itself is kept (Leases reports it with Live false), and its id
 // stays used: ids are never reused.
+//
+// Every new effect of an owned attempt reads its controller's lease, and
+// a group commit carries many of them for the same few controllers, so a
+// transaction remembers the records it read or wrote (boltTx.leases,
+// cleared with the rest of its memo when the transaction ends).
 
 func (t *boltTx) Lease(id string) (core.LeaseRecord, bool, error) {
-	return get[core.LeaseRecord](t, bucketLeases, []byte(id))
+	if r, ok := t.leases[id]; ok {
+		return r, true, nil
+	}
+	r, ok, err := get[core.LeaseRecord](t, bucketLeases, []byte(id))
+	if err != nil || !ok {
+		return r, ok, err
+	}
+	if t.leases == nil {
+		t.leases = map[string]core.LeaseRecord{}
+	}
+	t.leases[id] = r
+	return r, true, nil
 }
 
 func (t *boltTx) PutLease(r core.LeaseRecord) error {
-	return put(t, bucketLeases, t.hold([]byte(r.ControllerID)), r)
+	if err := put(t, bucketLeases, t.hold([]byte(r.ControllerID)), r); err != nil {
+		return err
+	}
+	if t.leases == nil {
+		t.leases = map[string]core.LeaseRecord{}
+	}
+	t.leases[r.ControllerID] = r
+	return nil
 }
 
 func (t *boltTx) Leases() ([]core.LeaseRecord, error) {

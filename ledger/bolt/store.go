@@ -156,9 +156,10 @@ type boltTx struct {
 	ops       map[core.OpKey]*opRecord
 	dirty     []core.OpKey // keys of ops changed since the last flush, each once
 	seqs      map[core.EffectKey]uint64
-	committed *opCache     // nil for read-only transactions
-	failFlush func() error // test hook (export_test.go); nil in production
-	holder    string       // the Ledger's handle name (core.Tx.Holder; lease.go)
+	committed *opCache                    // nil for read-only transactions
+	failFlush func() error                // test hook (export_test.go); nil in production
+	holder    string                      // the Ledger's handle name (core.Tx.Holder; lease.go)
+	leases    map[string]core.LeaseRecord // lease records read or written in this transaction (lease.go)
 
 	// Encoding space. bbolt keeps the key and value slices given to Put
 	// until the transaction ends, so each one is carved out of arena,
@@ -188,6 +189,7 @@ func (t *boltTx) reuse(tx *bbolt.Tx) {
 	t.tx = tx
 	clear(t.ops)
 	clear(t.seqs)
+	clear(t.leases)
 	t.dirty = t.dirty[:0]
 	t.arena = t.arena[:0]
 }

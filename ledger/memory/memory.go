@@ -5,6 +5,11 @@
 //
 // It is also a [ledger.CatalogueStore], the records of package catalogue.
 //
+// Controller leases ([ledger.Lease]) are judged by this process's clock
+// (time.Now): a lease ends when it expires or is released, and since the
+// ledger lives no longer than the process that holds it, every lease it
+// records was acquired through it.
+//
 // It passes [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run] and
 // [github.com/zeoruntime/runtimeipc/ledger/ledgertest.RunCatalogue].
 package memory
