@@ -8,13 +8,17 @@
 // # Schema and migrations
 //
 // The ledger lives in one PostgreSQL schema (Options.Schema, default
-// "zeo_ledger"): tables for operations, attempts, bootstrap ids, effects
-// and artifacts, and one SQL function per write. [Open] creates the schema
-// and brings it to [SchemaVersion] with the migrations embedded in this
-// package, in one transaction that holds a transaction-scoped advisory
-// lock, so controllers starting together take turns and the second finds
-// the work done. A schema of a newer version is refused with
-// [ErrSchemaTooNew]; nothing is touched.
+// "zeo_ledger"): tables for operations, attempts, bootstrap ids, effects,
+// artifacts and controller leases, and one SQL function per write. [Open]
+// creates the schema and brings it to [SchemaVersion] with the migrations
+// embedded in this package, in one transaction that holds a
+// transaction-scoped advisory lock, so controllers starting together take
+// turns and the second finds the work done; a ledger of any older version
+// migrates forward. A schema of a newer version is refused with
+// [ErrSchemaTooNew]; nothing is touched. Controllers of a build older than
+// the schema must be stopped before a newer build opens it: version 7
+// replaces functions whose results changed, which the older build's
+// statements no longer match.
 //
 // # One round trip per call
 //
@@ -27,24 +31,32 @@
 //	CreateOperation  create_operation   INSERT … ON CONFLICT DO NOTHING, and a SELECT if it existed (2)
 //	StartAttempt     start_attempt      lock the operation, find the attempt, INSERT it, UPDATE the fence (4)
 //	IssueBootstrap   issue_bootstrap    lock, look the id up, INSERT … ON CONFLICT DO NOTHING (3)
-//	LaunchAttempt    launch_attempt     lock (or INSERT the operation), find the attempt, look the id up,
-//	                                    INSERT the attempt, UPDATE the fence, INSERT the id (6)
+//	LaunchAttempt    launch_attempt     the controller's lease (lease_check), lock (or INSERT the operation),
+//	                                    find the attempt, look the id up, INSERT the attempt, UPDATE the
+//	                                    fence, INSERT the id (7)
 //	RedeemBootstrap  redeem_bootstrap   lock, look the id and its attempt up, conditional UPDATE (4)
 //	Admit            admit              lock, read the attempt, find a redemption, UPDATE the attempt (4)
-//	BeginEffect      begin_effect       the debit, an UPDATE conditional on the fence, the admission,
-//	                                    the deadline and the budget; INSERT … ON CONFLICT DO NOTHING of the
-//	                                    effect (2; a redelivery gives the debit back and is answered below)
+//	BeginEffect      begin_effect       the debit, an UPDATE conditional on the fence, the admission, the
+//	                                    controller's lease, the deadline and the budget; INSERT … ON CONFLICT
+//	                                    DO NOTHING of the effect (2; a redelivery gives the debit back and
+//	                                    is answered below)
 //	ConfirmEffect, MarkNotConsumed,
 //	MarkUnknown      settle_effect      UPDATE of the effect, conditional on its state and on the fence,
 //	                                    whose operation row it locks (1)
-//	Resolve          settle_effect      lock, read the effect, conditional UPDATE (3)
+//	Resolve          settle_effect      lock, read the effect, its controller's lease, conditional UPDATE (4)
+//	TakeOver         take_over          lock, both leases (lease_check), INSERT the attempt, UPDATE the fence (5)
+//	AcquireLease     acquire_lease      INSERT … ON CONFLICT DO NOTHING (1), in a transaction of its own
+//	RenewLease       renew_lease        lock the lease, UPDATE (2), in a transaction of its own
+//	ReleaseLease     release_lease      lock the lease, UPDATE (2), in a transaction of its own
 //	AcceptResult     accept_result      lock, read the attempt, INSERT the artifact, conditional UPDATE (4)
 //	Cancel           cancel             lock, conditional UPDATE (2)
 //	RecordAttempt    record_attempt     find the operation and the attempt, INSERT … ON CONFLICT DO NOTHING (3)
 //	Operation        one SELECT of the operation with its lists as arrays (one snapshot)
 //	ListOperations   one SELECT along the operations' unique index
 //	Evidence         one SELECT
-//	ListUnknown      one SELECT over the partial index of unsettled effects
+//	ListUnknown      one SELECT over the partial index of unsettled effects, each authorized one's lease
+//	ListInFlight     the same, keeping the authorized effects whose lease is live
+//	Leases           one SELECT
 //	Artifact         one SELECT
 //
 // Since schema version 5 those common-case statements look the effect up
@@ -110,6 +122,29 @@
 //
 // Deadlines are judged by the database server's clock, the one clock all
 // controllers share.
+//
+// # Controller leases
+//
+// Since schema version 7 (migrations/0007_controller_leases.sql) a
+// controller's lease is a row of its own, and every attempt, the
+// operation's current attempt and every effect carry the controller that
+// owns them. A lease is live while it is not released and the server's
+// clock_timestamp() is before its expiry, which acquisition and renewal
+// set to the server's clock plus the ttl: a controller's own clock never
+// decides. Liveness only ever ends, so a write that needs a live lease
+// (LaunchAttempt, a new effect, the taking controller of TakeOver) may
+// read it from the committed row; a decision that a lease is not live
+// (Resolve of an authorized effect, TakeOver of an attempt, any refusal
+// with ErrLeaseExpired) is made under a FOR SHARE lock of the lease's
+// row, with the clock read after the lock is held, in the transaction of
+// the write it allows. A renewal locks the row and reads the clock after
+// that, so a renewal under way when Resolve looks is waited for and seen,
+// and none can commit between Resolve's check and its write.
+//
+// The lease writes (AcquireLease, RenewLease, ReleaseLease) are not group
+// committed: each runs in a transaction of its own, which locks only its
+// lease's row and so can never be part of a deadlock with the batches
+// that wait for it.
 //
 // # Retries and failures
 //

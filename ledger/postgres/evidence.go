@@ -133,6 +133,9 @@ func (l *Ledger) ListOperations(ctx context.Context, q ledger.OperationQuery) ([
 	if q.State != "" {
 		where = append(where, "state = "+arg(string(q.State)))
 	}
+	if q.Orphaned {
+		where = append(where, l.sql.orphaned)
+	}
 	if q.After != (ledger.OperationRef{}) {
 		a := q.After
 		where = append(where, "(org_id, project_id, operation_id) > ("+arg(raw(a.Scope.OrganizationID))+", "+
@@ -158,13 +161,13 @@ func (l *Ledger) ListOperations(ctx context.Context, q ledger.OperationQuery) ([
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				org, project, opID, capID, why, curID []byte
-				req, man, state                       string
-				budget, used, gen                     int64
-				dlSec                                 *int64
-				dlNsec                                *int32
+				org, project, opID, capID, why, curID, ctrl []byte
+				req, man, state                             string
+				budget, used, gen                           int64
+				dlSec                                       *int64
+				dlNsec                                      *int32
 			)
-			if err := rows.Scan(&org, &project, &opID, &capID, &req, &man, &budget, &dlSec, &dlNsec, &state, &why, &used, &curID, &gen); err != nil {
+			if err := rows.Scan(&org, &project, &opID, &capID, &req, &man, &budget, &dlSec, &dlNsec, &state, &why, &used, &curID, &gen, &ctrl); err != nil {
 				return err
 			}
 			out = append(out, ledger.Operation{
@@ -172,7 +175,7 @@ func (l *Ledger) ListOperations(ctx context.Context, q ledger.OperationQuery) ([
 				OperationID: string(opID), CapabilityID: string(capID),
 				RequestDigest: canon.Digest(req), ManifestDigest: canon.Digest(man), EffectBudget: budget,
 				Deadline: deadlineOf(dlSec, dlNsec), State: ledger.OperationState(state), CancelReason: string(why),
-				EffectsUsed: used, CurrentAttemptID: string(curID), CurrentGeneration: gen,
+				EffectsUsed: used, CurrentAttemptID: string(curID), CurrentGeneration: gen, CurrentControllerID: string(ctrl),
 			})
 		}
 		return rows.Err()

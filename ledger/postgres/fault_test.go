@@ -140,6 +140,47 @@ func churn(l ledger.Ledger, op string, stats *churnStats, stop <-chan struct{}) 
 	}
 }
 
+// renewals renews a lease until stop is closed, as a controller does
+// (each renewal a transaction of its own, outside the group commit), and
+// counts the renewals it was told succeeded and those whose outcome was
+// unknown.
+type renewals struct{ ok, unknown int64 }
+
+func renew(l ledger.Ledger, id string, stats *churnStats, stop <-chan struct{}) (renewals, error) {
+	var r renewals
+	err := stats.repeat(stop, func(ctx context.Context, _ bool) error {
+		_, err := l.AcquireLease(ctx, id, time.Hour)
+		return err
+	})
+	if errors.Is(err, errStopped) {
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	for {
+		select {
+		case <-stop:
+			return r, nil
+		default:
+		}
+		err := stats.repeat(stop, func(ctx context.Context, _ bool) error {
+			_, err := l.RenewLease(ctx, id, time.Hour)
+			if errors.Is(err, ledger.ErrOutcomeUnknown) {
+				r.unknown++
+			}
+			return err
+		})
+		if errors.Is(err, errStopped) {
+			return r, nil
+		}
+		if err != nil {
+			return r, err
+		}
+		r.ok++
+	}
+}
+
 // runChurn runs writers on their own operations until cut reports the
 // faults done (or the test's time runs out), then checks what the ledger
 // holds against what the writers were told.
@@ -148,8 +189,10 @@ func runChurn(t *testing.T, l *postgres.Ledger, dsn string, writers int, cut fun
 	stats := &churnStats{done: make(chan struct{})}
 	stop := make(chan struct{})
 	results := make([]map[string]string, writers)
-	errs := make([]error, writers+1)
+	errs := make([]error, writers+2)
 	var wg sync.WaitGroup
+	var renewed renewals
+	wg.Go(func() { renewed, errs[writers+1] = renew(l, "churn-controller", stats, stop) })
 	for i := range writers {
 		wg.Add(1)
 		go func() {
@@ -195,6 +238,17 @@ func runChurn(t *testing.T, l *postgres.Ledger, dsn string, writers int, cut fun
 			t.Errorf("%s/%s: writer was told it was authorized; the ledger has no such effect", op, id)
 		}
 	}
+	// The lease was renewed at least as often as the renewer was told,
+	// and at most that plus the renewals whose outcome was unknown: a
+	// renewal reported not applied never happened.
+	all, err := l.Leases(bg)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("Leases = %+v, %v", all, err)
+	}
+	if n := all[0].Renewals; n < renewed.ok || n > renewed.ok+renewed.unknown {
+		t.Errorf("lease renewed %d times; the renewer was told %d, and %d more had an unknown outcome", n, renewed.ok, renewed.unknown)
+	}
+	t.Logf("lease: %d renewals, %d with an unknown outcome", renewed.ok, renewed.unknown)
 	ledgertest.Check(t, l, fences...)
 	checkTables(t, dsn, l.Schema())
 }

@@ -49,6 +49,21 @@ var tableInvariants = []struct{ name, sql string }{
 		LEFT JOIN __S__.artifacts r ON r.ref = o.result_ref
 		WHERE (o.state = 'completed') <> (o.result_digest IS NOT NULL)
 			OR (o.result_digest IS NOT NULL AND (NOT coalesce(a.admitted, false) OR r.op_pk IS DISTINCT FROM o.op_pk))`},
+	{"an operation's controller is its current attempt's", `
+		SELECT o.op_pk FROM __S__.operations o
+		LEFT JOIN __S__.attempts cur ON cur.op_pk = o.op_pk AND cur.generation = o.generation
+		WHERE o.generation > 0 AND cur.controller_id IS DISTINCT FROM o.controller_id
+			OR o.generation = 0 AND o.controller_id IS NOT NULL`},
+	{"an effect's controller is its authorizing attempt's", `
+		SELECT e.op_pk, e.effect_id FROM __S__.effects e
+		JOIN __S__.attempts a ON a.op_pk = e.op_pk AND a.generation = e.generation
+		WHERE a.controller_id IS DISTINCT FROM e.controller_id`},
+	{"every controller an attempt names has a lease", `
+		SELECT a.op_pk, a.generation FROM __S__.attempts a
+		WHERE a.controller_id IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM __S__.leases l WHERE l.controller_id = a.controller_id)`},
+	{"leases are well formed", `
+		SELECT controller_id FROM __S__.leases WHERE expires < acquired OR ttl_nsec < 1000000 OR ttl_nsec > 3600000000000`},
 	{"every artifact is an accepted result", `
 		SELECT r.ref FROM __S__.artifacts r
 		WHERE NOT EXISTS (SELECT 1 FROM __S__.operations o WHERE o.result_ref = r.ref)`},
@@ -104,6 +119,9 @@ func TestTableInvariantsFindTampering(t *testing.T) {
 		{"effect of an attempt that was not admitted", "UPDATE __S__.attempts SET admitted = false"},
 		{"lost debit", "UPDATE __S__.operations SET effects_used = effects_used - 1 WHERE effects_used > 0"},
 		{"effect without its attempt", "UPDATE __S__.effects SET attempt_id = 'someone else'"},
+		{"effect under another controller", "UPDATE __S__.effects SET controller_id = 'c'"},
+		{"operation under another controller", "UPDATE __S__.operations SET controller_id = 'c'"},
+		{"lease of no ttl", "INSERT INTO __S__.leases (controller_id, acquired, expires, ttl_nsec) VALUES ('c', now(), now(), 1)"},
 	} {
 		t.Run(tamper.name, func(t *testing.T) {
 			l := openTest(t)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
@@ -22,15 +23,21 @@ func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (led
 	}
 	spec := a.Operation
 	sec, nsec := deadlineArgs(core.NormDeadline(spec.Deadline))
+	var controller []byte // NULL: no controller
+	if a.ControllerID != "" {
+		controller = raw(a.ControllerID)
+	}
 	var (
-		h head
-		b bootstrapAnswer
+		h            head
+		b            bootstrapAnswer
+		leaseExpires *time.Time
+		controllerA  []byte // the controller an attempt already started has
 	)
 	err := l.write(ctx, op, keyOf(spec.Scope, spec.OperationID), l.sql.launchAttempt,
 		[]any{raw(spec.Scope.OrganizationID), raw(spec.Scope.ProjectID), raw(spec.OperationID), raw(spec.CapabilityID),
 			string(spec.RequestDigest), string(spec.ManifestDigest), spec.EffectBudget, sec, nsec,
-			raw(a.AttemptID), a.Generation, raw(a.BootstrapID), string(a.LaunchDigest)},
-		h.dest(b.dest()...)...)
+			raw(a.AttemptID), a.Generation, raw(a.BootstrapID), string(a.LaunchDigest), controller},
+		h.dest(append(b.dest(), &leaseExpires, &controllerA)...)...)
 	if err != nil {
 		return ledger.Fence{}, err
 	}
@@ -47,6 +54,10 @@ func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (led
 		return ledger.Fence{}, core.BootstrapOtherAttempt(op, rec, f)
 	case "changed_launch":
 		return ledger.Fence{}, core.BootstrapOtherLaunch(op, rec, a.LaunchDigest)
+	case "changed_controller":
+		return ledger.Fence{}, core.AttemptOtherController(op, f, string(controllerA), a.ControllerID)
+	case "lease_expired":
+		return ledger.Fence{}, leaseRefusal(op, a.ControllerID, leaseExpires, ledger.ErrLeaseExpired)
 	}
 	return ledger.Fence{}, h.refusal(op, f)
 }

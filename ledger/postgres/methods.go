@@ -100,14 +100,14 @@ func (l *Ledger) CreateOperation(ctx context.Context, spec ledger.OperationSpec)
 	dl := core.NormDeadline(spec.Deadline)
 	sec, nsec := deadlineArgs(dl)
 	var (
-		code, state   *string
-		reason, curID []byte
-		used, gen     *int64
+		code, state         *string
+		reason, curID, ctrl []byte
+		used, gen           *int64
 	)
 	err := l.write(ctx, op, keyOf(spec.Scope, spec.OperationID), l.sql.createOperation,
 		[]any{raw(spec.Scope.OrganizationID), raw(spec.Scope.ProjectID), raw(spec.OperationID), raw(spec.CapabilityID),
 			string(spec.RequestDigest), string(spec.ManifestDigest), spec.EffectBudget, sec, nsec},
-		&code, &state, &reason, &used, &curID, &gen)
+		&code, &state, &reason, &used, &curID, &gen, &ctrl)
 	if err != nil {
 		return ledger.Operation{}, err
 	}
@@ -118,7 +118,7 @@ func (l *Ledger) CreateOperation(ctx context.Context, spec ledger.OperationSpec)
 			RequestDigest: spec.RequestDigest, ManifestDigest: spec.ManifestDigest,
 			EffectBudget: spec.EffectBudget, Deadline: dl, State: ledger.OperationState(val(state)),
 			CancelReason: string(reason), EffectsUsed: val(used),
-			CurrentAttemptID: string(curID), CurrentGeneration: val(gen),
+			CurrentAttemptID: string(curID), CurrentGeneration: val(gen), CurrentControllerID: string(ctrl),
 		}, nil
 	case "changed":
 		return ledger.Operation{}, core.SpecChanged(spec.OperationID)
@@ -279,15 +279,16 @@ func (l *Ledger) Admit(ctx context.Context, f ledger.Fence, d canon.Digest) (led
 }
 
 // effectAnswer is the effect record begin_effect and settle_effect answer
-// with.
+// with, and the expiry of the lease that refused the call, if one did.
 type effectAnswer struct {
-	digest, auth, state, reason *string
-	receipt, attempt            []byte
-	gen, ordinal                *int64
+	digest, auth, state, reason  *string
+	receipt, attempt, controller []byte
+	gen, ordinal                 *int64
+	leaseExpires                 *time.Time
 }
 
 func (e *effectAnswer) dest() []any {
-	return []any{&e.digest, &e.auth, &e.state, &e.receipt, &e.reason, &e.attempt, &e.gen, &e.ordinal}
+	return []any{&e.digest, &e.auth, &e.state, &e.receipt, &e.reason, &e.attempt, &e.gen, &e.ordinal, &e.controller, &e.leaseExpires}
 }
 
 func (e *effectAnswer) record(s ledger.Scope, opID, id string) ledger.Effect {
@@ -296,7 +297,7 @@ func (e *effectAnswer) record(s ledger.Scope, opID, id string) ledger.Effect {
 		RequestDigest: canon.Digest(val(e.digest)), AuthorizationID: val(e.auth),
 		State: ledger.EffectState(val(e.state)), ReceiptID: string(e.receipt),
 		Reason: ledger.NotConsumedReason(val(e.reason)), AttemptID: string(e.attempt),
-		Generation: val(e.gen), Ordinal: val(e.ordinal),
+		Generation: val(e.gen), Ordinal: val(e.ordinal), ControllerID: string(e.controller),
 	}
 }
 
@@ -339,6 +340,8 @@ func (l *Ledger) BeginEffect(ctx context.Context, f ledger.Fence, id string, d c
 		return ledger.EffectGrant{}, core.DeadlinePassed(op, f.OperationID, deadlineOf(dlSec, dlNsec))
 	case "budget":
 		return ledger.EffectGrant{}, core.BudgetExhausted(op, f.OperationID, id, val(used), val(budget))
+	case "lease_expired":
+		return ledger.EffectGrant{}, leaseRefusal(op, string(e.controller), e.leaseExpires, ledger.ErrLeaseExpired)
 	}
 	return ledger.EffectGrant{}, h.refusal(op, f)
 }
@@ -437,6 +440,8 @@ func (l *Ledger) settle(ctx context.Context, op string, s ledger.Scope, opID str
 		return ledger.Effect{}, core.EffectChanged(op, rec, d)
 	case "transition":
 		return ledger.Effect{}, core.Transition(op, rec, to)
+	case "in_flight":
+		return ledger.Effect{}, leaseRefusal(op, rec.ControllerID, e.leaseExpires, ledger.ErrInFlight)
 	}
 	if f == nil {
 		return ledger.Effect{}, unknownCode(op, h.code)
@@ -498,14 +503,14 @@ func (l *Ledger) Cancel(ctx context.Context, s ledger.Scope, opID, reason string
 		return ledger.Operation{}, err
 	}
 	var (
-		code, req, man, state *string
-		capID, why, curID     []byte
-		budget, used, gen     *int64
-		dlSec                 *int64
-		dlNsec                *int32
+		code, req, man, state   *string
+		capID, why, curID, ctrl []byte
+		budget, used, gen       *int64
+		dlSec                   *int64
+		dlNsec                  *int32
 	)
 	err := l.write(ctx, op, keyOf(s, opID), l.sql.cancel, []any{raw(s.OrganizationID), raw(s.ProjectID), raw(opID), raw(reason)},
-		&code, &capID, &req, &man, &budget, &dlSec, &dlNsec, &state, &why, &used, &curID, &gen)
+		&code, &capID, &req, &man, &budget, &dlSec, &dlNsec, &state, &why, &used, &curID, &gen, &ctrl)
 	if err != nil {
 		return ledger.Operation{}, err
 	}
@@ -516,6 +521,7 @@ func (l *Ledger) Cancel(ctx context.Context, s ledger.Scope, opID, reason string
 			RequestDigest: canon.Digest(val(req)), ManifestDigest: canon.Digest(val(man)),
 			EffectBudget: val(budget), Deadline: deadlineOf(dlSec, dlNsec), State: ledger.OperationState(val(state)),
 			CancelReason: string(why), EffectsUsed: val(used), CurrentAttemptID: string(curID), CurrentGeneration: val(gen),
+			CurrentControllerID: string(ctrl),
 		}, nil
 	case "not_found":
 		return ledger.Operation{}, core.OperationNotFound(op, s, opID)

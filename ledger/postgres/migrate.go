@@ -62,7 +62,7 @@ func migrations() ([]migration, error) {
 }
 
 // SchemaVersion is the schema version this build writes and reads.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrate brings schema up to SchemaVersion in one transaction, under a
 // transaction-scoped advisory lock keyed by the schema's name: controllers
@@ -71,6 +71,12 @@ const SchemaVersion = 6
 // pooled connection; the transaction-scoped one ends with it, whatever
 // happens.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema, quoted string) error {
+	return migrateTo(ctx, pool, schema, quoted, SchemaVersion)
+}
+
+// migrateTo is migrate to version target, at most SchemaVersion; the
+// tests use it to make ledgers as older builds left them.
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, schema, quoted string, target int) error {
 	steps, err := migrations()
 	if err != nil {
 		return err
@@ -78,6 +84,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema, quoted string) err
 	if len(steps) != SchemaVersion {
 		return fmt.Errorf("ledger/postgres: %d migrations embedded for schema version %d", len(steps), SchemaVersion)
 	}
+	if target < 1 || target > SchemaVersion {
+		return fmt.Errorf("ledger/postgres: no schema version %d", target)
+	}
+	steps = steps[:target]
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(schema)); err != nil {
 			return err
@@ -97,19 +107,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema, quoted string) err
 		} else if err != nil {
 			return err
 		}
-		if have > SchemaVersion {
+		if have > target {
 			return fmt.Errorf("%w: schema %q is at version %d, this build knows versions up to %d; upgrade this controller",
-				ErrSchemaTooNew, schema, have, SchemaVersion)
+				ErrSchemaTooNew, schema, have, target)
 		}
 		for _, m := range steps[have:] {
 			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, schemaPlaceholder, quoted)); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
 		}
-		if have == SchemaVersion {
+		if have == target {
 			return nil
 		}
-		_, err = tx.Exec(ctx, "INSERT INTO "+quoted+".schema_version (version) VALUES ($1) ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version", SchemaVersion)
+		_, err = tx.Exec(ctx, "INSERT INTO "+quoted+".schema_version (version) VALUES ($1) ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version", target)
 		return err
 	})
 	if err != nil {

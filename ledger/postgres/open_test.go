@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -182,35 +183,76 @@ func opSpec(s ledger.Scope, op string, budget int64) ledger.OperationSpec {
 		ManifestDigest: digest("manifest"), EffectBudget: budget}
 }
 
-// A ledger of an older schema version is brought up to date at open: the
-// migrations it lacks run, in order, and then the ledger works.
+// A ledger of every older schema version, with the records a build of
+// that version wrote (through that version's own functions), is brought up
+// to date at open: the migrations it lacks run, in order, and then the
+// ledger works on the old records. Attempts and effects of before version
+// 7 have no controller: the operation is orphaned and its authorized
+// effect unknown, as every one was before leases.
 func TestOlderSchemaMigrated(t *testing.T) {
 	dsn := testDSN(t)
-	schema := newSchema(t, dsn)
-	l, err := postgres.Open(bg, dsn, postgres.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := readyOp(t, l, "op")
-	closeLedger(t, l)
-	// Version 3 replaces functions of version 1; a database left at
-	// version 2 gets it at the next open.
-	execSQL(t, dsn, "UPDATE "+pgx.Identifier{schema}.Sanitize()+".schema_version SET version = 2")
-	l, err = postgres.Open(bg, dsn, postgres.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeLedger(t, l)
-	if _, err := l.BeginEffect(bg, f, "e1", digest("e1")); err != nil {
-		t.Fatal(err)
-	}
-	c, err := pgx.Connect(bg, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(bg)
-	var v int
-	if err := c.QueryRow(bg, "SELECT version FROM "+pgx.Identifier{schema}.Sanitize()+".schema_version").Scan(&v); err != nil || v != postgres.SchemaVersion {
-		t.Fatalf("schema version after open = %d, %v; want %d", v, err, postgres.SchemaVersion)
+	for v := 1; v < postgres.SchemaVersion; v++ {
+		t.Run(fmt.Sprintf("from=%d", v), func(t *testing.T) {
+			schema := newSchema(t, dsn)
+			q := pgx.Identifier{schema}.Sanitize()
+			pool, err := pgxpool.New(bg, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			if err := postgres.MigrateTo(bg, pool, schema, v); err != nil {
+				t.Fatal(err)
+			}
+			// The calls of version 1's functions, whose arguments no
+			// later version changed before version 7.
+			org, proj, op := []byte(testScope.OrganizationID), []byte(testScope.ProjectID), []byte("op")
+			for _, c := range []struct {
+				sql  string
+				args []any
+			}{
+				{"create_operation($1, $2, $3, 'cap', $4, $5, 10, NULL, NULL)", []any{org, proj, op, string(digest("request")), string(digest("manifest"))}},
+				{"start_attempt($1, $2, $3, 'a1')", []any{org, proj, op}},
+				{"issue_bootstrap($1, $2, $3, 'a1', 1, 'boot', $4)", []any{org, proj, op, string(digest("launch"))}},
+				{"redeem_bootstrap($1, $2, $3, 'a1', 1, 'boot', $4, 7, 's')", []any{org, proj, op, string(digest("launch"))}},
+				{"admit($1, $2, $3, 'a1', 1, $4)", []any{org, proj, op, string(digest("request"))}},
+				{"begin_effect($1, $2, $3, 'a1', 1, 'old', $4, 'auth_old')", []any{org, proj, op, string(digest("old"))}},
+			} {
+				var code string
+				if err := pool.QueryRow(bg, "SELECT r_code FROM "+q+"."+c.sql, c.args...).Scan(&code); err != nil || code != "ok" {
+					t.Fatalf("version %d: %s: %q, %v", v, c.sql, code, err)
+				}
+			}
+			l, err := postgres.Open(bg, dsn, postgres.Options{Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeLedger(t, l)
+			f := ledger.Fence{Scope: testScope, OperationID: "op", AttemptID: "a1", Generation: 1}
+			if _, err := l.BeginEffect(bg, f, "new", digest("new")); err != nil {
+				t.Fatal(err)
+			}
+			unknown, err := l.ListUnknown(bg)
+			if err != nil || len(unknown) != 2 || unknown[0].LogicalEffectID != "new" || unknown[1].LogicalEffectID != "old" ||
+				unknown[1].ControllerID != "" || unknown[1].AuthorizationID != "auth_old" {
+				t.Fatalf("ListUnknown = %+v, %v; want the effects new and old, without a controller", unknown, err)
+			}
+			orphans, err := l.ListOperations(bg, ledger.OperationQuery{Orphaned: true})
+			if err != nil || len(orphans) != 1 || orphans[0].CurrentAttemptID != "a1" || orphans[0].CurrentControllerID != "" {
+				t.Fatalf("orphaned operations = %+v, %v; want op", orphans, err)
+			}
+			if _, err := l.Resolve(bg, testScope, "op", "old", digest("old"), ledger.Resolution{State: ledger.EffectNotConsumed, Reason: ledger.ReasonRefused}); err != nil {
+				t.Fatalf("Resolve of the old effect: %v", err)
+			}
+			c, err := pgx.Connect(bg, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(bg)
+			var got int
+			if err := c.QueryRow(bg, "SELECT version FROM "+q+".schema_version").Scan(&got); err != nil || got != postgres.SchemaVersion {
+				t.Fatalf("schema version after open = %d, %v; want %d", got, err, postgres.SchemaVersion)
+			}
+			checkTables(t, dsn, schema)
+		})
 	}
 }

@@ -16,18 +16,19 @@ import (
 // viewRow is one row of viewSQL: the operation's columns and one array per
 // column of its attempts, bootstrap ids and effects.
 type viewRow struct {
-	capID, cancelReason, curAttempt []byte
-	request, manifest, state        string
-	budget, used, gen               int64
-	dlSec                           *int64
-	dlNsec                          *int32
-	resultDigest                    *string
-	resultRef                       []byte
-	resultGen                       *int64
+	capID, cancelReason, curAttempt, curController []byte
+	request, manifest, state                       string
+	budget, used, gen                              int64
+	dlSec                                          *int64
+	dlNsec                                         *int32
+	resultDigest                                   *string
+	resultRef                                      []byte
+	resultGen                                      *int64
 
-	attemptIDs [][]byte
-	attemptGen []int64
-	admitted   []bool
+	attemptIDs         [][]byte
+	attemptGen         []int64
+	admitted           []bool
+	attemptControllers [][]byte
 
 	bootIDs      [][]byte
 	bootGen      []int64
@@ -43,15 +44,16 @@ type viewRow struct {
 	effReasons  []string
 	effGen      []int64
 	effOrdinals []int64
+	effCtrls    [][]byte
 }
 
 func (r *viewRow) dest() []any {
 	return []any{&r.capID, &r.request, &r.manifest, &r.budget, &r.dlSec, &r.dlNsec,
 		&r.state, &r.cancelReason, &r.used, &r.curAttempt, &r.gen,
-		&r.resultDigest, &r.resultRef, &r.resultGen,
-		&r.attemptIDs, &r.attemptGen, &r.admitted,
+		&r.resultDigest, &r.resultRef, &r.resultGen, &r.curController,
+		&r.attemptIDs, &r.attemptGen, &r.admitted, &r.attemptControllers,
 		&r.bootIDs, &r.bootGen, &r.bootLaunch, &r.bootPID, &r.bootSessions,
-		&r.effIDs, &r.effDigests, &r.effAuths, &r.effStates, &r.effReceipts, &r.effReasons, &r.effGen, &r.effOrdinals}
+		&r.effIDs, &r.effDigests, &r.effAuths, &r.effStates, &r.effReceipts, &r.effReasons, &r.effGen, &r.effOrdinals, &r.effCtrls}
 }
 
 // Operation implements [ledger.Ledger]. One statement, so the view is one
@@ -82,9 +84,9 @@ func (r *viewRow) view(s ledger.Scope, opID string) (ledger.OperationView, error
 	corrupt := func(what string) error {
 		return fmt.Errorf("ledger/postgres: Operation: operation %q: %s: %w", opID, what, ledger.ErrCorrupt)
 	}
-	if !sameLen(len(r.attemptIDs), len(r.attemptGen), len(r.admitted)) ||
+	if !sameLen(len(r.attemptIDs), len(r.attemptGen), len(r.admitted), len(r.attemptControllers)) ||
 		!sameLen(len(r.bootIDs), len(r.bootGen), len(r.bootLaunch), len(r.bootPID), len(r.bootSessions)) ||
-		!sameLen(len(r.effIDs), len(r.effDigests), len(r.effAuths), len(r.effStates), len(r.effReceipts), len(r.effReasons), len(r.effGen), len(r.effOrdinals)) {
+		!sameLen(len(r.effIDs), len(r.effDigests), len(r.effAuths), len(r.effStates), len(r.effReceipts), len(r.effReasons), len(r.effGen), len(r.effOrdinals), len(r.effCtrls)) {
 		return ledger.OperationView{}, corrupt("lists of unequal length")
 	}
 	v := ledger.OperationView{Operation: ledger.Operation{
@@ -92,11 +94,12 @@ func (r *viewRow) view(s ledger.Scope, opID string) (ledger.OperationView, error
 		RequestDigest: canon.Digest(r.request), ManifestDigest: canon.Digest(r.manifest),
 		EffectBudget: r.budget, Deadline: deadlineOf(r.dlSec, r.dlNsec), State: ledger.OperationState(r.state),
 		CancelReason: string(r.cancelReason), EffectsUsed: r.used,
-		CurrentAttemptID: string(r.curAttempt), CurrentGeneration: r.gen,
+		CurrentAttemptID: string(r.curAttempt), CurrentGeneration: r.gen, CurrentControllerID: string(r.curController),
 	}}
 	attemptOf := make(map[int64]string, len(r.attemptIDs))
 	for i, id := range r.attemptIDs {
-		v.Attempts = append(v.Attempts, ledger.Attempt{AttemptID: string(id), Generation: r.attemptGen[i], Admitted: r.admitted[i]})
+		v.Attempts = append(v.Attempts, ledger.Attempt{AttemptID: string(id), Generation: r.attemptGen[i], Admitted: r.admitted[i],
+			ControllerID: string(r.attemptControllers[i])})
 		attemptOf[r.attemptGen[i]] = string(id)
 	}
 	attempt := func(gen int64) (string, error) {
@@ -126,6 +129,7 @@ func (r *viewRow) view(s ledger.Scope, opID string) (ledger.OperationView, error
 			Scope: s, OperationID: opID, LogicalEffectID: string(id), RequestDigest: canon.Digest(r.effDigests[i]),
 			AuthorizationID: r.effAuths[i], State: ledger.EffectState(r.effStates[i]), ReceiptID: string(r.effReceipts[i]),
 			Reason: ledger.NotConsumedReason(r.effReasons[i]), AttemptID: a, Generation: r.effGen[i], Ordinal: r.effOrdinals[i],
+			ControllerID: string(r.effCtrls[i]),
 		})
 	}
 	if r.resultDigest != nil {
@@ -150,7 +154,16 @@ func sameLen(n ...int) bool {
 
 // ListUnknown implements [ledger.Ledger]. One statement.
 func (l *Ledger) ListUnknown(ctx context.Context) ([]ledger.Effect, error) {
-	const op = "ListUnknown"
+	return l.listEffects(ctx, "ListUnknown", l.sql.listUnknown)
+}
+
+// ListInFlight implements [ledger.Ledger]. One statement.
+func (l *Ledger) ListInFlight(ctx context.Context) ([]ledger.Effect, error) {
+	return l.listEffects(ctx, "ListInFlight", l.sql.listInFlight)
+}
+
+// listEffects runs sql, a list of effects of listUnknownSQL's shape.
+func (l *Ledger) listEffects(ctx context.Context, op, sql string) ([]ledger.Effect, error) {
 	if err := l.enter(ctx, op); err != nil {
 		return nil, err
 	}
@@ -158,25 +171,25 @@ func (l *Ledger) ListUnknown(ctx context.Context) ([]ledger.Effect, error) {
 	var out []ledger.Effect
 	err := l.run(ctx, op, func(c *pgxpool.Conn) error {
 		out = out[:0]
-		rows, err := c.Query(ctx, l.sql.listUnknown)
+		rows, err := c.Query(ctx, sql)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				org, project, opID, id, attempt []byte
-				digest, auth, state             string
-				gen, ordinal                    int64
+				org, project, opID, id, attempt, ctrl []byte
+				digest, auth, state                   string
+				gen, ordinal                          int64
 			)
-			if err := rows.Scan(&org, &project, &opID, &id, &digest, &auth, &state, &attempt, &gen, &ordinal); err != nil {
+			if err := rows.Scan(&org, &project, &opID, &id, &digest, &auth, &state, &attempt, &gen, &ordinal, &ctrl); err != nil {
 				return err
 			}
 			out = append(out, ledger.Effect{
 				Scope:       ledger.Scope{OrganizationID: string(org), ProjectID: string(project)},
 				OperationID: string(opID), LogicalEffectID: string(id), RequestDigest: canon.Digest(digest),
 				AuthorizationID: auth, State: ledger.EffectState(state), AttemptID: string(attempt),
-				Generation: gen, Ordinal: ordinal,
+				Generation: gen, Ordinal: ordinal, ControllerID: string(ctrl),
 			})
 		}
 		return rows.Err()
