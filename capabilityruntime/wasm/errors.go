@@ -41,8 +41,9 @@ var ErrClosed = errors.New("wasm: closed")
 // by a *CallError.
 var (
 	// ErrExitStatus: the module called proc_exit with a non-zero status.
-	// CallError.Stderr holds the tail of what it wrote to stderr (a Go
-	// module that runs out of memory says so there, "out of memory").
+	// CallError.Stderr holds the tail of what it wrote to stderr and
+	// StderrHead its start (where a Go module that ran out of memory says
+	// "out of memory").
 	ErrExitStatus = errors.New("wasm: module exited unsuccessfully")
 	// ErrTrap: the module trapped (unreachable, an out-of-bounds access,
 	// a stack overflow, an integer division by zero, an instantiation that
@@ -98,6 +99,10 @@ type CallError struct {
 	// ErrBadOutput), Stderr the tail of its standard error
 	// (Config.StderrTailBytes at most).
 	Stdout, Stderr string
+	// StderrHead is the first KiB of standard error when the module wrote
+	// more than the tail holds, else "". A Go module states a fatal error
+	// ("out of memory") there, before the goroutine dump in the tail.
+	StderrHead string
 }
 
 // Error implements error. The text is for people; test with errors.Is
@@ -113,7 +118,10 @@ func (e *CallError) Error() string {
 	if e.Stdout != "" {
 		s += fmt.Sprintf("; stdout begins %q", e.Stdout)
 	}
-	if e.Stderr != "" {
+	switch {
+	case e.StderrHead != "":
+		s += "; stderr: " + e.StderrHead + " … " + e.Stderr
+	case e.Stderr != "":
 		s += "; stderr: " + e.Stderr
 	}
 	return s

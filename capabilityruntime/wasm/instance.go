@@ -114,7 +114,7 @@ func (in *instance) Execute(ctx context.Context, req *capabilityruntime.Request)
 		_ = mod.Close(context.Background())
 	}
 
-	ce := &CallError{Runtime: name, Stderr: stderr.String()}
+	ce := &CallError{Runtime: name, Stderr: stderr.String(), StderrHead: stderr.Head()}
 	var exit *sys.ExitError
 	switch {
 	case runErr == nil:

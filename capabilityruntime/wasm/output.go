@@ -51,18 +51,30 @@ func (l *limitBuffer) Bytes() []byte {
 	return l.buf.Bytes()
 }
 
-// tailBuffer keeps the last max bytes written to it, in a buffer of at most
-// 2×max: a module that floods stderr costs no more memory than that.
+// headBytes is how much of the start of stderr a CallError keeps when the
+// stream is longer than its tail: a Go module's fatal error is stated first,
+// before the goroutine dump that fills the tail.
+const headBytes = 1 << 10
+
+// tailBuffer keeps the first headBytes and the last max bytes written to
+// it, in at most headBytes+2×max: a module that floods stderr costs no more
+// memory than that.
 type tailBuffer struct {
-	mu  sync.Mutex // guards buf
-	max int
-	buf []byte
+	mu    sync.Mutex // guards the fields below
+	max   int
+	head  []byte
+	total int64
+	buf   []byte
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(p)
+	t.total += int64(n)
+	if room := headBytes - len(t.head); room > 0 {
+		t.head = append(t.head, p[:min(room, len(p))]...)
+	}
 	if len(p) > t.max {
 		p = p[len(p)-t.max:]
 	}
@@ -79,6 +91,17 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf[max(len(t.buf)-t.max, 0):])
+}
+
+// Head returns the first headBytes when the stream was longer than the
+// tail, else "" (the tail then holds all of it).
+func (t *tailBuffer) Head() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.total <= int64(t.max) {
+		return ""
+	}
+	return string(t.head)
 }
 
 // parseResponse reads a module's stdout, which is untrusted: exactly one JSON

@@ -19,6 +19,8 @@
 //	garbage writes something that is not JSON and exits 0
 //	read    reads the file "path" and answers its content
 //	dial    dials "addr" over TCP and answers what happened
+//	listen  accepts on descriptor 3, where a host that grants a socket
+//	        would put it, and answers what happened
 package main
 
 import (
@@ -76,8 +78,8 @@ func main() {
 		var keep [][]byte
 		for i := 0; i < int(num("mib", 1024)); i++ {
 			b := make([]byte, 1<<20)
-			for j := range b {
-				b[j] = byte(i + j)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = byte(i + j) // touch every page
 			}
 			keep = append(keep, b)
 		}
@@ -109,6 +111,14 @@ func main() {
 		}
 		c.Close()
 		answer(map[string]any{"dialed": true}, "")
+	case "listen":
+		l, err := net.FileListener(os.NewFile(3, "socket"))
+		if err != nil {
+			answer(nil, "listen: "+err.Error())
+			return
+		}
+		l.Close()
+		answer(map[string]any{"listening": true}, "")
 	default:
 		answer(nil, "unknown behaviour "+str("do"))
 	}
