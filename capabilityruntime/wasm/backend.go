@@ -442,7 +442,7 @@ func (b *Backend) compile(ctx context.Context, ls launchSpec, code []byte) (*com
 	b.mu.Unlock()
 
 	began := time.Now()
-	mod, err := b.rt.CompileModule(context.Background(), code)
+	mod, err := b.rt.CompileModule(context.Background(), mergeDataSegments(code))
 	if err == nil {
 		if err = checkImports(mod); err != nil {
 			_ = mod.Close(context.Background())

@@ -609,3 +609,14 @@ func TestCloseBackendLeavesOthersAlone(t *testing.T) {
 		t.Errorf("the other backend after Close: %v, %v", resp, err)
 	}
 }
+
+// TestGoModuleDataMerged checks the rewrite Start applies to the guest that
+// every other test runs: Go's linker emits one data segment per run of
+// non-zero bytes, and they become one, with the same memory image.
+func TestGoModuleDataMerged(t *testing.T) {
+	before, after := wasm.CheckMergedData(t, guest)
+	if before < 100 || after != 1 {
+		t.Errorf("data segments: %d before, %d after; want Go's many merged into one", before, after)
+	}
+	t.Logf("data segments: %d before, %d after", before, after)
+}
