@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/capabilityruntime"
+	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
+	"github.com/zeoruntime/runtimeipc/capabilityruntime/wasm"
+)
+
+// wasmParams is the payload of the wasm rows: 1 KiB of JSON once encoded
+// as a Request.
+func wasmParams() map[string]any {
+	p := capParams()
+	body, _ := json.Marshal(capabilityruntime.Request{Params: p})
+	p["blob"] = strings.Repeat("x", 1024-len(body)-len(`,"blob":""`))
+	return p
+}
+
+// buildWasip1 builds pkg (relative to bench/) for GOOS=wasip1 GOARCH=wasm.
+func buildWasip1(b *testing.B, dir, name, pkg string) string {
+	b.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=wasip1", "GOARCH=wasm")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("building %s for wasip1: %v", pkg, err)
+	}
+	return out
+}
+
+// installWasm makes root an installed wasm runtime: module.wasm (a copy of
+// module) and a runtime.json naming it with its sha256.
+func installWasm(b *testing.B, root, name, module string) capabilityruntime.BackendSpec {
+	b.Helper()
+	code, err := os.ReadFile(module)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := sha256.Sum256(code)
+	m := capabilityruntime.Manifest{
+		APIVersion: capabilityruntime.APIVersion, Kind: capabilityruntime.Kind,
+		Metadata:     capabilityruntime.ManifestMetadata{Name: name, Version: "1.0.0"},
+		Runtime:      capabilityruntime.ManifestRuntime{Type: capabilityruntime.RuntimeKindWasm, Entrypoint: "module.wasm"},
+		Capabilities: []string{"bench.echo"},
+		Platforms: map[string]capabilityruntime.Platform{
+			capabilityruntime.PlatformWasm: {Artifact: "module.wasm", SHA256: hex.EncodeToString(sum[:])},
+		},
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "module.wasm"), code, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, capabilityruntime.ManifestFile), raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return capabilityruntime.BackendSpec{Type: name, Version: "1.0.0", Entrypoint: "module.wasm", RootDir: root}
+}
+
+func newWasmBackend(b *testing.B, cacheDir string) *wasm.Backend {
+	b.Helper()
+	w, err := wasm.New(wasm.Config{CompilationCacheDir: cacheDir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// BenchmarkCapabilityRuntimeWasm measures the wasm backend beside the
+// process backend, with one program for every row: bench/capecho (it uses
+// capabilityruntime/serve, which speaks the one-shot protocol when no
+// socket is named), built natively and for wasip1, and one payload of 1 KiB
+// of JSON:
+//
+//   - WasmExecute: one call on a started wasm instance (a fresh module
+//     instance per call: the Go runtime of the module starts, reads stdin,
+//     answers, exits);
+//   - OneShot: the same call under the JSON protocol on the process
+//     backend (a native process per call);
+//   - Pooled: the same call on a warm pooled gRPC worker;
+//   - PairedOneShot, PairedPool: WasmExecute and the other row interleaved
+//     in every iteration, with the ratios x-oneshot and x-pool (below 1:
+//     the wasm call is faster);
+//   - ColdVsCached: in every iteration, a new Backend on an empty
+//     compilation cache directory starts the module (it compiles), then a
+//     new Backend on the directory the first one filled starts it (it loads
+//     the compiled code), each Start timed alone; x-cold is cold ÷ cached.
+func BenchmarkCapabilityRuntimeWasm(b *testing.B) {
+	dir := b.TempDir()
+	native := buildTool(b, dir, "capecho", "./capecho", false)
+	module := buildWasip1(b, dir, "capecho.wasm", "./capecho")
+	tmp, err := os.MkdirTemp("", "capbench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	ctx := context.Background()
+
+	procs, err := process.New(process.Config{TempDir: tmp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer procs.Close(ctx)
+	procSpec := func(protocol string) capabilityruntime.BackendSpec {
+		return capabilityruntime.BackendSpec{Type: "bench:capecho", Version: "1.0.0", Protocol: protocol, Entrypoint: native, RootDir: dir}
+	}
+	pooled, err := procs.Start(ctx, procSpec(capabilityruntime.ProtocolV1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pooled.Close(ctx)
+	oneShot, err := procs.Start(ctx, procSpec(capabilityruntime.ProtocolJSONV1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer oneShot.Close(ctx)
+
+	wb := newWasmBackend(b, filepath.Join(dir, "cache"))
+	defer wb.Close(ctx)
+	wasmInst, err := wb.Start(ctx, installWasm(b, filepath.Join(dir, "root"), "bench:capecho-wasm", module))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wasmInst.Close(ctx)
+
+	params := wasmParams()
+	rows := map[string]func(){
+		"WasmExecute": func() { executeOnce(b, wasmInst, params) },
+		"OneShot":     func() { executeOnce(b, oneShot, params) },
+		"Pooled":      func() { executeOnce(b, pooled, params) },
+	}
+	for _, r := range rows {
+		r() // warm
+	}
+	for _, name := range []string{"WasmExecute", "OneShot", "Pooled"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rows[name]()
+			}
+		})
+	}
+	paired := func(name, first, second, ratio string) {
+		b.Run(name, func(b *testing.B) {
+			var total [2]time.Duration
+			run := func(i int, row string) {
+				t0 := time.Now()
+				rows[row]()
+				total[i] += time.Since(t0)
+			}
+			odd := false
+			for b.Loop() {
+				if odd {
+					run(1, second)
+					run(0, first)
+				} else {
+					run(0, first)
+					run(1, second)
+				}
+				odd = !odd
+			}
+			b.ReportMetric(float64(total[0].Nanoseconds())/float64(b.N), first+"-ns/op")
+			b.ReportMetric(float64(total[1].Nanoseconds())/float64(b.N), second+"-ns/op")
+			b.ReportMetric(float64(total[0])/float64(total[1]), ratio)
+		})
+	}
+	paired("PairedOneShot", "WasmExecute", "OneShot", "x-oneshot")
+	paired("PairedPool", "WasmExecute", "Pooled", "x-pool")
+
+	b.Run("ColdVsCached", func(b *testing.B) {
+		root := filepath.Join(dir, "cold-root")
+		spec := installWasm(b, root, "bench:cold", module)
+		startOnce := func(cache string) time.Duration {
+			w := newWasmBackend(b, cache)
+			defer w.Close(ctx)
+			t0 := time.Now()
+			inst, err := w.Start(ctx, spec)
+			took := time.Since(t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			inst.Close(ctx)
+			return took
+		}
+		var cold, cached time.Duration
+		for b.Loop() {
+			cache, err := os.MkdirTemp(dir, "cache-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			cold += startOnce(cache)
+			cached += startOnce(cache)
+			os.RemoveAll(cache)
+		}
+		b.ReportMetric(float64(cold.Nanoseconds())/float64(b.N), "cold-ns/op")
+		b.ReportMetric(float64(cached.Nanoseconds())/float64(b.N), "cached-ns/op")
+		b.ReportMetric(float64(cold)/float64(cached), "x-cold")
+	})
+}
