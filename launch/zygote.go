@@ -124,8 +124,8 @@ type ZygoteStats struct {
 	// ServerPID is the current server's process id, 0 when there is none.
 	ServerPID int
 	// Preloaded lists the modules the current server imported before it
-	// forked (its preload; their own imports are not listed), nil when
-	// there is no server. Discovered says that they are the host's
+	// forked (its preload, at most the first 256; their own imports are
+	// not listed), nil when there is no server. Discovered says that they are the host's
 	// discovered import closure (ZygoteConfig.Preload nil and the
 	// discovery succeeded).
 	Preloaded  []string

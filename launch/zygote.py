@@ -75,6 +75,7 @@ _SELF = __file__
 _CTRL_FD = 3
 _MAX_PACKET = 256 << 10
 _MAX_FDS = 8
+_MAX_LISTED = 256  # module names a ready message lists at most
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _MADV_POPULATE_WRITE = 23
@@ -226,15 +227,17 @@ def _top_level_imports(tree, main):
 
 def discover(module, forbid):
     """The host module's import-time closure, as [(name, fromlist)]: the
-    parent packages `python -m` imports first, then, in source order,
-    every module outside the host package that the host package's
-    modules import at their top level. Raises DiscoveryError (or what
-    reading and parsing raise) when the host cannot be read."""
+    parent packages `python -m` imports first, then every module outside
+    the host package that the host package's modules import at their top
+    level, in the order the host imports them (a module of the host
+    package is followed where it is imported, as the import runs it).
+    Raises DiscoveryError (or what reading and parsing raise) when the
+    host cannot be read."""
     spec = _find_spec(module)
     if spec is None:
         raise DiscoveryError("host module %s is not found on the host's sys.path" % module)
     parts = module.split(".")
-    order, fromlists = [], {}
+    order, fromlists, seen = [], {}, set()
 
     def want(name, names=()):
         if name not in fromlists:
@@ -242,28 +245,17 @@ def discover(module, forbid):
             fromlists[name] = []
         fromlists[name].extend(n for n in names if n not in fromlists[name])
 
-    for i in range(1, len(parts)):
-        want(".".join(parts[:i]))
-    todo = [(module, spec, spec.submodule_search_locations is None)]
-    if spec.submodule_search_locations is not None:  # -m runs the package's __main__
-        main = _find_spec(module + ".__main__")
-        if main is None:
-            raise DiscoveryError("host package %s has no __main__ module" % module)
-        todo.append((module + ".__main__", main, True))
-    seen = {module}
-
-    def visit(name):
+    def visit(name, s=None, main=False):
         # A module of the host package: read, never imported here.
         if name in seen:
             return
+        bits = name.split(".")
+        for i in range(len(parts), len(bits)):
+            visit(".".join(bits[:i]))  # its packages are imported first
         seen.add(name)
-        s = _find_spec(name)
-        if s is not None:
-            todo.append((name, s, False))
-
-    while todo:
-        name, s, main = todo.pop(0)
-        seen.add(name)
+        s = s or _find_spec(name)
+        if s is None:
+            return  # the host's own import would fail there, cold or warm
         tree = ast.parse(_source(name, s), s.origin or name)
         package = name if s.submodule_search_locations is not None else name.rpartition(".")[0]
         for st in _top_level_imports(tree, main):
@@ -271,25 +263,31 @@ def discover(module, forbid):
                 targets = [(a.name, ()) for a in st.names]
             elif st.module == "__future__":
                 continue
+            elif st.level:
+                bits = package.split(".")
+                if not package or st.level - 1 >= len(bits):
+                    raise DiscoveryError("%s: a relative import beyond the top-level package" % name)
+                base = ".".join(bits[:len(bits) - (st.level - 1)])
+                targets = [(base + "." + st.module if st.module else base, tuple(a.name for a in st.names))]
             else:
-                base = package
-                if st.level:
-                    bits = package.split(".")
-                    if st.level - 1 >= len(bits) or not package:
-                        raise DiscoveryError("%s: a relative import beyond the top-level package" % name)
-                    base = ".".join(bits[:len(bits) - (st.level - 1)])
-                    target = base + "." + st.module if st.module else base
-                else:
-                    target = st.module
-                targets = [(target, tuple(a.name for a in st.names))]
+                targets = [(st.module, tuple(a.name for a in st.names))]
             for target, names in targets:
                 if _matches(target, [module]):
                     visit(target)
                     for n in names:
                         if n != "*":
-                            visit(target + "." + n)  # `from pkg import submodule`
+                            visit(target + "." + n)  # `from package import submodule`
                 elif not _matches(target, forbid):
                     want(target, names)
+
+    for i in range(1, len(parts)):
+        want(".".join(parts[:i]))
+    visit(module, spec, spec.submodule_search_locations is None)
+    if spec.submodule_search_locations is not None:  # -m runs the package's __main__
+        main = _find_spec(module + ".__main__")
+        if main is None:
+            raise DiscoveryError("host package %s has no __main__ module" % module)
+        visit(module + ".__main__", main, True)
     return [(n, tuple(fromlists[n])) for n in order]
 
 
@@ -344,7 +342,9 @@ class Server:
             self.fork_spare()
         _send(self.ctrl, {"op": "ready", "pid": os.getpid(), "python": platform.python_version(),
                           "modules": len(sys.modules), "refusal": self.refusal() or "",
-                          "preloaded": done, "discovery": discovery, "skipped": skipped})
+                          # Bounded, so that the message fits the launcher's buffer.
+                          "preloaded": done[:_MAX_LISTED], "discovery": discovery[:1000],
+                          "skipped": [x[:300] for x in skipped[:_MAX_LISTED // 16]]})
         return True
 
     # -- the pre-fork checks ---------------------------------------------

@@ -53,7 +53,8 @@ type Zygote struct {
 // interpreter and its options from Config.Args, the environment
 // allowlist, Config.Dir, its own session, Config.User, only its
 // descriptors) with a private control socket, and waits until the server
-// has imported cfg.Preload. Config.Args must run the host as
+// has imported its preload (cfg.Preload, or by default the host's
+// discovered import closure). Config.Args must run the host as
 // `-m MODULE`.
 //
 // Errors wrap ErrInvalidConfig, ErrEnvironmentMismatch (or the
