@@ -701,7 +701,7 @@ func TestWarmServerLies(t *testing.T) {
 			false, "which its pidfd shows running"},
 		{"wrong exit code", `"code": os.waitstatus_to_exitcode(status)`, `"code": os.waitstatus_to_exitcode(status) + 1`,
 			false, "whose pidfd says"},
-		{"unknown message", `"skipped": skipped})`, `"skipped": skipped}); _send(self.ctrl, {"op": "bogus"})`,
+		{"unknown message", `_MAX_LISTED // 16]]})`, `_MAX_LISTED // 16]]}); _send(self.ctrl, {"op": "bogus"})`,
 			true, `unexpected \"bogus\" message`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
