@@ -30,25 +30,31 @@ func (f *firstFrame) Bootstrap(ctx context.Context, r ipc.BootstrapRequest) (ipc
 	return f.allowAll.Bootstrap(ctx, r)
 }
 
-// BenchmarkWarmLaunch compares cold and warm launches of the Python test
-// host (internal/testpyhost: stdlib, pydantic and jsonschema, the protocol
-// far enough to bootstrap, echo and publish) on the recorded echo
-// invocation, one at a time (One) and four at a time (Four), interleaved:
-// every iteration runs each mode in turn, so that load drifting on the
-// machine reaches every mode alike. The modes:
+// BenchmarkWarmLaunch compares cold and warm launches of the Python
+// stand-in host (internal/testpyhost: zeo_core.adapters.runtime_host,
+// laid out and importing as upstream's host does — rfc8785, pydantic,
+// jsonschema and its own contract models, built at import — and the
+// protocol far enough to bootstrap, echo and publish) on the recorded
+// echo invocation, one at a time (One) and four at a time (Four),
+// interleaved: every iteration runs each mode in turn, so that load
+// drifting on the machine reaches every mode alike. The modes:
 //
-//   - cold: Launcher.Invoke, `python -m zeotesthost`;
-//   - warm: Zygote.Invoke, each host forked when its invocation arrives
-//     from a server that preloaded pydantic, pydantic.main, jsonschema
-//     and the host's contracts module;
-//   - spare: the same with ZygoteConfig.Spare (a child forked ahead);
+//   - cold: Launcher.Invoke, `python -m zeo_core.adapters.runtime_host`;
+//   - warm: Zygote.Invoke with the default ZygoteConfig: each host forked
+//     when its invocation arrives from a server that preloaded the
+//     host's discovered import closure;
+//   - fixed: the same from a server that preloaded the fixed list the
+//     default was before (pydantic, pydantic.main, jsonschema), which
+//     leaves each child to build the host's contract models;
+//   - spare: the default with ZygoteConfig.Spare (a child forked ahead);
 //   - pretouch: Spare and PreTouch (the spare copies its writable pages
 //     while it waits).
 //
-// For each mode it reports, in ms, the p50 and p90 of the time from the
-// call to the first frame (first-) and to the call's return (whole-), and
-// the ratios of the warm modes' whole-p50 to cold's (x-cold). Iterations
-// are b.N rounds; run with -benchtime 40x or so.
+// For each mode it reports, in ms, the p50, p90 and p99 of the time from
+// the call to the first frame (first-) and the p50 and p90 to the call's
+// return (whole-), and the ratios of the warm modes' first-p50 and
+// whole-p50 to cold's (first-x-cold, x-cold). Iterations are b.N rounds;
+// run with -benchtime 40x or so.
 func BenchmarkWarmLaunch(b *testing.B) {
 	python := testpyhost.Interpreter(b)
 	modules := b.TempDir()
@@ -56,7 +62,7 @@ func BenchmarkWarmLaunch(b *testing.B) {
 		b.Fatal(err)
 	}
 	l, err := launch.New(launch.Config{
-		Interpreter: python, Args: []string{"-m", "zeotesthost"}, Dir: b.TempDir(),
+		Interpreter: python, Args: []string{"-m", testpyhost.HostModule}, Dir: b.TempDir(),
 		Env:      []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"},
 		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
 	})
@@ -65,7 +71,6 @@ func BenchmarkWarmLaunch(b *testing.B) {
 	}
 	inv := echoInvocation(b)
 	inv.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()
-	preload := []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}
 	type mode struct {
 		name   string
 		invoke func(context.Context, launch.Invocation) (*launch.Outcome, error)
@@ -74,14 +79,19 @@ func BenchmarkWarmLaunch(b *testing.B) {
 	modes := []mode{{"cold", l.Invoke, nil}}
 	for _, m := range []struct {
 		name            string
+		preload         []string
 		spare, pretouch bool
-	}{{"warm", false, false}, {"spare", true, false}, {"pretouch", true, true}} {
+	}{{"warm", nil, false, false}, {"fixed", []string{"pydantic", "pydantic.main", "jsonschema"}, false, false},
+		{"spare", nil, true, false}, {"pretouch", nil, true, true}} {
 		z, err := l.StartZygote(context.Background(), launch.ZygoteConfig{Provider: inv.Context.Provider,
-			Preload: preload, Spare: m.spare, PreTouch: m.pretouch})
+			Preload: m.preload, Spare: m.spare, PreTouch: m.pretouch})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { z.Close() })
+		if st := z.Stats(); st.Discovered != (m.preload == nil) {
+			b.Fatalf("%s: the server preloaded %q (discovered %v)", m.name, st.Preloaded, st.Discovered)
+		}
 		modes = append(modes, mode{m.name, z.Invoke, z})
 	}
 	once := func(m mode) (first, whole time.Duration) {
@@ -123,9 +133,11 @@ func BenchmarkWarmLaunch(b *testing.B) {
 			for _, m := range modes {
 				b.ReportMetric(ms(first[m.name], 0.5), m.name+"-first-p50-ms")
 				b.ReportMetric(ms(first[m.name], 0.9), m.name+"-first-p90-ms")
+				b.ReportMetric(ms(first[m.name], 0.99), m.name+"-first-p99-ms")
 				b.ReportMetric(ms(whole[m.name], 0.5), m.name+"-whole-p50-ms")
 				b.ReportMetric(ms(whole[m.name], 0.9), m.name+"-whole-p90-ms")
 				if m.name != "cold" {
+					b.ReportMetric(ms(first[m.name], 0.5)/ms(first["cold"], 0.5), fmt.Sprintf("%s-first-x-cold", m.name))
 					b.ReportMetric(ms(whole[m.name], 0.5)/ms(whole["cold"], 0.5), fmt.Sprintf("%s-x-cold", m.name))
 				}
 			}

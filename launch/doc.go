@@ -106,9 +106,14 @@
 // Launcher.Invoke) removes that wait while each invocation still gets a
 // fresh process of its own: a fork server, a small Python program of
 // this package (standard library only), is started exactly as a host is
-// started, imports a configured list of trusted modules, and forks one
-// child per invocation; the child then runs the host module as
-// `python -m` runs it. Cold launch stays the default (see doc/design.md,
+// started, imports trusted modules, and forks one child per invocation;
+// the child then runs the host module as `python -m` runs it. By default
+// (ZygoteConfig.Preload nil) the trusted modules are the host's own
+// import closure: the server reads the host module's source (and that of
+// the modules of its package it imports), never running it, and imports
+// what they import at their top level from outside the host package and
+// the provider's package, so that the host's contract models are built
+// once, in the server. Cold launch stays the default (see doc/design.md,
 // “Warm launch”).
 //
 // What a warm child gets is what a cold host gets: exactly FDs 0–4 (the

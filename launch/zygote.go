@@ -34,6 +34,11 @@ const (
 	DefaultZygoteReplyTimeout = 5 * time.Second
 )
 
+// fallbackPreload is what a server preloads when ZygoteConfig.Preload is
+// nil and the host's own imports cannot be discovered: the upstream
+// host's third-party dependencies.
+func fallbackPreload() []string { return []string{"pydantic", "pydantic.main", "jsonschema"} }
+
 // zygoteRestartBackoff is the least time between two attempts to start a
 // server after one failed; invocations meanwhile launch cold.
 const zygoteRestartBackoff = time.Second
@@ -56,9 +61,19 @@ type ZygoteConfig struct {
 	Provider manifest.ProviderBinding
 	// Preload lists the trusted modules the server imports before it
 	// forks: the host's dependencies, never the host module itself (the
-	// module after -m in Config.Args) and never provider code. Nil means
-	// pydantic, pydantic.main and jsonschema (the upstream host's
-	// dependencies); an empty non-nil slice preloads nothing.
+	// module after -m in Config.Args) and never provider code; an empty
+	// non-nil slice preloads nothing.
+	//
+	// Nil means the host's own import closure, discovered by the server
+	// when it starts: it reads (never runs) the source of the host module
+	// and of every module of the host's package that it imports at its
+	// top level, and imports what they import from outside the host
+	// package, the provider's package and Forbid, in the host's order; see
+	// doc/design.md, “Warm launch”. If the host's source cannot be read,
+	// or what it imports leaves the server unable to fork (a thread, a
+	// forbidden module), the server preloads pydantic, pydantic.main and
+	// jsonschema (the upstream host's third-party dependencies) instead,
+	// and the Launcher's logger warns, saying why.
 	Preload []string
 	// Forbid lists further modules (each with its submodules) that must
 	// not be loaded in the server when it forks, besides the host module
@@ -108,6 +123,13 @@ type ZygoteStats struct {
 	Starts, Forks, Spares, Cold int
 	// ServerPID is the current server's process id, 0 when there is none.
 	ServerPID int
+	// Preloaded lists the modules the current server imported before it
+	// forked (its preload, at most the first 256; their own imports are
+	// not listed), nil when there is no server. Discovered says that they are the host's
+	// discovered import closure (ZygoteConfig.Preload nil and the
+	// discovery succeeded).
+	Preloaded  []string
+	Discovered bool
 }
 
 // These errors are about warm launches.
@@ -125,7 +147,8 @@ type zygoteSpec struct {
 	opts     []string // interpreter options before -m
 	module   string   // the host module
 	rest     []string // Config.Args after the module
-	preload  []string
+	preload  []string // with discover, what is preloaded if discovery fails
+	discover bool     // preload the host's discovered import closure
 	forbid   []string // besides the provider's package
 	switches []string
 }
@@ -148,7 +171,7 @@ func zygoteSpecFor(lc Config, cfg ZygoteConfig) (zygoteSpec, error) {
 	provider := providerPackage(cfg.Provider)
 	zs.preload = cfg.Preload
 	if zs.preload == nil {
-		zs.preload = []string{"pydantic", "pydantic.main", "jsonschema"}
+		zs.preload, zs.discover = fallbackPreload(), true
 	}
 	zs.switches = cfg.Switches
 	if zs.switches == nil {

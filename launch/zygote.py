@@ -10,12 +10,13 @@ Control messages are JSON objects, one per packet; descriptors travel as
 SCM_RIGHTS next to them.
 
     launcher -> server
-      config   {op, module, preload, forbid, switches, spare, pretouch}
+      config   {op, module, preload, discover, forbid, switches, spare, pretouch}
       fork     {op, id, argv, env, dir, orig_argv} + [stdin, stdout,
                stderr, context, ipc socket]   (argv, env, dir: base64)
       signal   {op, pid, sig}     the child's process group (old kernels)
     server -> launcher
-      ready    {op, pid, python, modules, refusal} or {op, error}
+      ready    {op, pid, python, modules, refusal, preloaded, discovery,
+               skipped} or {op, error}
       forked   {op, id, pid, spare} + [pidfd]
       refused  {op, id, reason}
       exit     {op, pid, code}    code < 0: killed by signal -code
@@ -54,6 +55,7 @@ def _interpreter_additions():
 _INTERPRETER_ADDED = _interpreter_additions()
 
 import array  # noqa: E402,F401  (socket.send_fds imports it lazily)
+import ast  # noqa: E402
 import base64  # noqa: E402
 import ctypes  # noqa: E402
 import fcntl  # noqa: E402
@@ -73,6 +75,7 @@ _SELF = __file__
 _CTRL_FD = 3
 _MAX_PACKET = 256 << 10
 _MAX_FDS = 8
+_MAX_LISTED = 256  # module names a ready message lists at most
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _MADV_POPULATE_WRITE = 23
@@ -127,6 +130,167 @@ def _scalars(mod):
     return {k: v for k, v in vars(mod).items() if isinstance(v, _SCALARS)}
 
 
+# -- the host's import closure ---------------------------------------------
+#
+# With "discover", the preload is what the host module itself imports
+# before it runs: its source, and that of every module of its package it
+# imports, is read and parsed here, never executed (doc/design.md, "Warm
+# launch"). What lies outside the host package (and outside every
+# forbidden package) is imported, in the order the host would import it;
+# its own imports then follow as they would in the host.
+
+
+class DiscoveryError(Exception):
+    """The host's imports cannot be read; the fixed list is preloaded."""
+
+
+def _why(e):
+    return "".join(traceback.format_exception_only(type(e), e)).strip()
+
+
+def _find_spec(name):
+    """The spec of module name, found as the import system would find it
+    but without importing its parent packages: each finder on
+    sys.meta_path is asked in turn, level by level. Finders locate code,
+    they never run it."""
+    path, spec = None, None
+    parts = name.split(".")
+    for i in range(len(parts)):
+        full = ".".join(parts[:i + 1])
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(full, path, None)
+            if spec is not None:
+                break
+        if spec is None:
+            return None
+        path = spec.submodule_search_locations
+        if path is None and i < len(parts) - 1:
+            return None
+    return spec
+
+
+def _source(name, spec):
+    if spec.origin is None or spec.origin == "namespace":
+        return ""  # a namespace package has no code of its own
+    get = getattr(spec.loader, "get_source", None)
+    src = get(name) if get is not None else None
+    if src is None:
+        raise DiscoveryError("host module %s has no source to read (%s)" % (name, spec.origin))
+    return src
+
+
+def _is_type_checking(test):
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _is_main_guard(test):
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+def _top_level_imports(tree, main):
+    """The import statements that run when the module is imported (main:
+    run as __main__): module level, including the bodies of if, try,
+    with, for, while and class statements, but not of functions, nor of
+    `if TYPE_CHECKING:`, nor (unless main) of `if __name__ == "__main__":`."""
+    out = []
+
+    def walk(stmts):
+        for st in stmts:
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                out.append(st)
+            elif isinstance(st, ast.If):
+                if _is_type_checking(st.test) or (not main and _is_main_guard(st.test)):
+                    walk(st.orelse)
+                else:
+                    walk(st.body)
+                    walk(st.orelse)
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            else:
+                for field in ("body", "orelse", "finalbody"):
+                    walk(getattr(st, field, None) or [])
+                for h in getattr(st, "handlers", None) or []:
+                    walk(h.body)
+                for c in getattr(st, "cases", None) or []:
+                    walk(c.body)
+
+    walk(tree.body)
+    return out
+
+
+def discover(module, forbid):
+    """The host module's import-time closure, as [(name, fromlist)]: the
+    parent packages `python -m` imports first, then every module outside
+    the host package that the host package's modules import at their top
+    level, in the order the host imports them (a module of the host
+    package is followed where it is imported, as the import runs it).
+    Raises DiscoveryError (or what reading and parsing raise) when the
+    host cannot be read."""
+    spec = _find_spec(module)
+    if spec is None:
+        raise DiscoveryError("host module %s is not found on the host's sys.path" % module)
+    parts = module.split(".")
+    order, fromlists, seen = [], {}, set()
+
+    def want(name, names=()):
+        if name not in fromlists:
+            order.append(name)
+            fromlists[name] = []
+        fromlists[name].extend(n for n in names if n not in fromlists[name])
+
+    def visit(name, s=None, main=False):
+        # A module of the host package: read, never imported here.
+        if name in seen:
+            return
+        bits = name.split(".")
+        for i in range(len(parts), len(bits)):
+            visit(".".join(bits[:i]))  # its packages are imported first
+        seen.add(name)
+        s = s or _find_spec(name)
+        if s is None:
+            return  # the host's own import would fail there, cold or warm
+        tree = ast.parse(_source(name, s), s.origin or name)
+        package = name if s.submodule_search_locations is not None else name.rpartition(".")[0]
+        for st in _top_level_imports(tree, main):
+            if isinstance(st, ast.Import):
+                targets = [(a.name, ()) for a in st.names]
+            elif st.module == "__future__":
+                continue
+            elif st.level:
+                bits = package.split(".")
+                if not package or st.level - 1 >= len(bits):
+                    raise DiscoveryError("%s: a relative import beyond the top-level package" % name)
+                base = ".".join(bits[:len(bits) - (st.level - 1)])
+                targets = [(base + "." + st.module if st.module else base, tuple(a.name for a in st.names))]
+            else:
+                targets = [(st.module, tuple(a.name for a in st.names))]
+            for target, names in targets:
+                if _matches(target, [module]):
+                    visit(target)
+                    for n in names:
+                        if n != "*":
+                            visit(target + "." + n)  # `from package import submodule`
+                elif not _matches(target, forbid):
+                    want(target, names)
+
+    for i in range(1, len(parts)):
+        want(".".join(parts[:i]))
+    visit(module, spec, spec.submodule_search_locations is None)
+    if spec.submodule_search_locations is not None:  # -m runs the package's __main__
+        main = _find_spec(module + ".__main__")
+        if main is None:
+            raise DiscoveryError("host package %s has no __main__ module" % module)
+        visit(module + ".__main__", main, True)
+    return [(n, tuple(fromlists[n])) for n in order]
+
+
 class Server:
     def __init__(self, ctrl):
         self.ctrl = ctrl
@@ -148,15 +312,27 @@ class Server:
             raise ProtocolError("the first message is not config")
         self.cfg = cfg
         self.forbid = list(cfg["forbid"])
-        for name in cfg["preload"]:
+        preload, discovery, skipped, done = [(n, ()) for n in cfg["preload"]], "", [], []
+        if cfg.get("discover"):
+            try:
+                preload = discover(cfg["module"], self.forbid)
+            except Exception as e:  # noqa: BLE001 -- reported; the fixed list is preloaded instead
+                discovery = _why(e)
+        for name, fromlist in preload:
             if _matches(name, self.forbid):
                 _send(self.ctrl, {"op": "ready", "error": "preload module %s is forbidden (host or provider code)" % name})
                 return False
             try:
-                importlib.import_module(name)
-            except BaseException as e:  # noqa: BLE001 -- reported, then exit
-                _send(self.ctrl, {"op": "ready", "error": "importing %s: %s" % (name, "".join(traceback.format_exception_only(type(e), e)).strip())})
+                __import__(name, fromlist=fromlist)
+            except BaseException as e:  # noqa: BLE001 -- reported, then exit (or skipped, if discovered)
+                if cfg.get("discover") and not discovery and not isinstance(e, (SystemExit, KeyboardInterrupt)):
+                    # The host would meet the same failure at its own
+                    # import: preloading the rest still saves their time.
+                    skipped.append("%s (%s)" % (name, _why(e)))
+                    continue
+                _send(self.ctrl, {"op": "ready", "error": "importing %s: %s" % (name, _why(e))})
                 return False
+            done.append(name)
         # The non-dumpable mark keeps hosts (same user) from reading or
         # tracing this process; each child is made dumpable again.
         _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -165,7 +341,10 @@ class Server:
         if cfg.get("spare"):
             self.fork_spare()
         _send(self.ctrl, {"op": "ready", "pid": os.getpid(), "python": platform.python_version(),
-                          "modules": len(sys.modules), "refusal": self.refusal() or ""})
+                          "modules": len(sys.modules), "refusal": self.refusal() or "",
+                          # Bounded, so that the message fits the launcher's buffer.
+                          "preloaded": done[:_MAX_LISTED], "discovery": discovery[:1000],
+                          "skipped": [x[:300] for x in skipped[:_MAX_LISTED // 16]]})
         return True
 
     # -- the pre-fork checks ---------------------------------------------

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -40,6 +42,9 @@ type Zygote struct {
 	startFailed time.Time
 	closed      bool
 	stats       ZygoteStats
+	// noDiscovery holds the environments whose discovered preload left a
+	// server unable to fork: their servers preload the fixed list.
+	noDiscovery map[canon.Digest]bool
 }
 
 // StartZygote starts a warm launcher for this Launcher's host (see
@@ -48,7 +53,8 @@ type Zygote struct {
 // interpreter and its options from Config.Args, the environment
 // allowlist, Config.Dir, its own session, Config.User, only its
 // descriptors) with a private control socket, and waits until the server
-// has imported cfg.Preload. Config.Args must run the host as
+// has imported its preload (cfg.Preload, or by default the host's
+// discovered import closure). Config.Args must run the host as
 // `-m MODULE`.
 //
 // Errors wrap ErrInvalidConfig, ErrEnvironmentMismatch (or the
@@ -67,7 +73,8 @@ func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []b
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, zs.cfg.Provider); err != nil {
 		return nil, err
 	}
-	z := &Zygote{l: l, spec: zs, source: source, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{}}
+	z := &Zygote{l: l, spec: zs, source: source, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{},
+		noDiscovery: map[canon.Digest]bool{}}
 	s, err := z.start(ctx, zs.cfg.Provider)
 	if err != nil {
 		return nil, err
@@ -147,7 +154,7 @@ func (z *Zygote) Stats() ZygoteStats {
 	defer z.mu.Unlock()
 	st := z.stats
 	if z.cur != nil {
-		st.ServerPID = z.cur.pid
+		st.ServerPID, st.Preloaded, st.Discovered = z.cur.pid, slices.Clone(z.cur.preloaded), z.cur.discovered
 	}
 	return st
 }

@@ -37,6 +37,10 @@ type zserver struct {
 	provider string       // the provider package it was started for
 	started  time.Time
 	out      *tailWriter // its stdout and stderr, for diagnostics
+	// Set once it is ready: the modules it preloaded, and whether they
+	// are the host's discovered closure.
+	preloaded  []string
+	discovered bool
 
 	// Pool fields, guarded by z.mu.
 	live    int  // reservations (acquire) not yet released
@@ -76,6 +80,11 @@ type zmsg struct {
 	Modules int    `json:"modules"`
 	Refusal string `json:"refusal"`
 	Spare   bool   `json:"spare"`
+	// In ready: what was preloaded, why the host's imports could not be
+	// discovered, and which discovered imports failed.
+	Preloaded []string `json:"preloaded"`
+	Discovery string   `json:"discovery"`
+	Skipped   []string `json:"skipped"`
 }
 
 // zreply is a server's answer to a fork request.
@@ -86,7 +95,38 @@ type zreply struct {
 
 // start starts a server for binding b (its environment already verified)
 // and waits until it is ready. Errors wrap ErrZygoteStart.
+//
+// When the preload is the host's discovered closure and it leaves the
+// server unable to fork (or one of it failed hard), it warns and starts
+// another server with the fixed fallback list, and no longer discovers
+// for b's environment: a warm launch with a smaller preload is better
+// than every host launched cold.
 func (z *Zygote) start(ctx context.Context, b manifest.ProviderBinding) (*zserver, error) {
+	z.mu.Lock()
+	discover := z.spec.discover && !z.noDiscovery[b.EnvironmentDigest]
+	z.mu.Unlock()
+	s, err := z.startServer(ctx, b, discover)
+	var pe *preloadError
+	if !discover || !errors.As(err, &pe) {
+		return s, err
+	}
+	z.l.log.Warn("launch: the host's discovered imports leave the zygote's server unable to fork; preloading the fixed list instead, for this environment from now on",
+		"reason", pe.reason, "preload", z.spec.preload, "environment_digest", b.EnvironmentDigest)
+	z.mu.Lock()
+	z.noDiscovery[b.EnvironmentDigest] = true
+	z.mu.Unlock()
+	return z.startServer(ctx, b, false)
+}
+
+// preloadError says that a server's preload failed or left it unable to
+// fork.
+type preloadError struct{ reason string }
+
+func (e *preloadError) Error() string { return e.reason }
+
+// startServer is start with discover saying whether the server preloads
+// the host's discovered closure (else the configured list).
+func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, discover bool) (*zserver, error) {
 	l := z.l
 	ctx, cancel := context.WithTimeout(ctx, z.spec.cfg.StartTimeout)
 	defer cancel()
@@ -167,12 +207,12 @@ func (z *Zygote) start(ctx context.Context, b manifest.ProviderBinding) (*zserve
 	defer stop()
 
 	sp := z.spec
-	if err := s.send(map[string]any{"op": "config", "module": sp.module, "preload": sp.preload,
+	if err := s.send(map[string]any{"op": "config", "module": sp.module, "preload": sp.preload, "discover": discover,
 		"forbid": append(slices.Clip(sp.forbid), s.provider), "switches": sp.switches, "spare": sp.cfg.Spare, "pretouch": sp.cfg.PreTouch}, nil); err != nil {
 		s.lose(err)
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, s.lostReason())
 	}
-	m, files, err := s.read(make([]byte, 4<<10))
+	m, files, err := s.read(make([]byte, 64<<10)) // the preloaded names
 	closeFiles(files)
 	switch {
 	case err != nil:
@@ -183,16 +223,24 @@ func (z *Zygote) start(ctx context.Context, b manifest.ProviderBinding) (*zserve
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, s.lostReason())
 	case m.Error != "":
 		s.lose(errors.New(m.Error))
-		return nil, fmt.Errorf("%w: %s", ErrZygoteStart, m.Error)
+		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, &preloadError{m.Error})
 	case m.Refusal != "":
 		s.lose(errors.New(m.Refusal))
-		return nil, fmt.Errorf("%w: after the preload it cannot fork: %s", ErrZygoteStart, m.Refusal)
+		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, &preloadError{"after the preload it cannot fork: " + m.Refusal})
 	case m.PID != s.pid:
 		s.lose(fmt.Errorf("it says it is pid %d, not %d", m.PID, s.pid))
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, s.lostReason())
 	}
+	s.preloaded, s.discovered = m.Preloaded, discover && m.Discovery == ""
+	if discover && m.Discovery != "" {
+		l.log.Warn("launch: the host's imports could not be discovered; the zygote's server preloaded the fixed list instead",
+			"reason", m.Discovery, "preload", m.Preloaded, "pid", s.pid)
+	}
+	if len(m.Skipped) > 0 {
+		l.log.Warn("launch: imports of the host failed in the zygote's server; each host imports them itself", "failed", m.Skipped, "pid", s.pid)
+	}
 	l.log.Debug("launch: zygote server ready", "pid", s.pid, "python", m.Python, "modules", m.Modules,
-		"elapsed", time.Since(s.started))
+		"preloaded", m.Preloaded, "discovered", s.discovered, "elapsed", time.Since(s.started))
 	z.wg.Add(1)
 	go s.readLoop()
 	return s, nil

@@ -201,7 +201,12 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 			return fmt.Errorf("starting the zygote: %w", err)
 		}
 		defer zygote.Close()
-		e.progress("zygote started (server pid %d): the host is forked warm", zygote.Stats().ServerPID)
+		st := zygote.Stats()
+		what := "the fixed list (the host's imports could not be discovered; see the warning)"
+		if st.Discovered {
+			what = "the host's own imports"
+		}
+		e.progress("zygote started (server pid %d, %d modules preloaded: %s): the host is forked warm", st.ServerPID, len(st.Preloaded), what)
 	}
 	tr := &tracer{w: e.stderr}
 	sup, err := supervise.New(supervise.Config{

@@ -1,18 +1,25 @@
-// Package testpyhost holds a Python test host for the tests and
-// benchmarks of warm launch: zeotesthost (the protocol far enough to
-// bootstrap, echo and publish, importing pydantic and jsonschema so that
-// its start-up costs what the real host's does), its contracts module
-// zeotestcontracts (a trusted dependency a zygote may preload), the
-// provider demo_provider (imported after bootstrap only), the probe host
-// zeotestprobe (one JSON line saying what the process inherited), and two
-// modules that make a zygote refuse to fork (zeotestthread,
-// zeotestswitch). It is for tests only.
+// Package testpyhost holds a Python stand-in of the upstream host for the
+// tests and benchmarks of warm launch. zeo_core is laid out and imports as
+// upstream's zeo_core does: the host zeo_core.adapters.runtime_host (a
+// package run by its __main__, whose modules import rfc8785 — a stand-in
+// here —, pydantic, jsonschema, zeo_core.contracts.runtime, zeo_core.tools
+// and zeo_core.core.managed_execution at their top level, the contracts
+// building pydantic models as they are imported), speaking the protocol far
+// enough to bootstrap, run a capability of demo_provider (echo, hang, fail)
+// and publish; the provider is imported after bootstrap only. Beside it:
+// zeotesthost (the same host under a short name, for tests that list their
+// own preload), zeotestcontracts (the host's dependencies under one name),
+// the probe host zeotestprobe (one JSON line saying what the process
+// inherited), and two modules that make a zygote refuse to fork
+// (zeotestthread, zeotestswitch). It is for tests only, never a real
+// distribution.
 package testpyhost
 
 import (
 	"bytes"
 	"embed"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,26 +28,31 @@ import (
 	"testing"
 )
 
-//go:embed *.py
+//go:embed *.py all:zeo_core
 var files embed.FS
 
-// Install writes the modules into dir, which then belongs on the host's
-// PYTHONPATH.
+// HostModule is the stand-in host, laid out as the upstream host is: run
+// it as `python -m HostModule`.
+const HostModule = "zeo_core.adapters.runtime_host"
+
+// Install writes the modules and packages into dir, which then belongs on
+// the host's PYTHONPATH.
 func Install(dir string) error {
-	ents, err := files.ReadDir(".")
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		b, err := files.ReadFile(e.Name())
+	return fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || path == ".":
+			return err
+		case d.IsDir():
+			return os.Mkdir(filepath.Join(dir, path), 0o755)
+		case !strings.HasSuffix(path, ".py"):
+			return nil // a cache the interpreter left, were there one
+		}
+		b, err := files.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+		return os.WriteFile(filepath.Join(dir, path), b, 0o644)
+	})
 }
 
 var (

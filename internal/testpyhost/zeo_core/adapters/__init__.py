@@ -1,0 +1,1 @@
+"""Adapters of the stand-in zeo_core."""

@@ -1,0 +1,1 @@
+"""Process-wide machinery of the stand-in zeo_core."""
