@@ -179,9 +179,9 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 		run = z.run
 	}
 	p, serveErr, err := run(ctx, spec{
-		args:     invokeArgs,
-		fd3:      enc.Bytes,
-		stdin:    inv.Request,
+		args:      invokeArgs,
+		fd3:       enc.Bytes,
+		stdin:     inv.Request,
 		dir:       dir,
 		deadline:  c.Deadline(),
 		provider:  &c.Provider,
