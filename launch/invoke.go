@@ -156,7 +156,7 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 		if inv.Dir != "" {
 			return nil, fmt.Errorf("%w: Invocation.Dir is set, but with Containment.WorkspaceRoot the launcher makes each host's working directory", ErrInvalidConfig)
 		}
-		ws, err := makeWorkspace(root, c.Attempt.AttemptID)
+		ws, err := makeWorkspace(root, c.Attempt.AttemptID, l.cfg.User)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +234,8 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 // makeWorkspace creates the private workspace of one attempt under root
 // (Containment.WorkspaceRoot): a new 0700 directory named after the
 // attempt and made unique, which no other attempt's host can reach.
-func makeWorkspace(root, attemptID string) (string, error) {
+// A host running as Config.User owns its workspace.
+func makeWorkspace(root, attemptID string, user *User) (string, error) {
 	name := strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
@@ -248,6 +249,12 @@ func makeWorkspace(root, attemptID string) (string, error) {
 	ws, err := os.MkdirTemp(root, "attempt-"+name+"-")
 	if err != nil {
 		return "", fmt.Errorf("launch: creating the attempt's workspace under Containment.WorkspaceRoot: %w", err)
+	}
+	if user != nil {
+		if err := os.Chown(ws, int(user.UID), int(user.GID)); err != nil {
+			os.Remove(ws)
+			return "", fmt.Errorf("launch: giving the attempt's workspace to Config.User: %w", err)
+		}
 	}
 	return ws, nil
 }

@@ -49,7 +49,7 @@ func hostile(spec string) map[string]any {
 //	write:PATH         open PATH for writing (created, appended) and write a byte
 //	connect:HOST:PORT  a TCP connection
 //	resolve:NAME@ADDR  resolve NAME with the DNS server at ADDR (UDP)
-//	signal:PID         send SIGURG (harmless to a Go program) to PID
+//	signal:PID         send SIGURG (harmless to a Go program) to PID ("self": its own)
 //	abstract:NAME      connect to the abstract unix socket @NAME
 //	forkbomb:N         start copies of this program (sleepers) until one fails or N run
 //	alloc:BYTES        map and touch BYTES of private memory
@@ -90,6 +90,9 @@ func hostileAction(verb, arg string) (string, error) {
 		addrs, err := r.LookupHost(ctx, name)
 		return strings.Join(addrs, ","), err
 	case "signal":
+		if arg == "self" {
+			arg = strconv.Itoa(os.Getpid())
+		}
 		pid, err := strconv.Atoi(arg)
 		if err != nil {
 			return "", err
