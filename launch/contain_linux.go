@@ -313,6 +313,10 @@ func (l *Launcher) containPrepare(s spec, argv []string, dir string, firstFree i
 	}
 	p := k.launchPolicy(l.cfg.Interpreter, argv, l.cfg.Env, dir, s.lc, s.workspace)
 	p.User = l.cfg.User
+	if p.FS {
+		p.Read = append(p.Read, s.containRead...)
+		p.Write = append(p.Write, s.containWrite...)
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("launch: encoding the containment policy: %w", err)

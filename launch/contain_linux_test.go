@@ -334,3 +334,75 @@ func TestContainmentRefused(t *testing.T) {
 		t.Errorf("New with a missing InitPath: %v, want ErrContainmentUnavailable", err)
 	}
 }
+
+// TestContainedWarm runs the containment table's filesystem, network and
+// scope rows through a warm launch (a zygote's child), beside the same
+// invocation cold: a Python hostile host gets the same denials either
+// way, and writes in its own workspace.
+func TestContainedWarm(t *testing.T) {
+	e := newPyEnv(t)
+	controller := t.TempDir()
+	secret := filepath.Join(controller, "ledger.db")
+	if err := os.WriteFile(secret, []byte("the controller's ledger"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := openDir(t)
+	other := filepath.Join(root, "attempt-other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("zeo-contain-warm-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tcp := listenTCP(t)
+	deny := []string{"read:" + secret, "write:" + secret, "write:" + filepath.Join(other, "planted.txt"),
+		"signal:" + strconv.Itoa(os.Getpid()), "connect:" + tcp, "abstract:" + name}
+	allow := []string{"write:mine.txt", "signal:self"}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(append(deny, allow...), ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Containment: launch.Containment{WorkspaceRoot: root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	for _, warm := range []bool{false, true} {
+		inv := e.echo(t)
+		var out *launch.Outcome
+		if warm {
+			out, _ = z.Invoke(testCtx(t), inv)
+		} else {
+			out, _ = l.Invoke(testCtx(t), inv)
+		}
+		if out == nil || out.Process.Warm != warm {
+			t.Fatalf("warm %v: outcome %+v", warm, out)
+		}
+		var r struct {
+			Actions map[string]string `json:"actions"`
+		}
+		if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+			t.Fatalf("warm %v: report %q: %v (stderr %q)", warm, out.Process.Stdout, err, out.Process.StderrTail)
+		}
+		for _, a := range deny {
+			if r.Actions[a] == "ok" || r.Actions[a] == "" {
+				t.Errorf("warm %v, %s: %q, want it refused", warm, a, r.Actions[a])
+			}
+		}
+		for _, a := range allow {
+			if r.Actions[a] != "ok" {
+				t.Errorf("warm %v, %s: %q, want ok", warm, a, r.Actions[a])
+			}
+		}
+		t.Logf("warm %v: %v", warm, r.Actions)
+	}
+	// An invocation allowed the network is launched cold: the server's
+	// children all share its empty network namespace.
+	inv := e.echo(t)
+	inv.Context.NetworkAllowed = true
+	out, _ := z.Invoke(testCtx(t), inv)
+	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
+		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
+	}
+}

@@ -310,6 +310,9 @@ type spec struct {
 	// launcher created for it under Containment.WorkspaceRoot, or "".
 	lc        *LaunchContext
 	workspace string
+	// containRead and containWrite are further paths of the containment
+	// policy (a zygote server's).
+	containRead, containWrite []string
 	// serve, when set, gets the Runtime end of a socketpair whose other end
 	// is the child's FD 4, and the child's pid. It runs while the process
 	// lives, must return when ctx is cancelled, and owns conn.

@@ -80,9 +80,6 @@ func (e pyEnv) launcherGrace(t testing.TB, grace time.Duration, module string, l
 		Interpreter: e.python, Args: []string{"-m", module}, Env: env, Dir: t.TempDir(),
 		Grace: grace, WaitDelay: 500 * time.Millisecond,
 		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: log,
-		// Warm hosts are not contained yet (StartZygote refuses); cold
-		// and warm are compared uncontained.
-		Containment: launch.Containment{Off: launch.AllLayers},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -755,8 +752,7 @@ func TestWarmHostAsAnotherUser(t *testing.T) {
 	}
 	e := pyEnv{python: python, modules: modules, f: newFixture(t)}
 	l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotestprobe"}, Env: e.env(),
-		Dir: openDir(t), Verifier: launch.TrustEnvironment{}, User: &launch.User{UID: nobody, GID: nobody},
-		Containment: launch.Containment{Off: launch.AllLayers}}) // warm hosts are not contained yet
+		Dir: openDir(t), Verifier: launch.TrustEnvironment{}, User: &launch.User{UID: nobody, GID: nobody}})
 	if err != nil {
 		t.Fatal(err)
 	}

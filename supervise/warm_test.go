@@ -25,8 +25,7 @@ func TestWarmOperations(t *testing.T) {
 	newPyLauncher := func() *launch.Launcher {
 		l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
 			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-			Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
-			Containment: launch.Containment{Off: launch.AllLayers}}) // warm hosts are not contained yet
+			Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -143,9 +143,6 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	if f.warm && f.host.python == "" {
 		return usagef("-warm needs -python: only a host run as `python -m` can be forked from a zygote")
 	}
-	if f.warm && !f.host.uncontained {
-		return usagef("-warm needs -uncontained: warm hosts cannot be contained yet, and zeoctl never runs a host with less containment than asked")
-	}
 	if f.budget < 0 || f.deadline <= 0 {
 		return usagef("-budget must be at least 0 and -deadline positive")
 	}

@@ -61,7 +61,7 @@ func TestInvokeWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRun(t, zeoctl(t, "invoke", "-python", python, "-env", "PYTHONPATH="+modules, "-env", "LANG=C.UTF-8",
-		"-binding", binding, "-capability", "example.echo@1.0.0", "-args", `{"text":"hi"}`, "-warm", "-uncontained"), 0,
+		"-binding", binding, "-capability", "example.echo@1.0.0", "-args", `{"text":"hi"}`, "-warm"), 0,
 		[]string{"state      succeeded", "forked warm from the zygote"}, []string{"zygote started (server pid"})
 	wantRun(t, zeoctl(t, "invoke", "-simulated", "-warm"), 2, nil, []string{"-warm needs -python"})
 }
