@@ -21,6 +21,7 @@ import (
 var hostsimPath string
 
 func TestMain(m *testing.M) {
+	launch.Init() // the contained hosts of these tests start as this binary
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }
 

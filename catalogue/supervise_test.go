@@ -22,7 +22,10 @@ import (
 // hostsimPath is the simulated host executable, built once by TestMain.
 var hostsimPath string
 
-func TestMain(m *testing.M) { os.Exit(testbin.RunWithHostsim(m, &hostsimPath)) }
+func TestMain(m *testing.M) {
+	launch.Init() // the contained hosts of these tests start as this binary
+	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
+}
 
 func newLauncher(t testing.TB) *launch.Launcher {
 	t.Helper()

@@ -23,6 +23,7 @@ import (
 var hostsimPath string
 
 func TestMain(m *testing.M) {
+	launch.Init()
 	if os.Getenv(controllerEnv) != "" {
 		os.Exit(helperController())
 	}

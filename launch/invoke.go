@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -149,6 +151,24 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 	if err := probe.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: session settings from the context: %w", ErrInvalidContext, err)
 	}
+	dir, workspace := inv.Dir, ""
+	if root := l.cfg.Containment.WorkspaceRoot; root != "" {
+		if inv.Dir != "" {
+			return nil, fmt.Errorf("%w: Invocation.Dir is set, but with Containment.WorkspaceRoot the launcher makes each host's working directory", ErrInvalidConfig)
+		}
+		ws, err := makeWorkspace(root, c.Attempt.AttemptID, l.cfg.User)
+		if err != nil {
+			return nil, err
+		}
+		if !l.cfg.Containment.KeepWorkspaces {
+			defer func() {
+				if err := os.RemoveAll(ws); err != nil {
+					l.log.Warn("launch: removing the attempt's workspace", "dir", ws, "err", err)
+				}
+			}()
+		}
+		dir, workspace = ws, ws
+	}
 	var session *ipc.Session
 	out := &Outcome{LaunchDigest: enc.LaunchDigest}
 	run := l.run
@@ -159,12 +179,14 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 		run = z.run
 	}
 	p, serveErr, err := run(ctx, spec{
-		args:     invokeArgs,
-		fd3:      enc.Bytes,
-		stdin:    inv.Request,
-		dir:      inv.Dir,
-		deadline: c.Deadline(),
-		provider: &c.Provider,
+		args:      invokeArgs,
+		fd3:       enc.Bytes,
+		stdin:     inv.Request,
+		dir:       dir,
+		deadline:  c.Deadline(),
+		provider:  &c.Provider,
+		lc:        &c,
+		workspace: workspace,
 		serve: func(ctx context.Context, conn net.Conn, pid int) error {
 			if raw != nil {
 				return raw(ctx, conn, pid, enc.LaunchDigest)
@@ -207,4 +229,32 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 	}
 	out.Result = r
 	return out, nil
+}
+
+// makeWorkspace creates the private workspace of one attempt under root
+// (Containment.WorkspaceRoot): a new 0700 directory named after the
+// attempt and made unique, which no other attempt's host can reach.
+// A host running as Config.User owns its workspace.
+func makeWorkspace(root, attemptID string, user *User) (string, error) {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, attemptID)
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	ws, err := os.MkdirTemp(root, "attempt-"+name+"-")
+	if err != nil {
+		return "", fmt.Errorf("launch: creating the attempt's workspace under Containment.WorkspaceRoot: %w", err)
+	}
+	if user != nil {
+		if err := os.Chown(ws, int(user.UID), int(user.GID)); err != nil {
+			os.Remove(ws)
+			return "", fmt.Errorf("launch: giving the attempt's workspace to Config.User: %w", err)
+		}
+	}
+	return ws, nil
 }

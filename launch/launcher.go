@@ -103,6 +103,12 @@ type Config struct {
 	// (gdb, dlv attach) from attaching; set LeaveDumpable to keep them, at
 	// the cost of that protection. Linux only; elsewhere it has no effect.
 	LeaveDumpable bool
+	// Containment is what confines every host this Launcher starts (on
+	// Linux): its filesystem, network, scopes, resources and system
+	// calls. The zero value is every layer on; see Containment and
+	// doc/design.md, “Containment”. A program relying on the default
+	// must call Init first in main.
+	Containment Containment
 	// Logger receives one debug record per launch and warnings for forced
 	// kills. Nil means no logging.
 	Logger *slog.Logger
@@ -118,8 +124,9 @@ type User struct {
 // Launcher is safe for concurrent use by several goroutines, each running
 // its own invocations.
 type Launcher struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	contain *container // nil: no containment
 }
 
 // New validates cfg and returns a Launcher. Errors wrap ErrInvalidConfig.
@@ -135,6 +142,7 @@ func New(cfg Config) (*Launcher, error) {
 		u := *cfg.User
 		c.User = &u
 	}
+	c.Containment = cfg.Containment.clone()
 	c.Args = slices.Clone(cfg.Args)
 	c.Env = slices.Clone(cfg.Env)
 	if c.Env == nil {
@@ -155,12 +163,16 @@ func New(cfg Config) (*Launcher, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	contain, err := newContainer(&c)
+	if err != nil {
+		return nil, err
+	}
 	if !c.LeaveDumpable {
 		if err := setNotDumpable(); err != nil {
 			return nil, fmt.Errorf("launch: making this process non-dumpable (set Config.LeaveDumpable to skip it): %w", err)
 		}
 	}
-	l := &Launcher{cfg: c, log: c.Logger}
+	l := &Launcher{cfg: c, log: c.Logger, contain: contain}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -215,6 +227,7 @@ func (c *Config) validate() error {
 			add("this process runs as root, so the host would too; set User to run it as another user, or AllowRootHost to allow a root host")
 		}
 	}
+	errs = append(errs, c.Containment.validate()...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -292,6 +305,14 @@ type spec struct {
 	// provider is the binding whose environment the host runs in (for a
 	// warm launch); nil for discovery.
 	provider *manifest.ProviderBinding
+	// lc is the context the host serves, which its containment policy is
+	// derived from; nil for discovery. workspace is the directory the
+	// launcher created for it under Containment.WorkspaceRoot, or "".
+	lc        *LaunchContext
+	workspace string
+	// containRead and containWrite are further paths of the containment
+	// policy (a zygote server's).
+	containRead, containWrite []string
 	// serve, when set, gets the Runtime end of a socketpair whose other end
 	// is the child's FD 4, and the child's pid. It runs while the process
 	// lives, must return when ctx is cancelled, and owns conn.

@@ -109,9 +109,9 @@ func TestRootHostRefused(t *testing.T) {
 func TestHostAsAnotherUser(t *testing.T) {
 	requireRoot(t)
 	f := newFixture(t)
-	run := func(u *launch.User) (*launch.Outcome, probeReport) {
+	run := func(u *launch.User, contain launch.Containment) (*launch.Outcome, probeReport) {
 		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"}, Dir: openDir(t),
-			Verifier: launch.TrustEnvironment{}, User: u, AllowRootHost: u == nil})
+			Verifier: launch.TrustEnvironment{}, User: u, AllowRootHost: u == nil, Containment: contain})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestHostAsAnotherUser(t *testing.T) {
 		return out, parseProbe(t, out)
 	}
 
-	out, r := run(&launch.User{UID: nobody, GID: nobody})
+	out, r := run(&launch.User{UID: nobody, GID: nobody}, launch.Containment{})
 	if r.UID != nobody || r.GID != nobody || len(r.Groups) != 0 {
 		t.Errorf("host ran as uid %d gid %d groups %v, want %d, %d and none", r.UID, r.GID, r.Groups, nobody, nobody)
 	}
@@ -140,8 +140,16 @@ func TestHostAsAnotherUser(t *testing.T) {
 		t.Errorf("the refused forgery still reached the session: %d frames, %v", out.Session.Frames, out.SessionErr)
 	}
 
-	// The control: a root host.
-	out, r = run(nil)
+	// A contained root host (the default containment) reads neither the
+	// environment nor the memory: Landlock and its user namespace stand
+	// between it and this process.
+	_, r = run(nil, launch.Containment{})
+	if r.UID != 0 || r.Probe.Environ == "ok" || r.Probe.Mem == "ok" {
+		t.Errorf("a contained root host's probe %+v: want the environ and mem reads denied", r.Probe)
+	}
+
+	// The control: an uncontained root host.
+	out, r = run(nil, launch.Containment{Off: launch.AllLayers})
 	if r.UID != 0 || r.Probe.Environ != "ok" || r.Probe.Mem != "ok" || r.Probe.FDs != "ok" || r.Probe.Forge != "ok" {
 		t.Errorf("a root host's probe %+v: want every read and the forgery to succeed (the control)", r.Probe)
 	}
@@ -235,7 +243,10 @@ func helperController() int {
 		return 1
 	}
 	l, err := launch.New(launch.Config{Interpreter: os.Getenv("ZEO_HOSTSIM_PATH"), Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"},
-		Dir: os.Getenv("ZEO_LAUNCH_DIR"), Verifier: launch.TrustEnvironment{}, LeaveDumpable: os.Getenv("ZEO_LAUNCH_DUMPABLE") == "1"})
+		Dir: os.Getenv("ZEO_LAUNCH_DIR"), Verifier: launch.TrustEnvironment{}, LeaveDumpable: os.Getenv("ZEO_LAUNCH_DUMPABLE") == "1",
+		// What is tested is the controller's dumpability alone: a contained
+		// host (Landlock, its own user namespace) could read neither.
+		Containment: launch.Containment{Off: launch.AllLayers}})
 	if err != nil {
 		os.Stderr.WriteString(err.Error())
 		return 1

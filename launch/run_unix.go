@@ -98,14 +98,33 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 
 	stdout := &headWriter{max: MaxResultBytes + 1}
 	stderr := &tailWriter{max: l.cfg.StderrTailBytes}
-	cmd := l.command(l.argv(s.args), s.dir, stdinFile, stdout, stderr, extra)
+	argv := l.argv(s.args)
+	dir := s.dir
+	if dir == "" {
+		dir = l.cfg.Dir
+	}
+	cs, err := l.containPrepare(s, argv, dir, 3+len(extra))
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return nil, nil, err
+	}
+	if cs != nil {
+		defer cs.close()
+		extra = append(extra, cs.files...)
+	}
+	cmd := l.command(argv, dir, stdinFile, stdout, stderr, extra)
 	l.prepare(cmd)
+	if cs != nil {
+		cs.apply(cmd, l.cfg.User)
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		if conn != nil {
 			conn.Close() // serve never got it
 		}
-		return nil, nil, fmt.Errorf("launch: starting %s: %w", l.cfg.Interpreter, err)
+		return nil, nil, fmt.Errorf("launch: starting %s: %w", l.cfg.Interpreter, cs.startError(err))
 	}
 	pid := cmd.Process.Pid
 	p := &Process{PID: pid}
@@ -115,6 +134,19 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 
 	if s.serve != nil {
 		childEnd.Close()
+	}
+	if cs != nil {
+		// The host runs only once the init has applied the whole policy;
+		// an init that could not is reaped here and the host never ran.
+		cs.started()
+		if err := cs.await(ctx); err != nil {
+			_ = signalGroup(pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			if conn != nil {
+				conn.Close()
+			}
+			return nil, nil, err
+		}
 	}
 
 	sctx, deadlineCtx, cancel := l.supervision(ctx, s.deadline, start)

@@ -637,7 +637,60 @@ def _become_host(server, m, fds):
     sys.orig_argv = [os.fsdecode(base64.b64decode(a)) for a in m["orig_argv"]]
     if not sys.flags.safe_path and sys.path:
         sys.path[0] = os.getcwd()  # as -m puts it, where the script's directory was
+    _contain(m.get("contain"))
     return server.cfg["module"], argv
+
+
+# -- containment (doc/design.md, "Containment") --------------------------
+
+_SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_RULE_PATH_BENEATH = 1
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _contain(spec):
+    """Enforces the launch's own Landlock layer on this child, inside the
+    server's (which the launcher's containment init applied, with the
+    namespaces, limits, no_new_privs and seccomp every child inherits):
+    the rules and scopes the launcher computed for this invocation, so
+    that a warm host reaches exactly what a cold one would, and neither
+    its server nor its siblings. Any failure ends the child before the
+    host runs (see _child)."""
+    if not spec:
+        return
+    syscall = _libc.syscall
+    syscall.restype = ctypes.c_long
+
+    def check(r, what):
+        if r < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "%s: %s" % (what, os.strerror(e)))
+        return r
+
+    attr = (ctypes.c_uint64 * 3)(spec["handled_fs"], 0, spec["scoped"])
+    rfd = check(syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+                        ctypes.c_uint32(0)), "landlock_create_ruleset")
+    try:
+        for path, access in spec["rules"]:
+            try:
+                fd = os.open(base64.b64decode(path), os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                rule = _PathBeneath(access, fd)
+                check(syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(rfd), ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH),
+                              ctypes.byref(rule), ctypes.c_uint32(0)), "landlock_add_rule")
+            finally:
+                os.close(fd)
+        check(syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(rfd), ctypes.c_uint32(0)), "landlock_restrict_self")
+    finally:
+        os.close(rfd)
 
 
 def _run_host(module, argv):

@@ -70,6 +70,9 @@ func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []b
 	if err != nil {
 		return nil, err
 	}
+	if err := l.warmContainable(); err != nil {
+		return nil, err
+	}
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, zs.cfg.Provider); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,14 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 	argv := append(append([]string{}, z.spec.rest...), s.args...)
 	req := map[string]any{"argv": bytesList(argv), "env": bytesList(l.cfg.Env), "dir": []byte(dir),
 		"orig_argv": bytesList(l.argv(s.args))}
+	if contain, err := z.childContain(s, dir); err != nil {
+		conn.Close()
+		outR.Close()
+		errR.Close()
+		return nil, nil, err
+	} else if contain != nil {
+		req["contain"] = contain
+	}
 	start := time.Now()
 	c, err := srv.fork(req, []*os.File{stdinFile, outW, errW, ctxFile, childEnd})
 	// The server (and the child) hold their own copies now, or no one does.

@@ -174,13 +174,35 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 	s := &zserver{z: z, conn: conn, digest: b.EnvironmentDigest, provider: providerPackage(b), out: &tailWriter{max: DefaultStderrTailBytes},
 		pending: map[uint64]chan zreply{}, children: map[int]*zchild{}, lost: make(chan struct{})}
 	argv := append(append([]string{l.cfg.Interpreter}, z.spec.opts...), script)
-	cmd := l.command(argv, "", stdin, s.out, s.out, []*os.File{theirs})
+	extra := []*os.File{theirs}
+	cs, err := z.containServer(argv, dir, 3+len(extra))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
+	}
+	if cs != nil {
+		defer cs.close()
+		extra = append(extra, cs.files...)
+	}
+	cmd := l.command(argv, "", stdin, s.out, s.out, extra)
 	l.prepare(cmd)
+	if cs != nil {
+		cs.apply(cmd, l.cfg.User)
+	}
 	if err := cmd.Start(); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("%w: starting %s: %w", ErrZygoteStart, l.cfg.Interpreter, err)
+		return nil, fmt.Errorf("%w: starting %s: %w", ErrZygoteStart, l.cfg.Interpreter, cs.startError(err))
 	}
 	theirs.Close()
+	if cs != nil {
+		cs.started()
+		if err := cs.await(ctx); err != nil {
+			_ = signalGroup(cmd.Process.Pid, unix.SIGKILL)
+			_ = cmd.Wait()
+			conn.Close()
+			return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
+		}
+	}
 	s.cmd, s.pid, s.started = cmd.Process, cmd.Process.Pid, time.Now()
 	z.mu.Lock()
 	if z.closed {

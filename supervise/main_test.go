@@ -5,12 +5,15 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/testbin"
+	"github.com/zeoruntime/runtimeipc/launch"
 )
 
 // hostsimPath is the simulated host executable, built once by TestMain.
 var hostsimPath string
 
 func TestMain(m *testing.M) {
+	// The contained hosts of these tests start as this binary (launch.Init).
+	launch.Init()
 	if os.Getenv(controllerEnv) != "" {
 		// This process is a controller of the restart test (see
 		// controllerMain), not a test run.

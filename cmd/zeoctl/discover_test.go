@@ -29,14 +29,21 @@ func abs(t *testing.T, path string) string {
 // fakePython writes an executable that stands in for a provider
 // environment's interpreter: it answers zeoctl's version probe (-c) with
 // python and version, and runs anything else (-m zeo_core...) as zeoctl's
-// simulated host. It returns the interpreter's path.
+// simulated host. It returns the interpreter's path. zeoctl is linked
+// beside it, in the interpreter's directory, which a contained host may
+// read and execute.
 func fakePython(t *testing.T, python, version string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "python")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "python")
+	self := filepath.Join(dir, "zeoctl")
+	if err := os.Link(zeoctlPath, self); err != nil {
+		t.Fatal(err)
+	}
 	script := "#!/bin/sh\n" +
 		"if [ \"$1\" = -c ]; then echo '{\"python\": \"" + python + "\", \"version\": \"" + version + "\"}'; exit 0; fi\n" +
 		"shift 2\n" + // -m zeo_core.adapters.runtime_host
-		"exec " + zeoctlPath + " __host \"$@\"\n"
+		"exec " + self + " __host \"$@\"\n"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

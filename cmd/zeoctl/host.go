@@ -29,6 +29,10 @@ type hostFlags struct {
 	envRoot   string
 	binding   string
 	grace     time.Duration
+	// uncontained turns the launcher's containment off (every layer);
+	// read are further paths a contained host may read.
+	uncontained bool
+	read        listFlag
 }
 
 // listFlag is a repeatable string flag.
@@ -45,6 +49,8 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.envRoot, "env-root", "", "verify the binding's environment_digest against this `directory` tree (the provider's virtual environment) before launching")
 	fs.StringVar(&h.binding, "binding", "", "the provider binding `file` (JSON); with -simulated the default is the simulated provider's (testdata/examples/binding.json)")
 	fs.DurationVar(&h.grace, "grace", 0, "time between SIGTERM and SIGKILL when the host overruns (0: the launcher's default)")
+	fs.Var(&h.read, "read", "a further `path` the contained host may read (repeatable): the interpreter, its environment and the system directories are readable anyway")
+	fs.BoolVar(&h.uncontained, "uncontained", false, "run the host without containment (no Landlock, namespaces, limits, seccomp); by default it is contained, as zeoctl prints")
 }
 
 // check refuses an ambiguous or missing host choice, and a real provider
@@ -122,8 +128,18 @@ func readBinding(path string) (manifest.ProviderBinding, error) {
 // temporary directory that cleanup removes.
 func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err error) {
 	// zeoctl runs hosts as the operator who runs it: whoever runs zeoctl
-	// as root has chosen a root host.
+	// as root has chosen a root host, and is warned below.
 	cfg := launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
+	if h.uncontained {
+		cfg.Containment.Off = launch.AllLayers
+	}
+	for _, p := range h.read {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Containment.ReadPaths = append(cfg.Containment.ReadPaths, abs)
+	}
 	switch {
 	case h.python != "":
 		cfg.Interpreter, cfg.Args = h.python, pythonHostArgs
@@ -158,7 +174,14 @@ func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err er
 	l, err = launch.New(cfg)
 	if err != nil {
 		os.RemoveAll(dir)
+		if errors.Is(err, launch.ErrContainmentUnavailable) {
+			err = fmt.Errorf("%w (pass -uncontained to run the host without containment)", err)
+		}
 		return nil, nil, err
+	}
+	e.progress("%s", l.ContainmentSummary())
+	if os.Geteuid() == 0 {
+		e.progress("warning: zeoctl runs as root, so the host runs as root too (contained, it still holds root's file access wherever its Landlock rules reach)")
 	}
 	return l, func() { os.RemoveAll(dir) }, nil
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/launch"
 )
 
 // hostModeArg, as the first argument, turns zeoctl into the simulated host
@@ -27,8 +28,10 @@ const (
 )
 
 func main() {
-	// First, before anything can write to stdout: the host mode owns the
-	// process's descriptors.
+	// First, before anything can write to stdout: a contained host starts
+	// as zeoctl re-executed, which becomes the host here (launch.Init);
+	// the host mode owns the process's descriptors.
+	launch.Init()
 	hostproc.MainIf(hostModeArg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

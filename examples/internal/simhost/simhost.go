@@ -19,9 +19,13 @@ import (
 // simulated host.
 const Marker = "__example_host"
 
-// MainIf makes the process the simulated host, and exits, when it was
-// started as one. Call it first in main, and in TestMain.
-func MainIf() { hostproc.MainIf(Marker) }
+// MainIf makes the process the containment init of a host it launched
+// (launch.Init) or the simulated host, and does not return then. Call it
+// first in main, and in TestMain.
+func MainIf() {
+	launch.Init()
+	hostproc.MainIf(Marker)
+}
 
 // Launcher returns a launcher whose host is the simulated host, with env
 // as the host's whole environment, working in a fresh temporary directory

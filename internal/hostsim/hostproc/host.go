@@ -228,6 +228,8 @@ func (h *host) invoke(a args) int {
 		r := h.report(raw, stdin, a.runtimeFD)
 		r["probe"] = probeParent(a.runtimeFD)
 		return h.emitJSON(r)
+	case scHostile:
+		return h.emitJSON(map[string]any{"actions": hostile(os.Getenv(EnvHostile))})
 	}
 	if err := silence(); err != nil {
 		return h.emit(hostsim.ProtocolErrorResult())

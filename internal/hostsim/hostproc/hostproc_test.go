@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/launch"
 )
 
 // hostMarker is the argument that makes this test binary the simulated
@@ -21,6 +22,7 @@ import (
 const hostMarker = "__hostproc_test_host"
 
 func TestMain(m *testing.M) {
+	launch.Init() // the contained hosts of these tests start as this binary
 	hostproc.MainIf(hostMarker)
 	os.Exit(m.Run())
 }

@@ -43,6 +43,7 @@ const (
 	scLie               scenario = "lie"
 	scSleeper           scenario = "sleeper"
 	scHangBeforePublish scenario = "hang-before-publish"
+	scHostile           scenario = "hostile"
 )
 
 // PausedPIDFile is the file, in the host's working directory, where the
@@ -78,6 +79,7 @@ func scenarioTable() []struct {
 		{scLie, "answer discovery with a well-formed but wrong document"},
 		{scSleeper, "the grandchild role: ignore SIGTERM and sleep until killed"},
 		{scHangBeforePublish, "run until the capability returns, write the pid to " + PausedPIDFile + ", then block before result.publish"},
+		{scHostile, "try each action " + EnvHostile + " lists (reading, writing, connecting, signalling, forking, allocating as a hostile provider would) and write a JSON report of what each got instead of a result; no IPC"},
 	}
 }
 

@@ -1,0 +1,238 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// ErrContainmentUnavailable is wrapped by every refusal to launch a host
+// whose containment (Config.Containment) cannot be applied: a layer the
+// kernel lacks (Landlock, user or network namespaces, seccomp), a program
+// that did not call Init, or a containment init that failed before the
+// host ran. The message names what is missing and the switch that turns
+// that layer off. A host is never launched without a layer it was
+// configured to get (doc/design.md, “Containment”).
+var ErrContainmentUnavailable = errors.New("launch: host containment unavailable")
+
+// Layers is a set of containment layers (Containment.Off).
+type Layers uint
+
+// The containment layers (doc/design.md, “Containment”).
+const (
+	// LayerFilesystem is Landlock's filesystem rules: read-only access to
+	// the provider environment, the system directories and
+	// Containment.ReadPaths; read-write access to the attempt's workspace
+	// and Containment.WritePaths; nothing else.
+	LayerFilesystem Layers = 1 << iota
+	// LayerNetwork is an empty network namespace (only a loopback
+	// interface, down) for every host whose context does not allow the
+	// network, inside a new user namespace.
+	LayerNetwork
+	// LayerScope is Landlock's IPC scoping (ABI 6): no signal to, and no
+	// abstract unix socket of, any process outside the host's own tree.
+	LayerScope
+	// LayerLimits is the resource limits of Containment.Limits.
+	LayerLimits
+	// LayerNoNewPrivs is prctl(PR_SET_NO_NEW_PRIVS): no exec gains
+	// privileges (setuid, file capabilities). Landlock and seccomp need it
+	// unless the host runs with CAP_SYS_ADMIN, so turning it off turns
+	// them off too.
+	LayerNoNewPrivs
+	// LayerSeccomp is a seccomp filter denying (EPERM) system calls a
+	// capability host never needs (SeccompDenied).
+	LayerSeccomp
+
+	// AllLayers is every layer: Containment{Off: AllLayers} launches hosts
+	// uncontained, as before containment existed.
+	AllLayers = LayerFilesystem | LayerNetwork | LayerScope | LayerLimits | LayerNoNewPrivs | LayerSeccomp
+)
+
+// layerNames are the layers' names, in bit order.
+var layerNames = []string{"filesystem", "network", "scope", "limits", "no_new_privs", "seccomp"}
+
+// String lists the layers' names, separated by "+", or "none".
+func (s Layers) String() string {
+	var out []string
+	for i, n := range layerNames {
+		if s&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "+")
+}
+
+// Limits are the resource limits a contained host starts with
+// (LayerLimits), each set as both its soft and its hard limit, so the
+// host cannot raise it. Zero means the stated default; a negative value
+// leaves that limit as this process has it.
+type Limits struct {
+	// Processes is RLIMIT_NPROC. In the user namespace a host gets when
+	// it has no network (LayerNetwork), the kernel counts the host's own
+	// processes and threads only; otherwise every process of its user,
+	// so set it with that in mind. The kernel does not apply it to a host
+	// running as root. Default DefaultLimitProcesses.
+	Processes int64
+	// OpenFiles is RLIMIT_NOFILE. Default DefaultLimitOpenFiles.
+	OpenFiles int64
+	// DataBytes is RLIMIT_DATA: the host's private writable memory
+	// (heap, anonymous mappings), which is what an allocation takes; the
+	// address space (RLIMIT_AS) is left alone, as runtimes reserve far
+	// more of it than they use. Default DefaultLimitDataBytes.
+	DataBytes int64
+	// FileBytes is RLIMIT_FSIZE: the largest file the host may write or
+	// extend (beyond it, SIGXFSZ, or EFBIG when ignored). Default
+	// DefaultLimitFileBytes.
+	FileBytes int64
+	// CoreBytes is RLIMIT_CORE. Zero means 0 (no core dumps, which would
+	// hold the host's memory); a negative value leaves it alone.
+	CoreBytes int64
+}
+
+// The default Limits.
+const (
+	DefaultLimitProcesses = 512
+	DefaultLimitOpenFiles = 1024
+	DefaultLimitDataBytes = 4 << 30
+	DefaultLimitFileBytes = 1 << 30
+)
+
+// Containment is the containment a Launcher applies to every host it
+// starts, on Linux (doc/design.md, “Containment”). The zero value is full
+// containment: every layer on, the policy of each launch derived from the
+// LaunchContext it serves and from these fields. Other platforms have no
+// containment layers: there New refuses a Config that does not turn them
+// all off... except that the zero value is accepted and means none there
+// (“on by default on Linux”).
+//
+// The mechanism: the host is started as this program re-executed
+// (InitPath), which, in Init, applies the policy to itself and then execs
+// the interpreter, so that the policy is in force before the host runs a
+// line of provider code.
+type Containment struct {
+	// Off turns layers off. Zero keeps every layer on; AllLayers turns
+	// containment off entirely.
+	Off Layers
+	// Limits are the resource limits (LayerLimits).
+	Limits Limits
+	// WorkspaceRoot, when set, is an existing directory under which the
+	// launcher creates, for each invocation, a fresh private directory
+	// (0700, named after the attempt) that is the host's working
+	// directory and its one writable directory besides WritePaths; no
+	// other attempt's host can reach it. The directory is removed, with
+	// everything in it, when Invoke returns, unless KeepWorkspaces is
+	// set. Invocation.Dir must then be empty. When WorkspaceRoot is
+	// empty the host's working directory (Invocation.Dir, else
+	// Config.Dir) is its writable workspace: give each attempt its own.
+	WorkspaceRoot string
+	// KeepWorkspaces leaves the directories created under WorkspaceRoot
+	// in place for the embedder to inspect and remove.
+	KeepWorkspaces bool
+	// ReadPaths are further files and directories every host may read
+	// (and execute), beyond what it gets anyway: the interpreter and its
+	// environment prefix, the PYTHONPATH and PYTHONHOME entries of
+	// Config.Env, the system directories (/usr, /lib, /lib64, /bin,
+	// /sbin, /etc), /proc and the null, zero and random devices.
+	ReadPaths []string
+	// WritePaths are further files and directories every host may read
+	// and write.
+	WritePaths []string
+	// FilesystemRead and FilesystemWrite are read-only and read-write
+	// paths granted only to hosts whose LaunchContext sets
+	// filesystem_read, respectively filesystem_write.
+	FilesystemRead, FilesystemWrite []string
+	// InitPath is the program started as the containment init: one whose
+	// main calls Init first. Empty means this program, which must then
+	// have called Init (New refuses otherwise, with
+	// ErrContainmentUnavailable). cmd/zeo-launch-init is such a program
+	// for embedders that cannot call Init in their own main.
+	InitPath string
+	// AssumeNoLandlock makes the launcher behave as on a kernel without
+	// Landlock: a Config that needs it (LayerFilesystem or LayerScope on)
+	// is refused. For tests of that refusal.
+	AssumeNoLandlock bool
+}
+
+// DefaultReadPaths are the system paths every contained host may read
+// and execute (besides its interpreter and environment): the dynamic
+// loader, libraries, the interpreter's standard library under /usr, /etc
+// (the loader cache, certificates, name service, time zone), /proc and
+// the harmless devices. Paths missing on a machine are skipped.
+var DefaultReadPaths = []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc",
+	"/dev/urandom", "/dev/random"}
+
+// defaultWritePaths are the devices every host may also write.
+var defaultWritePaths = []string{"/dev/null", "/dev/zero"}
+
+// SeccompDenied names the system calls the seccomp layer (LayerSeccomp)
+// denies with EPERM: tracing other processes, mounting, namespaces
+// (unshare, setns, and clone with a namespace flag; clone3, whose flags a
+// filter cannot read, fails with ENOSYS so that libc falls back to
+// clone), BPF, kernel keyrings, modules and kexec, reboot, swap, quotas,
+// perf events, userfaultfd and handle-based opens. A capability host
+// needs none of them.
+var SeccompDenied = []string{"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
+	"pivot_root", "chroot", "mount_setattr", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
+	"fspick", "unshare", "setns", "bpf", "keyctl", "add_key", "request_key", "init_module",
+	"finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff",
+	"quotactl", "perf_event_open", "userfaultfd", "open_by_handle_at", "acct", "iopl", "ioperm"}
+
+// validate checks c; paths must be absolute.
+func (c *Containment) validate() []error {
+	var errs []error
+	for _, l := range []struct {
+		name  string
+		paths []string
+	}{{"ReadPaths", c.ReadPaths}, {"WritePaths", c.WritePaths},
+		{"FilesystemRead", c.FilesystemRead}, {"FilesystemWrite", c.FilesystemWrite}} {
+		for _, p := range l.paths {
+			if !filepath.IsAbs(p) {
+				errs = append(errs, fmt.Errorf("Containment.%s entry %q is not an absolute path", l.name, p))
+			}
+		}
+	}
+	if c.WorkspaceRoot != "" {
+		if err := checkDir(c.WorkspaceRoot); err != nil {
+			errs = append(errs, fmt.Errorf("Containment.WorkspaceRoot: %w", err))
+		}
+	}
+	if c.InitPath != "" && !filepath.IsAbs(c.InitPath) {
+		errs = append(errs, fmt.Errorf("Containment.InitPath %q is not an absolute path", c.InitPath))
+	}
+	if c.Off&^AllLayers != 0 {
+		errs = append(errs, fmt.Errorf("Containment.Off has unknown bits %#x", uint(c.Off&^AllLayers)))
+	}
+	return errs
+}
+
+// clone returns a copy of c sharing nothing with it.
+func (c Containment) clone() Containment {
+	c.ReadPaths = slices.Clone(c.ReadPaths)
+	c.WritePaths = slices.Clone(c.WritePaths)
+	c.FilesystemRead = slices.Clone(c.FilesystemRead)
+	c.FilesystemWrite = slices.Clone(c.FilesystemWrite)
+	return c
+}
+
+// limitOr returns v, or def when v is zero; negative means unset (-1).
+func limitOr(v, def int64) int64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return -1
+	}
+	return v
+}
+
+// initCalled records that this program's main called Init, so that it is
+// safe to re-execute it as a containment init. It is the package's one
+// piece of process-wide state, and must be: it describes the program
+// (what its main does first), not any Launcher, and only Init sets it.
+var initCalled atomic.Bool

@@ -1,0 +1,408 @@
+package launch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+)
+
+// hostileRun launches the simulated host in its hostile scenario, which
+// tries each of actions and reports what it got, through a launcher with
+// contain, for a context with networkAllowed. It returns action → "ok…"
+// or the error text.
+func hostileRun(t *testing.T, contain launch.Containment, user *launch.User, networkAllowed bool, actions ...string) map[string]string {
+	t.Helper()
+	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: launch.TrustEnvironment{},
+		Env:  []string{hostproc.EnvScenario + "=hostile", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
+		User: user, AllowRootHost: user == nil, Containment: contain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	inv.Context.NetworkAllowed = networkAllowed
+	out, err := l.Invoke(testCtx(t), inv)
+	if out == nil {
+		t.Fatalf("the hostile host did not start: %v", err)
+	}
+	var r struct {
+		Actions map[string]string `json:"actions"`
+	}
+	if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+		t.Fatalf("hostile report %q: %v (exit %d, stderr %q)", out.Process.Stdout, err, out.Process.ExitCode, out.Process.StderrTail)
+	}
+	for _, a := range actions {
+		if _, ok := r.Actions[a]; !ok {
+			t.Fatalf("the report lacks %q: %v", a, r.Actions)
+		}
+	}
+	return r.Actions
+}
+
+// denied reports whether an action's result is a permission error.
+func denied(res string) bool {
+	return strings.Contains(res, "permission denied") || strings.Contains(res, "operation not permitted")
+}
+
+// TestContainedFilesystem: a contained host cannot open the controller's
+// bolt ledger (for reading or writing), another attempt's workspace, or a
+// file of the controller's directory; it can write in its own workspace.
+// The ledger is byte for byte what it was, and its Check is clean. The
+// control: the same host uncontained opens all of them.
+func TestContainedFilesystem(t *testing.T) {
+	ctx := testCtx(t)
+	controller := t.TempDir()
+	ledgerPath := filepath.Join(controller, "ledger.db")
+	lg, err := bolt.Open(ledgerPath, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(ledgerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(controller, "credentials.json")
+	if err := os.WriteFile(secret, []byte(`{"token":"hunter2"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := openDir(t)
+	other := filepath.Join(root, "attempt-other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	otherFile := filepath.Join(other, "output.txt")
+	if err := os.WriteFile(otherFile, []byte("another attempt's output"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	actions := []string{"read:" + ledgerPath, "write:" + ledgerPath, "read:" + secret, "read:" + otherFile,
+		"write:" + filepath.Join(other, "planted.txt"), "write:mine.txt"}
+
+	got := hostileRun(t, launch.Containment{WorkspaceRoot: root, KeepWorkspaces: true}, nil, false, actions...)
+	for _, a := range actions[:5] {
+		if !denied(got[a]) {
+			t.Errorf("contained host, %s: %q, want permission denied", a, got[a])
+		}
+	}
+	if got["write:mine.txt"] != "ok" {
+		t.Errorf("contained host, writing in its own workspace: %q, want ok", got["write:mine.txt"])
+	}
+	mine, _ := filepath.Glob(filepath.Join(root, "attempt-attempt-a-*", "mine.txt"))
+	if len(mine) != 1 {
+		t.Errorf("the host's own workspace file: found %v under %s", mine, root)
+	}
+	after, err := os.ReadFile(ledgerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the ledger file changed under a contained host (%d bytes, then %d)", len(before), len(after))
+	}
+	lg, err = bolt.Open(ledgerPath, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.Check(ctx); err != nil {
+		t.Errorf("the ledger's Check after a contained host: %v", err)
+	}
+	lg.Close(ctx)
+
+	// The control: uncontained, every open succeeds (the ledger is only
+	// read, so that the check above stays meaningful for other runs).
+	got = hostileRun(t, launch.Containment{Off: launch.AllLayers}, nil, false, actions[0], actions[2], actions[3])
+	for _, a := range []string{actions[0], actions[2], actions[3]} {
+		if got[a] != "ok" {
+			t.Errorf("uncontained host (the control), %s: %q, want ok", a, got[a])
+		}
+	}
+}
+
+// TestContainedWorkspaceRemoved: a workspace the launcher created is
+// removed when Invoke returns (KeepWorkspaces unset).
+func TestContainedWorkspaceRemoved(t *testing.T) {
+	root := openDir(t)
+	got := hostileRun(t, launch.Containment{WorkspaceRoot: root}, nil, false, "write:mine.txt")
+	if got["write:mine.txt"] != "ok" {
+		t.Fatalf("writing in its own workspace: %q", got["write:mine.txt"])
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Errorf("the workspace root still holds %d entries after Invoke", len(left))
+	}
+}
+
+// serveDNS answers every query on a local UDP socket with one A record,
+// until the test ends; it returns the address.
+func serveDNS(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { pc.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if ans, err := hostproc.DNSAnswer(buf[:n]); err == nil {
+				pc.WriteTo(ans, from)
+			}
+		}
+	}()
+	return pc.LocalAddr().String()
+}
+
+// listenTCP accepts and closes connections on a local port until the
+// test ends.
+func listenTCP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestContainedNetwork: with network_allowed false the host has no
+// network: a TCP connection to a local server (and to PostgreSQL on
+// 127.0.0.1:5432 when one is there) and a name resolution against a
+// local DNS server fail. With network_allowed true (the control) both
+// succeed: host filtering (network_hosts) is not enforced yet.
+func TestContainedNetwork(t *testing.T) {
+	tcp, dns := listenTCP(t), serveDNS(t)
+	actions := []string{"connect:" + tcp, "resolve:provider.example@" + dns}
+	if c, err := net.Dial("tcp", "127.0.0.1:5432"); err == nil {
+		c.Close()
+		actions = append(actions, "connect:127.0.0.1:5432")
+	} else {
+		t.Logf("no server on 127.0.0.1:5432 (%v): the PostgreSQL row is left out", err)
+	}
+	got := hostileRun(t, launch.Containment{}, nil, false, actions...)
+	for _, a := range actions {
+		if strings.HasPrefix(got[a], "ok") {
+			t.Errorf("network_allowed false, %s: %q, want a failure", a, got[a])
+		}
+	}
+	got = hostileRun(t, launch.Containment{}, nil, true, actions...)
+	for _, a := range actions {
+		if !strings.HasPrefix(got[a], "ok") {
+			t.Errorf("network_allowed true (the control), %s: %q, want ok", a, got[a])
+		}
+	}
+	if got[actions[1]] != "ok 192.0.2.1" {
+		t.Errorf("the control's resolution: %q, want ok 192.0.2.1", got[actions[1]])
+	}
+}
+
+// TestContainedScope: a contained host can signal neither this process
+// nor reach the abstract unix socket it listens on, with or without the
+// network (the scope is Landlock's, not the namespace's); it can signal
+// itself. The control: uncontained, both succeed.
+func TestContainedScope(t *testing.T) {
+	name := fmt.Sprintf("zeo-contain-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	self := strconv.Itoa(os.Getpid())
+	actions := []string{"signal:" + self, "abstract:" + name, "signal:self"}
+	for _, network := range []bool{false, true} {
+		got := hostileRun(t, launch.Containment{}, nil, network, actions...)
+		if !denied(got[actions[0]]) {
+			t.Errorf("network %v: signalling the controller: %q, want EPERM", network, got[actions[0]])
+		}
+		if got[actions[1]] == "ok" {
+			t.Errorf("network %v: connecting to the controller's abstract socket succeeded", network)
+		}
+		if network && !denied(got[actions[1]]) {
+			t.Errorf("network %v: connecting to the controller's abstract socket: %q, want EPERM from the scope", network, got[actions[1]])
+		}
+		if got[actions[2]] != "ok" {
+			t.Errorf("network %v: signalling itself: %q, want ok", network, got[actions[2]])
+		}
+	}
+	got := hostileRun(t, launch.Containment{Off: launch.AllLayers}, nil, true, actions...)
+	for _, a := range actions {
+		if got[a] != "ok" {
+			t.Errorf("uncontained (the control), %s: %q, want ok", a, got[a])
+		}
+	}
+}
+
+// TestContainedLimits: a fork bomb, a 10 GiB allocation and a 10 GiB
+// file are each stopped by their limit, and the host reports each
+// failure; this process is unaffected (a well-behaved host runs after).
+// As root the host runs as uid 65534: the kernel does not apply the
+// process limit to root.
+func TestContainedLimits(t *testing.T) {
+	var user *launch.User
+	root := openDir(t)
+	if os.Geteuid() == 0 {
+		user = &launch.User{UID: nobody, GID: nobody}
+		if err := os.Chown(root, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tenGiB = 10 << 30
+	actions := []string{"forkbomb:200", "alloc:" + strconv.Itoa(tenGiB), "bigfile:big.bin:" + strconv.Itoa(tenGiB)}
+	got := hostileRun(t, launch.Containment{WorkspaceRoot: root,
+		Limits: launch.Limits{Processes: 16, FileBytes: 8 << 20}}, user, false, actions...)
+	for a, want := range map[string]string{actions[0]: "resource temporarily unavailable",
+		actions[1]: "cannot allocate memory", actions[2]: "after 8388608 bytes: write big.bin: file too large"} {
+		if !strings.Contains(got[a], want) {
+			t.Errorf("%s: %q, want %q", a, got[a], want)
+		}
+		t.Logf("%s: %s", a, got[a])
+	}
+	// The controller is unaffected: the control host, uncontained, with
+	// smaller asks, does all three.
+	got = hostileRun(t, launch.Containment{Off: launch.AllLayers, WorkspaceRoot: root}, user, false,
+		"forkbomb:20", "alloc:"+strconv.Itoa(64<<20), "bigfile:big.bin:"+strconv.Itoa(16<<20))
+	for a, res := range got {
+		if !strings.HasPrefix(res, "ok") {
+			t.Errorf("uncontained (the control), %s: %q, want ok", a, res)
+		}
+	}
+}
+
+// TestContainmentRefused: a launcher that needs Landlock on a kernel
+// without it (simulated) is refused with ErrContainmentUnavailable naming
+// what is missing; turning the Landlock layers off launches.
+func TestContainmentRefused(t *testing.T) {
+	cfg := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{AssumeNoLandlock: true}}
+	_, err := launch.New(cfg)
+	if !errors.Is(err, launch.ErrContainmentUnavailable) || !strings.Contains(err.Error(), "Landlock") {
+		t.Fatalf("New without Landlock: %v, want ErrContainmentUnavailable naming Landlock", err)
+	}
+	cfg.Containment.Off = launch.LayerFilesystem | launch.LayerScope
+	l, err := launch.New(cfg)
+	if err != nil {
+		t.Fatalf("New without Landlock, its layers off: %v", err)
+	}
+	if s := l.ContainmentSummary(); !strings.HasPrefix(s, "containment: network+limits+no_new_privs+seccomp;") {
+		t.Errorf("summary %q", s)
+	}
+	out, err := l.Invoke(context.Background(), newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil))
+	if err != nil {
+		t.Fatalf("the launch with the Landlock layers off: %v (%+v)", err, out)
+	}
+
+	cfg.Containment = launch.Containment{InitPath: filepath.Join(t.TempDir(), "no-such-init")}
+	if _, err := launch.New(cfg); !errors.Is(err, launch.ErrContainmentUnavailable) {
+		t.Errorf("New with a missing InitPath: %v, want ErrContainmentUnavailable", err)
+	}
+}
+
+// TestContainedWarm runs the containment table's filesystem, network and
+// scope rows through a warm launch (a zygote's child), beside the same
+// invocation cold: a Python hostile host gets the same denials either
+// way, and writes in its own workspace.
+func TestContainedWarm(t *testing.T) {
+	e := newPyEnv(t)
+	controller := t.TempDir()
+	secret := filepath.Join(controller, "ledger.db")
+	if err := os.WriteFile(secret, []byte("the controller's ledger"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := openDir(t)
+	other := filepath.Join(root, "attempt-other")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("zeo-contain-warm-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tcp := listenTCP(t)
+	deny := []string{"read:" + secret, "write:" + secret, "write:" + filepath.Join(other, "planted.txt"),
+		"signal:" + strconv.Itoa(os.Getpid()), "connect:" + tcp, "abstract:" + name}
+	allow := []string{"write:mine.txt", "signal:self"}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(append(deny, allow...), ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Containment: launch.Containment{WorkspaceRoot: root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	for _, warm := range []bool{false, true} {
+		inv := e.echo(t)
+		var out *launch.Outcome
+		if warm {
+			out, _ = z.Invoke(testCtx(t), inv)
+		} else {
+			out, _ = l.Invoke(testCtx(t), inv)
+		}
+		if out == nil || out.Process.Warm != warm {
+			t.Fatalf("warm %v: outcome %+v", warm, out)
+		}
+		var r struct {
+			Actions map[string]string `json:"actions"`
+		}
+		if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+			t.Fatalf("warm %v: report %q: %v (stderr %q)", warm, out.Process.Stdout, err, out.Process.StderrTail)
+		}
+		for _, a := range deny {
+			if r.Actions[a] == "ok" || r.Actions[a] == "" {
+				t.Errorf("warm %v, %s: %q, want it refused", warm, a, r.Actions[a])
+			}
+		}
+		for _, a := range allow {
+			if r.Actions[a] != "ok" {
+				t.Errorf("warm %v, %s: %q, want ok", warm, a, r.Actions[a])
+			}
+		}
+		t.Logf("warm %v: %v", warm, r.Actions)
+	}
+	// An invocation allowed the network is launched cold: the server's
+	// children all share its empty network namespace.
+	inv := e.echo(t)
+	inv.Context.NetworkAllowed = true
+	out, _ := z.Invoke(testCtx(t), inv)
+	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
+		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
+	}
+}

@@ -1,0 +1,116 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp layer (LayerSeccomp) is a classic BPF program of our own:
+// a few dozen comparisons, which a library would not make shorter.
+
+// bpf is one instruction whose jumps may name labels, resolved by
+// assemble.
+type bpf struct {
+	code   uint16
+	k      uint32
+	jt, jf string // "" is the next instruction
+}
+
+// seccomp_data offsets.
+const (
+	seccompNR   = 0
+	seccompArch = 4
+	seccompArg0 = 16 // low 32 bits on little-endian machines
+)
+
+// cloneNamespaceFlags are the clone(2) flags that create namespaces.
+const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
+
+// seccompProgram returns the filter: a foreign architecture is killed
+// (its numbers mean other calls), SeccompDenied and clone with a
+// namespace flag fail with EPERM, clone3 with ENOSYS, anything else is
+// allowed.
+func seccompProgram() ([]unix.SockFilter, error) {
+	var prog []bpf
+	ld := func(off uint32) { prog = append(prog, bpf{code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, k: off}) }
+	jeq := func(k uint32, jt, jf string) {
+		prog = append(prog, bpf{code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, k: k, jt: jt, jf: jf})
+	}
+	ret := func(k uint32) { prog = append(prog, bpf{code: unix.BPF_RET | unix.BPF_K, k: k}) }
+
+	ld(seccompArch)
+	jeq(seccompAuditArch, "nr", "kill")
+	labels := map[string]int{}
+	labels["nr"] = len(prog)
+	ld(seccompNR)
+	if seccompX32Bit != 0 {
+		prog = append(prog, bpf{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: seccompX32Bit, jt: "deny"})
+	}
+	for _, name := range SeccompDenied {
+		nr, ok := seccompNumbers[name]
+		if !ok {
+			continue // not a call of this architecture
+		}
+		jeq(nr, "deny", "")
+	}
+	jeq(unix.SYS_CLONE3, "enosys", "")
+	jeq(unix.SYS_CLONE, "", "allow")
+	ld(seccompArg0)
+	prog = append(prog, bpf{code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, k: cloneNamespaceFlags, jt: "deny", jf: "allow"})
+	labels["allow"] = len(prog)
+	ret(unix.SECCOMP_RET_ALLOW)
+	labels["deny"] = len(prog)
+	ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	labels["enosys"] = len(prog)
+	ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	labels["kill"] = len(prog)
+	ret(unix.SECCOMP_RET_KILL_PROCESS)
+
+	out := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		out[i] = unix.SockFilter{Code: in.code, K: in.k}
+		for _, j := range []struct {
+			label string
+			to    *uint8
+		}{{in.jt, &out[i].Jt}, {in.jf, &out[i].Jf}} {
+			if j.label == "" {
+				continue
+			}
+			d := labels[j.label] - i - 1
+			if d < 0 || d > 255 {
+				return nil, fmt.Errorf("seccomp program: jump to %s out of range", j.label)
+			}
+			*j.to = uint8(d)
+		}
+	}
+	return out, nil
+}
+
+// installSeccomp installs the filter on the calling thread (no_new_privs
+// is already set).
+func installSeccomp() error {
+	prog, err := seccompProgram()
+	if err != nil {
+		return err
+	}
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_SECCOMP): %w", err)
+	}
+	return nil
+}
+
+// seccompUsable reports why the kernel cannot filter system calls.
+func seccompUsable() error {
+	if seccompAuditArch == 0 {
+		return errors.New("this architecture has no seccomp filter here (amd64 and arm64 only)")
+	}
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("the kernel has no seccomp (prctl(PR_GET_SECCOMP): %w)", err)
+	}
+	return nil
+}
