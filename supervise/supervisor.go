@@ -335,6 +335,9 @@ func (c Call) validate() error {
 
 func (s *Supervisor) emit(ev Event) {
 	if s.cfg.Observer != nil {
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
 		s.cfg.Observer(ev)
 	}
 }
