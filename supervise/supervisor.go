@@ -529,9 +529,9 @@ func (s *Supervisor) settled(view ledger.OperationView, o *Outcome) (bool, *Outc
 	o.Effects, o.Budget, o.BudgetUsed = view.Effects, op.EffectBudget, op.EffectsUsed
 	switch {
 	case op.State == ledger.OperationCompleted && view.Result != nil:
-		o.State, o.Reconnected, o.Result = launch.StateSucceeded, true, view.Result
+		o.State, o.Reconnected, o.Result = stateOfOperation(op.State), true, view.Result
 	case op.State == ledger.OperationCancelled:
-		o.State, o.Reason = launch.StateCancelled, "the operation was cancelled: "+op.CancelReason
+		o.State, o.Reason = stateOfOperation(op.State), "the operation was cancelled: "+op.CancelReason
 	case !op.Deadline.IsZero() && !time.Now().Before(op.Deadline):
 		o.State, o.Reason = launch.StateTimedOut, fmt.Sprintf("the operation's deadline %s has passed", op.Deadline.Format(time.RFC3339Nano))
 	default:
@@ -569,19 +569,6 @@ func or(s, def string) string {
 	return s
 }
 
-// launchState maps a reply state to the outcome state it ends an attempt
-// with.
-func launchState(st ipc.ReplyState) launch.State {
-	switch st {
-	case ipc.StateCancelled:
-		return launch.StateCancelled
-	case ipc.StateWaitingApproval:
-		return launch.StateWaitingApproval
-	case ipc.StateNeedsReconciliation:
-		return launch.StateNeedsReconciliation
-	}
-	return launch.StateRefused
-}
 
 func (s *Supervisor) register(k opKey, r *run) {
 	s.mu.Lock()
