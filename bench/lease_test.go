@@ -3,65 +3,80 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
-// Controller leases on the bolt ledger (issue 22), side by side in one run:
+// Controller leases on the bolt ledger (issue 22), in alternating rounds
+// so that load drift on a shared machine hits both sides of each ratio
+// alike:
 //
-//   - authorize-unowned / authorize-owned: BenchmarkLedgerDurable's
-//     authorization (BeginEffect + ConfirmEffect, fsynced) by attempts
-//     without a controller and by attempts of one live controller, whose
-//     lease every new effect checks in its transaction;
-//   - raw-bbolt-put / renew: one controller's RenewLease in a loop (each a
-//     durable write) against raw bbolt's one Put per fsynced transaction.
-//     cpu-µs/op is the process's user+system CPU per renewal; a controller
-//     that renews every period p costs 1/p of these per second.
+//   - owned: a round of authorizations (BeginEffect + ConfirmEffect,
+//     fsynced, as in BenchmarkLedgerDurable) by attempts without a
+//     controller, then a round by attempts of one live controller, whose
+//     lease every new effect checks in its transaction, on a ledger of
+//     their own; ratio is owned auth/s over unowned auth/s;
+//   - renew: a round of raw bbolt Puts, one per fsynced transaction, then
+//     a round of RenewLease (a durable write) by as many controllers, each
+//     renewing its own lease; ratio is renew/s over put/s, and cpu-µs is
+//     the process's user+system CPU per renewal (a controller renewing
+//     every period p costs 1/p of it per second).
 //
-//	cd bench && go test -run '^$' -bench LedgerLease -benchmem -count 3
-
+// One op is one round of each side, 8 calls per writer.
+//
+//	cd bench && go test -run '^$' -bench LedgerLease -benchtime 20x -count 5
 func BenchmarkLedgerLease(b *testing.B) {
 	for _, w := range []int{1, 8} {
-		for _, owned := range []bool{false, true} {
-			name := "authorize-unowned"
-			if owned {
-				name = "authorize-owned"
-			}
-			b.Run(fmt.Sprintf("writers=%d/%s", w, name), func(b *testing.B) {
-				l := openBolt(b)
-				benchAuthorizeOwned(b, l, w, owned)
-			})
-		}
+		b.Run(fmt.Sprintf("owned/writers=%d", w), func(b *testing.B) { benchOwned(b, w) })
 	}
-	b.Run("writers=1/raw-bbolt-put", func(b *testing.B) { benchRawPut(b, 1) })
-	b.Run("writers=1/renew", func(b *testing.B) {
-		l := openBolt(b)
-		ctx := context.Background()
-		if _, err := l.AcquireLease(ctx, "c1", time.Minute); err != nil {
-			b.Fatal(err)
-		}
-		cpu := processCPU()
-		runWriters(b, 1, func(int) error {
-			_, err := l.RenewLease(ctx, "c1", time.Minute)
-			return err
-		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "renew/s")
-		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
-	})
+	for _, w := range []int{1, 8} {
+		b.Run(fmt.Sprintf("renew/controllers=%d", w), func(b *testing.B) { benchRenew(b, w) })
+	}
 }
 
-// benchAuthorizeOwned is benchAuthorize over attempts launched by
-// controller c1 (owned) or without a controller.
-func benchAuthorizeOwned(b *testing.B, l ledger.Ledger, writers int, owned bool) {
+func benchOwned(b *testing.B, w int) {
+	ctx := context.Background()
+	unowned, owned := openBolt(b), openBolt(b)
+	fu, fo := ownedSetup(b, unowned, w, ""), ownedSetup(b, owned, w, "c1")
+	d := canon.Sum([]byte("effect request"))
+	authorize := func(l ledger.Ledger, fences []ledger.Fence, next *atomic.Int64) func(int) error {
+		return func(i int) error {
+			id := fmt.Sprint("e", next.Add(1))
+			if _, err := l.BeginEffect(ctx, fences[i], id, d); err != nil {
+				return err
+			}
+			_, err := l.ConfirmEffect(ctx, fences[i], id, d, "rcpt-"+id)
+			return err
+		}
+	}
+	var nu, no atomic.Int64
+	perRound := 8 * w
+	var tu, to time.Duration
+	b.ResetTimer()
+	for range b.N {
+		tu += rounds(b, w, perRound, authorize(unowned, fu, &nu))
+		to += rounds(b, w, perRound, authorize(owned, fo, &no))
+	}
+	b.StopTimer()
+	n := float64(b.N * perRound)
+	b.ReportMetric(n/tu.Seconds(), "unowned-auth/s")
+	b.ReportMetric(n/to.Seconds(), "owned-auth/s")
+	b.ReportMetric(tu.Seconds()/to.Seconds(), "ratio")
+}
+
+// ownedSetup launches one operation per writer, for controller ctl (none
+// when empty), and admits its attempt.
+func ownedSetup(b *testing.B, l ledger.Ledger, writers int, ctl string) []ledger.Fence {
 	ctx := context.Background()
 	scope := ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
-	ctl := ""
-	if owned {
-		ctl = "c1"
+	if ctl != "" {
 		if _, err := l.AcquireLease(ctx, ctl, time.Hour); err != nil {
 			b.Fatal(err)
 		}
@@ -85,16 +100,47 @@ func benchAuthorizeOwned(b *testing.B, l ledger.Ledger, writers int, owned bool)
 		}
 		fences[i] = f
 	}
-	d := canon.Sum([]byte("effect request"))
-	var next atomic.Int64
-	runWriters(b, writers, func(i int) error {
-		f := fences[i]
-		id := fmt.Sprint("e", next.Add(1))
-		if _, err := l.BeginEffect(ctx, f, id, d); err != nil {
-			return err
+	return fences
+}
+
+func benchRenew(b *testing.B, w int) {
+	ctx := context.Background()
+	l := openBolt(b)
+	db, err := bbolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	bucket := []byte("b")
+	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		b.Fatal(err)
+	}
+	val := make([]byte, 150) // about the size of one lease record
+	ids := make([]string, w)
+	for i := range w {
+		ids[i] = fmt.Sprint("c", i)
+		if _, err := l.AcquireLease(ctx, ids[i], time.Minute); err != nil {
+			b.Fatal(err)
 		}
-		_, err := l.ConfirmEffect(ctx, f, id, d, "rcpt-"+id)
-		return err
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "auth/s")
+	}
+	perRound := 8 * w
+	var tp, tr, cpu time.Duration
+	b.ResetTimer()
+	for range b.N {
+		tp += rounds(b, w, perRound, func(i int) error {
+			return db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucket).Put([]byte(ids[i]), val) })
+		})
+		c := processCPU()
+		tr += rounds(b, w, perRound, func(i int) error {
+			_, err := l.RenewLease(ctx, ids[i], time.Minute)
+			return err
+		})
+		cpu += processCPU() - c
+	}
+	b.StopTimer()
+	n := float64(b.N * perRound)
+	b.ReportMetric(n/tp.Seconds(), "put/s")
+	b.ReportMetric(n/tr.Seconds(), "renew/s")
+	b.ReportMetric(tp.Seconds()/tr.Seconds(), "ratio")
+	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/renew")
 }

@@ -90,9 +90,11 @@
 // ([ErrResultAlreadyAccepted]), calls out of protocol order
 // ([ErrOutOfOrder]), new work for a controller whose lease ended
 // ([ErrLeaseExpired]), taking over a live controller's attempt
-// ([ErrOwnerLive]) and resolving an effect in flight ([ErrInFlight]). Recording the outcome of an effect that was
-// already authorized is allowed even after cancellation: the ledger never
-// refuses the truth about the outside world, only permission.
+// ([ErrOwnerLive]) and resolving an effect in flight ([ErrInFlight]).
+// Recording the outcome of an effect that was already authorized is
+// allowed even after cancellation, and after its controller's lease ended:
+// the ledger never refuses the truth about the outside world, only
+// permission.
 //
 // The ledger does not dispatch effects and cannot make an external effect
 // exactly-once by itself: it records intent (authorized) before dispatch and

@@ -58,9 +58,9 @@ import (
 // MarkNotConsumed, MarkUnknown and Resolve: ErrNotFound (effect),
 // ErrChangedInput, for Resolve ErrInFlight (the effect is authorized and
 // its controller live), then ErrInvalidTransition unless the recorded
-// outcome is the one asked for. AcceptResult: ErrOutOfOrder; with a result accepted
-// ErrResultAlreadyAccepted (other digest) or ErrChangedInput (other
-// bytes), else ErrCancelled. Cancel: ErrResultAlreadyAccepted.
+// outcome is the one asked for. AcceptResult: ErrOutOfOrder; with a result
+// accepted ErrResultAlreadyAccepted (other digest) or ErrChangedInput
+// (other bytes), else ErrCancelled. Cancel: ErrResultAlreadyAccepted.
 // RecordAttempt, which is not fenced (step 4 does not apply): ErrNotFound
 // (no attempt of that id and generation), then
 // ErrChangedInput. TakeOver (step 3 for t.From's operation; t.From is

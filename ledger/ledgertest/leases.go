@@ -527,3 +527,50 @@ func testTakeOver(t *testing.T, l ledger.Ledger) {
 	}
 	Check(t, l, f2, fo)
 }
+
+// testRacingTakeOvers: live controllers race to take over one orphaned
+// attempt, each with an attempt id of its own: exactly one wins, the
+// others get a *FenceError (the attempt they name is no longer current),
+// and the operation has one new attempt, the winner's.
+func testRacingTakeOvers(t *testing.T, l ledger.Ledger) {
+	const n = 6
+	mustAcquire(t, l, "owner", longTTL)
+	for i := range n {
+		mustAcquire(t, l, fmt.Sprint("taker-", i), longTTL)
+	}
+	f := launchAdmitted(t, l, ownedLaunch(scopeA, "op1", "a1", 1, "owner"))
+	mustBegin(t, l, f, "e1", Digest("e1"))
+	mustRelease(t, l, "owner")
+	errs := make([]error, n)
+	fences := make([]ledger.Fence, n)
+	parallel(n, func(i int) {
+		fences[i], errs[i] = l.TakeOver(bg, ledger.Takeover{From: f, AttemptID: fmt.Sprint("t", i), ControllerID: fmt.Sprint("taker-", i)})
+	})
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = i
+		case err == nil:
+			t.Fatalf("takeovers %d and %d both won", won, i)
+		default:
+			wantStale(t, fmt.Sprintf("takeover %d", i), err)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no takeover won: %v", errs)
+	}
+	v := mustView(t, l, scopeA, "op1")
+	if len(v.Attempts) != 2 || v.Operation.CurrentAttemptID != fmt.Sprint("t", won) || v.Operation.CurrentControllerID != fmt.Sprint("taker-", won) {
+		t.Fatalf("after the race (winner %d): %+v", won, v)
+	}
+	// The winner is live: nobody takes it over in turn.
+	for i := range n {
+		if i == won {
+			continue
+		}
+		_, err := l.TakeOver(bg, ledger.Takeover{From: fences[won], AttemptID: fmt.Sprint("u", i), ControllerID: fmt.Sprint("taker-", i)})
+		wantLease(t, "TakeOver of the winner's attempt", err, ledger.ErrOwnerLive, "TakeOver", fmt.Sprint("taker-", won))
+	}
+	Check(t, l, f)
+}

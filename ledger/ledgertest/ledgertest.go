@@ -75,6 +75,7 @@ func Run(t *testing.T, open Opener) {
 		{"ResolveRefusedInFlight", testResolveInFlight},
 		{"ExpiredLeaseRefusesNewWork", testExpiredRefused},
 		{"TakeOverOnlyOrphaned", testTakeOver},
+		{"RacingTakeOversOneWins", testRacingTakeOvers},
 		{"ContextDone", testContextDone},
 		{"Closed", testClosed},
 		{"StateMachine", func(t *testing.T, _ ledger.Ledger) { testModel(t, open) }},

@@ -713,12 +713,12 @@ func Reservations(tx CatTx, s ledger.Scope) ([]ledger.Reservation, error) {
 
 // checkCatalogue verifies the catalogue's records (CheckTx calls it):
 //
-//  7. every provider generation is filed under its own provider and
+//  8. every provider generation is filed under its own provider and
 //     generation and has a document; each provider's latest generation
 //     is its greatest recorded one; the revision counts the generations;
-//  8. every pin and every consent is filed under its own key, and a
+//  9. every pin and every consent is filed under its own key, and a
 //     recorded consent is sorted, without duplicates, and not empty;
-//  9. every reservation is filed under its own scope, key and holder's
+//  10. every reservation is filed under its own scope, key and holder's
 //     operation, with its holding index entry, and every holding index
 //     entry has its reservation.
 //
