@@ -52,7 +52,6 @@ var (
 	ErrProtocol = errors.New("supervise: protocol error")
 )
 
-
 // Outcome is what one Invoke established about an operation. State is the
 // Runtime's verdict, decided from the ledger and the session, with the
 // host's result as evidence (see the package documentation, “Outcomes”).

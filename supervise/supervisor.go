@@ -569,7 +569,6 @@ func or(s, def string) string {
 	return s
 }
 
-
 func (s *Supervisor) register(k opKey, r *run) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
