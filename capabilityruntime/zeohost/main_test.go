@@ -138,7 +138,7 @@ func newEnv(t *testing.T, mutate func(*zeohost.Config), hostEnv ...string) *env 
 		Supervisor: supervise.Config{Ledger: l, Dispatcher: d, HostPythonVersion: hostsim.DefaultPythonVersion,
 			SeatID: "seat-a", RuntimeBindingID: "runtime-a", Workspace: "/workspace-a"},
 		Launch: launch.Config{Env: hostEnv, Verifier: launch.TrustEnvironment{}, Grace: 200 * time.Millisecond,
-			WaitDelay: 500 * time.Millisecond,
+			WaitDelay:     500 * time.Millisecond,
 			AllowRootHost: true}, // tests run as whoever runs them, root included
 	}
 	if mutate != nil {

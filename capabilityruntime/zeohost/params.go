@@ -36,9 +36,9 @@ type call struct {
 }
 
 type requestParams struct {
-	CapabilityID string         `json:"capability_id"`
+	CapabilityID string          `json:"capability_id"`
 	Arguments    json.RawMessage `json:"arguments,omitempty"`
-	OperationID  string         `json:"operation_id,omitempty"`
+	OperationID  string          `json:"operation_id,omitempty"`
 }
 
 // parseRequest checks req. The params are re-read from their JSON encoding
