@@ -24,14 +24,25 @@ const (
 )
 
 // SupportedRuntimeKinds returns the runtime kinds that the contract can
-// launch, "process" then "wasm", in a fresh slice the caller may keep.
+// launch, "process" then "wasm", in a fresh slice the caller may keep:
+// the values a runtime.json may declare (Manifest.Validate refuses any
+// other), each with a backend in this module.
+//
+// A Registry may dispatch kinds beyond these that no manifest declares.
+// This module has one, "zeohost" (package capabilityruntime/zeohost): ZEO
+// providers run through the Supervisor. It is an extension of the
+// contract, not a contract kind, because a ZEO provider is not a
+// capability runtime package (see doc/capabilityruntime.md, “The zeohost
+// backend”), so it is not listed here.
 func SupportedRuntimeKinds() []string {
 	return []string{RuntimeKindProcess, RuntimeKindWasm}
 }
 
 // DefaultProtocol returns the protocol that an empty Protocol means for a
 // runtime kind: ProtocolJSONV1 for wasm (WASI has no sockets) and
-// ProtocolV1 for every other kind.
+// ProtocolV1 for every other kind. An extension backend, whose kind no
+// manifest declares, says what an empty Protocol means for it (zeohost:
+// its own protocol).
 //
 // Upstream disagrees with itself here (its backends default to the gRPC
 // protocol, its adapter to the JSON one); this package settles on the
@@ -56,7 +67,8 @@ type Backend interface {
 	Start(ctx context.Context, spec BackendSpec) (BackendInstance, error)
 
 	// BackendName returns the kind the backend launches ("process",
-	// "wasm"), as it appears in runtime.type.
+	// "wasm"), as it appears in runtime.type, or an extension kind that
+	// no runtime.json declares ("zeohost").
 	BackendName() string
 }
 
@@ -109,7 +121,9 @@ type BackendSpec struct {
 	MaxWorkers int
 
 	// Config carries runtime-specific configuration. The contract does not
-	// define how a backend forwards it; the backends of this module do not
-	// read it and say so.
+	// define how a backend forwards it; the process and wasm backends do
+	// not read it and say so, and the zeohost backend reads its documented
+	// keys (the provider binding, the scope, the call settings) and refuses
+	// any other.
 	Config map[string]any
 }

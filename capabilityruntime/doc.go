@@ -11,9 +11,14 @@
 // dependency-free contract and the CLI's name and platform helpers) into
 // one. Every JSON shape is the upstream one byte for byte. Backends live in
 // sub-packages: [github.com/zeoruntime/runtimeipc/capabilityruntime/process]
-// runs native runtimes (a gRPC worker pool, or one process per call), and
-// [github.com/zeoruntime/runtimeipc/capabilityruntime/serve] is the runtime
-// author's side of both protocols.
+// runs native runtimes (a gRPC worker pool, or one process per call),
+// [github.com/zeoruntime/runtimeipc/capabilityruntime/wasm] runs WASI
+// modules, [github.com/zeoruntime/runtimeipc/capabilityruntime/serve] is
+// the runtime author's side of both protocols, and
+// [github.com/zeoruntime/runtimeipc/capabilityruntime/zeohost] runs ZEO
+// capability providers through the Supervisor: a kind ("zeohost") and a
+// protocol that are this module's extension of the contract, which no
+// runtime.json declares.
 //
 // # What it promises
 //
