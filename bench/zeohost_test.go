@@ -24,11 +24,13 @@ import (
 //   - Execute: zeohost's BackendInstance.Execute (params checked, one
 //     Invoke, the result's artifact read back from the ledger into the
 //     Response);
+//
 //   - Invoke: Supervisor.Invoke of the same call;
+//
 //   - Paired: one of each in every iteration, their order alternated, with
 //     the ratio x-invoke (Execute ÷ Invoke; goal ≤ 1.05).
 //
-//	cd bench && go test -run '^$' -bench '^BenchmarkZeohost$' -benchtime 200x -count 5
+//     cd bench && go test -run '^$' -bench '^BenchmarkZeohost$' -benchtime 200x -count 5
 func BenchmarkZeohost(b *testing.B) {
 	f := newSuperviseFixture(b)
 	l := openBolt(b)
