@@ -60,9 +60,8 @@ const (
 	// Execute again with the same operation id.
 	// supervise.ErrNeedsReconciliation.
 	CodeNeedsReconciliation = string(launch.StateNeedsReconciliation)
-	// CodeCancelled: the operation was cancelled (Supervisor.Cancel, or the
-	// instance's Close cut the call), or the capability reported itself
-	// cancelled. supervise.ErrCancelled.
+	// CodeCancelled: the operation was cancelled (Supervisor.Cancel), or
+	// the capability reported itself cancelled. supervise.ErrCancelled.
 	CodeCancelled = string(launch.StateCancelled)
 	// CodeRunning: an attempt of the operation is running (a concurrent
 	// Execute, or another controller under a live lease) and this call did
@@ -80,13 +79,13 @@ const (
 	// CodeUnavailable: the capability cannot run in this environment.
 	// supervise.ErrUnavailable.
 	CodeUnavailable = string(launch.StateUnavailable)
-	// CodeTimedOut: the operation's deadline passed, or the call's context
-	// ended while its host ran. supervise.ErrTimedOut.
+	// CodeTimedOut: the operation's deadline passed. supervise.ErrTimedOut.
 	CodeTimedOut = string(launch.StateTimedOut)
 	// CodeProtocolError: what the host left behind proves nothing (a
-	// crash, a broken session); Execute again with the same operation id,
-	// and the ledger answers every effect already recorded.
-	// supervise.ErrProtocol.
+	// crash, a broken session, or a host stopped because the call's
+	// context ended, as when an instance's Close cuts it); Execute again
+	// with the same operation id, and the ledger answers every effect
+	// already recorded. supervise.ErrProtocol.
 	CodeProtocolError = string(launch.StateProtocolError)
 )
 

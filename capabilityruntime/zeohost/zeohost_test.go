@@ -325,7 +325,8 @@ func TestCloseDrains(t *testing.T) {
 
 // TestCloseAtBound: Close whose context ends with a call in flight (its
 // host paused before publishing) cancels it: the host is stopped, the
-// call returns an outcome, not a hang, and Close returns within its grace.
+// call returns its recorded outcome (protocol_error: continue it with the
+// same operation id), not a hang, and Close returns within its grace.
 func TestCloseAtBound(t *testing.T) {
 	admitted := make(chan struct{}, 1)
 	e := newEnv(t, func(c *zeohost.Config) {
@@ -355,12 +356,83 @@ func TestCloseAtBound(t *testing.T) {
 		t.Errorf("Close at its bound: %v", err)
 	}
 	err := <-done
-	if _, ok := errors.AsType[*zeohost.CallError](err); !ok || resp == nil || resp.Error == "" {
+	if _, ok := errors.AsType[*zeohost.CallError](err); !ok || resp == nil || resp.Error != zeohost.CodeProtocolError {
 		t.Fatalf("the cut call: %v, %v; want a controlled failure", resp, err)
 	}
 	// The outcome is recorded: the operation is not running any more.
 	evs, err := e.l.Evidence(testCtx(t), scope, "op-paused")
 	if err != nil || len(evs) != 1 {
 		t.Errorf("evidence of the cut attempt: %v, %v", evs, err)
+	}
+}
+
+// TestCancelledAndRunning: an operation cancelled through the backend's
+// Supervisor is answered cancelled without launching; an Execute of an
+// operation whose attempt is running (its effect blocked in the
+// Dispatcher) and whose context ends first is answered running, and the
+// operation, once done, is returned to a later Execute from the ledger.
+func TestCancelledAndRunning(t *testing.T) {
+	e := newEnv(t, nil)
+	inst := e.start(t, spec(hostsimPath))
+	if _, err := e.b.Supervisor().Cancel(testCtx(t), scope, "op-cancelled", "the user changed their mind"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := execute(t, inst, "op-cancelled", "example.echo@1.0.0", map[string]any{"text": "x"})
+	callError(t, resp, err, zeohost.CodeCancelled, supervise.ErrCancelled)
+	if resp.Result[zeohost.ResultLaunched] != false {
+		t.Errorf("a cancelled operation launched: %v", resp.Result)
+	}
+
+	e.d.set("effect-1", "block")
+	params := map[string]any{zeohost.ParamCapabilityID: "example.two_effects@1.0.0",
+		zeohost.ParamArguments: map[string]any{"target": "doc-1"}, zeohost.ParamOperationID: "op-running"}
+	done := make(chan error, 1)
+	go func() {
+		_, err := inst.Execute(context.Background(), &capabilityruntime.Request{Params: params})
+		done <- err
+	}()
+	<-e.d.entered
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	resp, err = inst.Execute(ended, &capabilityruntime.Request{Params: params})
+	callError(t, resp, err, zeohost.CodeRunning, supervise.ErrRunning)
+	close(e.d.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	resp, err = inst.Execute(testCtx(t), &capabilityruntime.Request{Params: params})
+	if err != nil || resp.Result[zeohost.ResultReconnected] != true {
+		t.Errorf("after the attempt: %v, %v", resp, err)
+	}
+}
+
+// TestMaxWorkers: with MaxWorkers 1, a second call waits for the first
+// one's slot within its own context, and fails with its cause (nothing
+// launched) when that ends first.
+func TestMaxWorkers(t *testing.T) {
+	e := newEnv(t, nil)
+	s := spec(hostsimPath)
+	s.MaxWorkers = 1
+	inst := e.start(t, s)
+	e.d.set("effect-1", "block")
+	done := make(chan error, 1)
+	go func() {
+		_, err := execute(t, inst, "op-first", "example.two_effects@1.0.0", map[string]any{"target": "doc-1"})
+		done <- err
+	}()
+	<-e.d.entered
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	resp, err := inst.Execute(ended, &capabilityruntime.Request{Params: map[string]any{
+		zeohost.ParamCapabilityID: "example.echo@1.0.0", zeohost.ParamOperationID: "op-second"}})
+	if resp != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("second call: %v, %v; want context.Canceled", resp, err)
+	}
+	close(e.d.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.l.Operation(testCtx(t), scope, "op-second"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("the refused call was recorded: %v", err)
 	}
 }
