@@ -9,3 +9,6 @@ func Closing(bi capabilityruntime.BackendInstance) bool {
 	defer in.mu.Unlock()
 	return in.closed
 }
+
+// BackendClosing reports whether Close has begun on b.
+func BackendClosing(b *Backend) bool { return b.isClosed() }

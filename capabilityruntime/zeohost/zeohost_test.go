@@ -436,3 +436,47 @@ func TestMaxWorkers(t *testing.T) {
 		t.Errorf("the refused call was recorded: %v", err)
 	}
 }
+
+// TestBackendCloseDrains: the Backend's Close (Supervisor.Close) with a
+// call in flight refuses new Starts and calls at once, drains the call,
+// which succeeds, and then releases the controller's lease.
+func TestBackendCloseDrains(t *testing.T) {
+	e := newEnv(t, nil)
+	inst := e.start(t, spec(hostsimPath))
+	e.d.set("effect-1", "block")
+	done := make(chan error, 1)
+	go func() {
+		_, err := inst.Execute(context.Background(), &capabilityruntime.Request{Params: map[string]any{
+			zeohost.ParamCapabilityID: "example.two_effects@1.0.0", zeohost.ParamArguments: map[string]any{"target": "doc-1"},
+			zeohost.ParamOperationID: "op-draining"}})
+		done <- err
+	}()
+	<-e.d.entered
+	closed := make(chan error, 1)
+	go func() { closed <- e.b.Close(testCtx(t)) }()
+	for !zeohost.BackendClosing(e.b) {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := e.b.Start(testCtx(t), spec(hostsimPath)); !errors.Is(err, zeohost.ErrClosed) {
+		t.Errorf("Start while closing: %v, want ErrClosed", err)
+	}
+	if _, err := execute(t, inst, "op-late", "example.echo@1.0.0", nil); !errors.Is(err, zeohost.ErrClosed) {
+		t.Errorf("Execute while closing: %v, want ErrClosed", err)
+	}
+	close(e.d.release)
+	if err := <-done; err != nil {
+		t.Errorf("the drained call: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	leases, err := e.l.Leases(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases {
+		if l.Live {
+			t.Errorf("lease %s still live after a drained Close", l.ControllerID)
+		}
+	}
+}
