@@ -132,8 +132,10 @@ def main():
 if __name__ == "__main__":
     import fractions
 `,
-		"shapehost/helper.py":         "import base64\nfrom zeo_core.contracts import runtime\nimport no_such_required_module\n",
-		"shapehost/parts/__init__.py": "import zeotestswitch\n",
+		"shapehost/helper.py": "import base64\nfrom zeo_core.contracts import runtime\nimport no_such_required_module\n",
+		// A parent package of a forbidden one: the name is not imported
+		// through it.
+		"shapehost/parts/__init__.py": "import zeotestswitch\nfrom zeo_core import adapters\n",
 		"shapehost/parts/deep.py":     "from ... import no_such_relative_module\n",
 		"shapehost/unused.py":         "import zeotestthread\n",
 	})
@@ -155,9 +157,9 @@ if __name__ == "__main__":
 
 	writeHost(t, e, map[string]string{"shapehost/parts/deep.py": "from .. import helper\n"})
 	log = logBuffer{}
-	z = e.zygote(t, l, launch.ZygoteConfig{Forbid: []string{"colorsys"}})
+	z = e.zygote(t, l, launch.ZygoteConfig{Forbid: []string{"colorsys", "zeo_core.adapters"}})
 	st := z.Stats()
-	want := []string{"json", "typing", "base64", "zeo_core.contracts", "zeotestswitch", "fractions"}
+	want := []string{"json", "typing", "base64", "zeo_core.contracts", "zeotestswitch", "zeo_core", "fractions"}
 	if !st.Discovered || !slices.Equal(st.Preloaded, want) {
 		t.Errorf("preloaded %q (discovered %v), want %q", st.Preloaded, st.Discovered, want)
 	}

@@ -239,14 +239,13 @@ def _top_level_imports(tree, main):
 
 def discover(module, forbid):
     """The host module's import-time closure, as [(name, fromlist,
-    required)] (required: imported outside a try block that catches
-    ImportError somewhere): the
-    parent packages `python -m` imports first, then every module outside
-    the host package that the host package's modules import at their top
-    level, in the order the host imports them (a module of the host
-    package is followed where it is imported, as the import runs it).
-    Raises DiscoveryError (or what reading and parsing raise) when the
-    host cannot be read."""
+    required)]: the parent packages `python -m` imports first, then every
+    module outside the host package that the host package's modules
+    import at their top level, in the order the host imports them (a
+    module of the host package is followed where it is imported, as the
+    import runs it). required: imported somewhere outside a try block
+    that catches ImportError. Raises DiscoveryError (or what reading and
+    parsing raise) when the host cannot be read."""
     spec = _find_spec(module)
     if spec is None:
         raise DiscoveryError("host module %s is not found on the host's sys.path" % module)
@@ -294,7 +293,10 @@ def discover(module, forbid):
                         if n != "*":
                             visit(target + "." + n)  # `from package import submodule`
                 elif not _matches(target, forbid):
-                    want(target, names, optional)
+                    # Never a name that would import host or forbidden
+                    # code as a submodule (`from zeo_core.adapters import
+                    # runtime_host`).
+                    want(target, [n for n in names if not _matches(target + "." + n, [module] + forbid)], optional)
 
     for i in range(1, len(parts)):
         want(".".join(parts[:i]))
