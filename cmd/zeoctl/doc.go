@@ -42,9 +42,10 @@
 // zeoctl performs no effects: by default they are refused; -effects accept
 // records each as consumed with a synthetic receipt, -effects uncertain as
 // unknown (to rehearse reconciliation). -warm (with -python) forks the
-// host from a zygote, a fork server that preloaded the host's
-// dependencies, instead of starting it cold (package launch, “Warm
-// launch”); zeoctl demo always starts its hosts cold.
+// host from a zygote, a fork server that preloaded the host's own import
+// closure (discovered from its source), instead of starting it cold
+// (package launch, “Warm launch”); zeoctl demo always starts its hosts
+// cold.
 //
 // # Choosing the host
 //
