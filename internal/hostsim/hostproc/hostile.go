@@ -19,10 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// EnvHostile lists, for the hostile scenario, the actions the host tries,
-// separated by ";", each "verb:argument" (see hostileAction).
-const EnvHostile = "ZEO_HOSTSIM_HOSTILE"
-
 // hostile runs every action of spec and returns, for each, "ok" (with
 // what it got, after a space, where it counts) or the error.
 func hostile(spec string) map[string]any {

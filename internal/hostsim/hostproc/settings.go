@@ -17,6 +17,9 @@ const (
 	// write, and EnvClaimCode its error code when not the usual one.
 	EnvClaim     = "ZEO_HOSTSIM_CLAIM"
 	EnvClaimCode = "ZEO_HOSTSIM_CLAIM_CODE"
+	// EnvHostile lists, for the hostile scenario, the actions the host
+	// tries, separated by ";", each "verb:argument" (see hostileAction).
+	EnvHostile = "ZEO_HOSTSIM_HOSTILE"
 )
 
 // scenario is a misbehaviour selected by ZEO_HOSTSIM_SCENARIO. The empty
