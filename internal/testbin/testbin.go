@@ -43,7 +43,9 @@ const InitPackage = "github.com/zeoruntime/runtimeipc/cmd/zeo-launch-init"
 // builds beside the simulated host at hostsim: a launcher's
 // Containment.InitPath that starts in a fraction of the time a test
 // binary re-executed takes (its package inits, the race detector's).
-func InitBeside(hostsim string) string { return filepath.Join(filepath.Dir(hostsim), "zeo-launch-init") }
+func InitBeside(hostsim string) string {
+	return filepath.Join(filepath.Dir(hostsim), "zeo-launch-init")
+}
 
 // RunWithHostsim is the body of a TestMain whose tests launch the
 // simulated host: it builds the host (and the containment init, see
