@@ -373,19 +373,22 @@ func (cs *containStart) close() {
 
 // await waits until the init has execed the host (its status pipe's
 // write end, close-on-exec, closes with no byte written) or has failed
-// (it writes why and exits). ctx bounds the wait.
+// (it writes why and exits), and returns the failure. When ctx ends
+// first it returns nil: the process has started, and the launcher's stop
+// sequence ends it as it would end a host (the init never execs a host
+// without its whole policy, so nothing uncontained can run meanwhile).
 func (cs *containStart) await(ctx context.Context) error {
 	defer cs.status.Close()
-	if d, ok := ctx.Deadline(); ok {
-		_ = cs.status.SetReadDeadline(d)
-	} else {
-		_ = cs.status.SetReadDeadline(time.Now().Add(DefaultDiscoveryTimeout))
-	}
+	_ = cs.status.SetReadDeadline(time.Now().Add(DefaultDiscoveryTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = cs.status.SetReadDeadline(time.Now()) })
+	defer stop()
 	msg, err := io.ReadAll(io.LimitReader(cs.status, 4096))
-	if len(msg) > 0 {
+	switch {
+	case len(msg) > 0:
 		return fmt.Errorf("%w: the containment init refused to start the host: %s", ErrContainmentUnavailable, msg)
-	}
-	if err != nil {
+	case err != nil && ctx.Err() != nil:
+		return nil
+	case err != nil:
 		return fmt.Errorf("%w: waiting for the containment init: %w", ErrContainmentUnavailable, err)
 	}
 	return nil
