@@ -62,6 +62,16 @@
 // with -env-root DIR the binding's environment_digest is checked against
 // that directory tree before every launch.
 //
+// Every host is contained (package launch, “Containment”; doc/design.md,
+// “Containment”): Landlock lets it read only its interpreter, its
+// environment, the system directories and what -read PATH adds, and
+// write only its working directory; it has no network (zeoctl's contexts
+// do not allow it), runs under resource limits, no_new_privs and a
+// seccomp deny list, cold or warm. zeoctl prints one line naming the
+// containment in force, and a warning when it runs as root (the host then
+// runs as root too). -uncontained turns every layer off; on a kernel that
+// lacks a layer zeoctl refuses to launch and says so.
+//
 // # Static discovery
 //
 //	zeoctl describe              the host's describe: is the binding statically valid
