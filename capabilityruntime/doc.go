@@ -11,7 +11,9 @@
 // dependency-free contract and the CLI's name and platform helpers) into
 // one. Every JSON shape is the upstream one byte for byte. Backends live in
 // sub-packages: [github.com/zeoruntime/runtimeipc/capabilityruntime/process]
-// runs native runtimes (a gRPC worker pool, or one process per call), and
+// runs native runtimes (a gRPC worker pool, or one process per call),
+// [github.com/zeoruntime/runtimeipc/capabilityruntime/wasm] runs WASI
+// preview 1 modules (one fresh instance per call), and
 // [github.com/zeoruntime/runtimeipc/capabilityruntime/serve] is the runtime
 // author's side of both protocols.
 //

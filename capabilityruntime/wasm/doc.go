@@ -29,8 +29,8 @@
 //     default): a memory.grow past it fails inside the module. A Go module
 //     then exits with status 2 and "out of memory" on stderr.
 //   - At most Config.MaxResponseBytes (4 MiB) of stdout: the call is stopped
-//     at the first write past it (ErrOutputTooLarge). Only the last
-//     Config.StderrTailBytes (4 KiB) of stderr are kept.
+//     at the first write past it (ErrOutputTooLarge). Of stderr only the
+//     first KiB and the last Config.StderrTailBytes (4 KiB) are kept.
 //   - Its caller's deadline (Config.ExecuteTimeout, 10 minutes, when the
 //     caller has none): the runtime is built WithCloseOnContextDone, so a
 //     module in an endless loop is stopped at its next loop iteration or
