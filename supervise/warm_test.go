@@ -120,3 +120,32 @@ func TestWarmStarters(t *testing.T) {
 		t.Fatalf("processes left after Close (fork servers?): %v", kids)
 	}
 }
+
+// TestIdleStarterClosed: a starter without invocations for StarterIdle
+// is closed, its fork server with it, and made again on the next call.
+func TestIdleStarterClosed(t *testing.T) {
+	python := testpyhost.Interpreter(t)
+	modules := t.TempDir()
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
+		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t, memory.New(), ln)
+	cfg.Warm, cfg.StarterIdle = &launch.ZygoteConfig{}, 300*time.Millisecond
+	s := newSupervisor(t, cfg)
+	ctx := testCtx(t)
+	for _, op := range []string{"op-idle-1", "op-idle-2"} {
+		o, err := s.Invoke(ctx, call(op, "example.echo@1.0.0", map[string]any{"text": op}, 0))
+		wantState(t, o, err, launch.StateSucceeded, nil)
+		if o.Launch == nil || !o.Launch.Process.Warm {
+			t.Fatalf("%s: not launched warm", op)
+		}
+		// The fork server goes once its starter has been idle.
+		waitFor(t, func() bool { return len(leaktest.Children(t)) == 0 })
+	}
+}
