@@ -23,6 +23,8 @@ import (
 //   - self: the default, the host started as this test binary
 //     re-executed (launch.Init), whose package inits every launch pays;
 //   - init: Containment.InitPath set to cmd/zeo-launch-init;
+//   - init-nonet: the same without the network layer (what the empty
+//     network namespace costs);
 //   - warm-off, warm (Python only): Zygote.Invoke without and with
 //     containment (the server contained, a nested Landlock layer per
 //     child).
@@ -48,7 +50,8 @@ func BenchmarkContainment(b *testing.B) {
 			name string
 			c    launch.Containment
 		}{{"off", launch.Containment{Off: launch.AllLayers}}, {"self", launch.Containment{}},
-			{"init", launch.Containment{InitPath: initBin}}} {
+			{"init", launch.Containment{InitPath: initBin}},
+			{"init-nonet", launch.Containment{InitPath: initBin, Off: launch.LayerNetwork}}} {
 			c := cfg
 			c.Dir = b.TempDir()
 			c.Containment = m.c
@@ -57,7 +60,7 @@ func BenchmarkContainment(b *testing.B) {
 				b.Fatal(err)
 			}
 			modes = append(modes, mode{m.name, l.Invoke})
-			if warm && m.name != "self" {
+			if warm && (m.name == "off" || m.name == "init") {
 				z, err := l.StartZygote(context.Background(), launch.ZygoteConfig{Provider: inv.Context.Provider,
 					Preload: []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}})
 				if err != nil {
