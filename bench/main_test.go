@@ -7,9 +7,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
-// TestMain calls launch.Init first: the hosts that the benchmarks launch
-// with the default containment start as this binary, which applies the
-// containment and then executes the host.
+// TestMain makes this test binary usable as the containment init of the
+// hosts it launches contained (launch.Init).
 func TestMain(m *testing.M) {
 	launch.Init()
 	os.Exit(m.Run())

@@ -13,8 +13,9 @@
 // sub-packages: [github.com/zeoruntime/runtimeipc/capabilityruntime/process]
 // runs native runtimes (a gRPC worker pool, or one process per call),
 // [github.com/zeoruntime/runtimeipc/capabilityruntime/wasm] runs WASI
-// modules, [github.com/zeoruntime/runtimeipc/capabilityruntime/serve] is
-// the runtime author's side of both protocols, and
+// preview 1 modules (one fresh instance per call),
+// [github.com/zeoruntime/runtimeipc/capabilityruntime/serve] is the runtime
+// author's side of both protocols, and
 // [github.com/zeoruntime/runtimeipc/capabilityruntime/zeohost] runs ZEO
 // capability providers through the Supervisor: a kind ("zeohost") and a
 // protocol that are this module's extension of the contract, which no

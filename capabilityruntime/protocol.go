@@ -1,5 +1,12 @@
 package capabilityruntime
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
 // Environment variables that a backend sets for a capability runtime process.
 // Together with a short allowlist of the parent's variables (backends list
 // it) they are the whole environment of the child.
@@ -56,4 +63,30 @@ type Response struct {
 	// decided the call failed, and may still exit zero. Backends return it
 	// as a *RuntimeError next to the Response.
 	Error string `json:"error,omitempty"`
+}
+
+// ParseResponse decodes what a runtime wrote to stdout under
+// ProtocolJSONV1, which is untrusted: exactly one JSON object, with only
+// whitespace around it. A missing result is an empty one. It never
+// panics, whatever the bytes.
+func ParseResponse(stdout []byte) (*Response, error) {
+	trimmed := bytes.TrimLeft(stdout, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, errors.New("stdout is empty")
+	}
+	if trimmed[0] != '{' {
+		return nil, errors.New("stdout does not start with a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var resp Response
+	if err := dec.Decode(&resp); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("stdout holds more than one JSON value")
+	}
+	if resp.Result == nil {
+		resp.Result = map[string]any{}
+	}
+	return &resp, nil
 }

@@ -288,7 +288,8 @@ type Process struct {
 	// WaitErr is an error from reaping or from closing the output streams
 	// (exec.ErrWaitDelay when a descendant held stdout past WaitDelay).
 	WaitErr error
-	// Elapsed is the time from start to reap.
+	// Elapsed is the time from start to reap; for a contained host, from
+	// the exec its containment init made (see Init).
 	Elapsed time.Duration
 	// Warm reports that the host was forked from a zygote's server
 	// (Zygote.Invoke) rather than started cold.

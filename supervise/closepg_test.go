@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -56,22 +55,7 @@ func pgCloseLedger(t *testing.T) (*postgres.Ledger, string, string) {
 func TestCloseBoundedPostgres(t *testing.T) {
 	l, dsn, schema := pgCloseLedger(t)
 	ctx := testCtx(t)
-	const ttl = time.Second
-	cfg := config(t, l, newLauncher(t, 100*time.Millisecond, hostproc.EnvScenario+"=hang-before-publish"))
-	cfg.LeaseTTL, cfg.CancelGrace = ttl, 300*time.Millisecond
-	s, err := supervise.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	invoked := make(chan struct{})
-	go func() {
-		defer close(invoked)
-		s.Invoke(ctx, call("op-stuck-pg", "example.echo@1.0.0", map[string]any{"text": "x"}, 0))
-	}()
-	waitFor(t, func() bool {
-		view, err := l.Operation(ctx, scope, "op-stuck-pg")
-		return err == nil && len(view.Bootstraps) == 1 && view.Bootstraps[0].Redeemed
-	})
+	s, invoked := stuckSupervisor(t, ctx, l, l, "op-stuck-pg", time.Second)
 	// Another session holds a lock under which no evidence can be written
 	// (reads go on), as a backend paused on a lock would.
 	locker, err := pgx.Connect(ctx, dsn)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
@@ -61,6 +62,13 @@ func newLauncher(t testing.TB, grace time.Duration, env ...string) *launch.Launc
 	}
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: env, Dir: t.TempDir(), Grace: grace,
 		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		// Contained, with two concessions to the loop test's fixed budget
+		// (a thousand launches in a minute, under the race detector): the
+		// small init, which starts faster than this test binary
+		// re-executed, and no network namespace, whose creation costs
+		// each launch several milliseconds more (launch's tests cover
+		// that layer).
+		Containment:   launch.Containment{InitPath: testbin.InitBeside(hostsimPath), Off: launch.LayerNetwork},
 		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)

@@ -420,25 +420,10 @@ func TestCloseBounded(t *testing.T) {
 	base := memory.New()
 	hl := &hangingLedger{Ledger: base, entered: make(chan string, 4), release: make(chan struct{})}
 	hl.record.Store(true)
-	const ttl = 600 * time.Millisecond
-	cfg := config(t, hl, newLauncher(t, 100*time.Millisecond, hostproc.EnvScenario+"=hang-before-publish"))
-	cfg.LeaseTTL, cfg.CancelGrace = ttl, 300*time.Millisecond
-	s, err := supervise.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	invoked := make(chan struct{})
-	go func() {
-		defer close(invoked)
-		s.Invoke(ctx, call("op-stuck", "example.echo@1.0.0", map[string]any{"text": "x"}, 0))
-	}()
-	waitFor(t, func() bool {
-		view, err := base.Operation(ctx, scope, "op-stuck")
-		return err == nil && len(view.Bootstraps) == 1 && view.Bootstraps[0].Redeemed
-	})
+	s, invoked := stuckSupervisor(t, ctx, hl, base, "op-stuck", 600*time.Millisecond)
 	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	err = s.Close(cctx)
+	err := s.Close(cctx)
 	if !errors.Is(err, supervise.ErrDrainTimeout) {
 		t.Fatalf("Close with a hung write: %v", err)
 	}
@@ -563,6 +548,30 @@ func TestTakeoverLeavesLiveAttempts(t *testing.T) {
 	if !o.Reconnected {
 		t.Fatalf("after the owner finished: %+v", o)
 	}
+}
+
+// stuckSupervisor starts a Supervisor on l whose host bootstraps and then
+// never publishes (LeaseTTL ttl), runs operation op on it, and returns
+// once the host has redeemed its bootstrap id; invoked is closed when
+// that Invoke returns. The Supervisor is the caller's to close.
+func stuckSupervisor(t *testing.T, ctx context.Context, l, view ledger.Ledger, op string, ttl time.Duration) (*supervise.Supervisor, <-chan struct{}) {
+	t.Helper()
+	cfg := config(t, l, newLauncher(t, 100*time.Millisecond, hostproc.EnvScenario+"=hang-before-publish"))
+	cfg.LeaseTTL, cfg.CancelGrace = ttl, 300*time.Millisecond
+	s, err := supervise.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoked := make(chan struct{})
+	go func() {
+		defer close(invoked)
+		s.Invoke(ctx, call(op, "example.echo@1.0.0", map[string]any{"text": "x"}, 0))
+	}()
+	waitFor(t, func() bool {
+		v, err := view.Operation(ctx, scope, op)
+		return err == nil && len(v.Bootstraps) == 1 && v.Bootstraps[0].Redeemed
+	})
+	return s, invoked
 }
 
 // waitFor polls cond until it holds, failing the test after a minute.

@@ -384,7 +384,7 @@ func (s *Supervisor) Invoke(ctx context.Context, c Call) (*Outcome, error) {
 		f, leader := s.join(c, prep.RequestDigest)
 		if leader {
 			res, err := s.invoke(ctx, c, p, m, prep, o)
-			s.land(c, f, res, err)
+			s.land(c, f, res, err, ctx.Err() != nil)
 			return res, err
 		}
 		res, again, err := s.follow(ctx, f, prep.RequestDigest, o)

@@ -29,8 +29,8 @@
 //     default): a memory.grow past it fails inside the module. A Go module
 //     then exits with status 2 and "out of memory" on stderr.
 //   - At most Config.MaxResponseBytes (4 MiB) of stdout: the call is stopped
-//     at the first write past it (ErrOutputTooLarge). Only the last
-//     Config.StderrTailBytes (4 KiB) of stderr are kept.
+//     at the first write past it (ErrOutputTooLarge). Of stderr only the
+//     first KiB and the last Config.StderrTailBytes (4 KiB) are kept.
 //   - Its caller's deadline (Config.ExecuteTimeout, 10 minutes, when the
 //     caller has none): the runtime is built WithCloseOnContextDone, so a
 //     module in an endless loop is stopped at its next loop iteration or
@@ -44,7 +44,9 @@
 // module once and checks the checksum before compiling (a *ChecksumError
 // wrapping ErrChecksum, with nothing compiled, when one byte differs). The
 // bytes checked are the bytes compiled. A module is compiled once per
-// Backend (keyed by its sha256) and kept while a runtime uses it; with
+// Backend (keyed by its sha256) and kept while a runtime uses it (its data
+// section first merged into one segment with the same memory image, since
+// Go's thousands of segments would otherwise be applied at every call); with
 // Config.CompilationCacheDir, the compiled code is also kept on disk, so
 // that a restarted controller loads it instead of compiling again.
 //

@@ -2,9 +2,7 @@ package wasm
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"sync"
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
@@ -104,27 +102,8 @@ func (t *tailBuffer) Head() string {
 	return string(t.head)
 }
 
-// parseResponse reads a module's stdout, which is untrusted: exactly one JSON
-// object, whitespace around it, decoded as a Response. It never panics;
-// FuzzParseResponse holds it to that.
+// parseResponse decodes the runtime's untrusted stdout
+// (capabilityruntime.ParseResponse).
 func parseResponse(b []byte) (*capabilityruntime.Response, error) {
-	trimmed := bytes.TrimLeft(b, " \t\r\n")
-	if len(trimmed) == 0 {
-		return nil, errors.New("stdout is empty")
-	}
-	if trimmed[0] != '{' {
-		return nil, errors.New("stdout does not start with a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	var resp capabilityruntime.Response
-	if err := dec.Decode(&resp); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("stdout holds more than one JSON value")
-	}
-	if resp.Result == nil {
-		resp.Result = map[string]any{}
-	}
-	return &resp, nil
+	return capabilityruntime.ParseResponse(b)
 }

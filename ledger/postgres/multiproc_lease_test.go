@@ -23,8 +23,14 @@ import (
 // is killed with SIGKILL while it works; the others take over what it
 // held once its lease has expired, and never each other's work.
 
-// workerModeEnv selects leaseWorkerMain for a worker process.
-const workerModeEnv = "ZEO_POSTGRES_TEST_WORKER_MODE"
+// workerModeEnv selects leaseWorkerMain for a worker process;
+// workerStallEnv makes it stall, holding its attempt, after it authorized
+// the first effect of each operation it launched (the victim of the fleet
+// test, which is killed then).
+const (
+	workerModeEnv  = "ZEO_POSTGRES_TEST_WORKER_MODE"
+	workerStallEnv = "ZEO_POSTGRES_TEST_WORKER_STALL"
+)
 
 // The fleet's leases: long enough that a live controller on a loaded
 // machine renews in time (ten chances per ttl), short enough that the
@@ -99,8 +105,9 @@ func leaseWorkerMain(w string) int {
 		}
 	}()
 	var calls atomic.Int64
+	stall := os.Getenv(workerStallEnv) != ""
 	work := func(f ledger.Fence) error {
-		n, err := fleetFinish(ctx, l, f, emit)
+		n, err := fleetFinish(ctx, l, f, stall, emit)
 		calls.Add(int64(n))
 		return err
 	}
@@ -207,7 +214,7 @@ func fleetLaunch(ctx context.Context, l ledger.Ledger, op string, gen int64, att
 // resolved as consumed, since this test's dispatcher consumes every
 // effect it is given), the result. Being fenced is an event, not an
 // error: the parent decides whether it was allowed.
-func fleetFinish(ctx context.Context, l ledger.Ledger, f ledger.Fence, emit func(event)) (calls int, err error) {
+func fleetFinish(ctx context.Context, l ledger.Ledger, f ledger.Fence, stall bool, emit func(event)) (calls int, err error) {
 	op := f.OperationID
 	boot, launch := "boot-"+op+"-"+f.AttemptID, digest("launch "+f.AttemptID)
 	errFenced := errors.New("fenced")
@@ -249,6 +256,10 @@ func fleetFinish(ctx context.Context, l ledger.Ledger, f ledger.Fence, emit func
 		switch {
 		case !g.Redelivery:
 			emit(event{Ev: "auth", Op: op, Effect: e, Auth: g.Effect.AuthorizationID, Gen: f.Generation})
+			if stall {
+				<-ctx.Done() // dispatching, until killed
+				return calls, ctx.Err()
+			}
 			if err := step("ConfirmEffect", func() error { _, err := l.ConfirmEffect(ctx, f, e, d, "receipt-"+e); return err }); err != nil {
 				return calls, ignoreFenced(err, errFenced)
 			}
@@ -279,17 +290,17 @@ func ignoreFenced(err, fenced error) error {
 }
 
 // TestFleetTakeover runs controller processes with leases on the same
-// ledger, kills one with SIGKILL while it works, and checks that the
-// others finished every operation, took over the killed one's only after
-// its lease expired (the ledger refused them before: owner_live), were
-// never fenced off themselves while they held their leases, and left
-// nothing unknown or in flight.
+// ledger, kills one with SIGKILL mid-dispatch (an effect authorized in
+// each operation it holds, listed in flight), and checks that the others
+// finished every operation, took over the killed one's only once its
+// lease had expired (the ledger refuses a live owner's: owner_live),
+// resolved its effects only then, were never fenced off themselves while
+// they held their leases, and left nothing unknown or in flight.
 func TestFleetTakeover(t *testing.T) {
 	dsn := testDSN(t)
 	const (
 		processes = 4
 		ops       = 400
-		killAfter = 40 // operations the victim starts before it is killed
 	)
 	schema := newSchema(t, dsn)
 	l, err := postgres.Open(bg, dsn, postgres.Options{Schema: schema})
@@ -316,6 +327,9 @@ func TestFleetTakeover(t *testing.T) {
 		cmd := exec.CommandContext(ctx, os.Args[0])
 		cmd.Env = append(os.Environ(), workerEnv+"="+strconv.Itoa(i), workerModeEnv+"=lease", workerSchemaEnv+"="+schema,
 			workerOpsEnv+"="+strconv.Itoa(ops), "ZEO_POSTGRES_TEST_WORKER_PROCESSES="+strconv.Itoa(processes))
+		if i == 0 {
+			cmd.Env = append(cmd.Env, workerStallEnv+"=1")
+		}
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -335,13 +349,27 @@ func TestFleetTakeover(t *testing.T) {
 			_ = w.cmd.Wait()
 		}
 	})
-	victim := workers[0]
-	for started := 0; started < killAfter; started++ {
+	// The victim stalls in each of its streams with an effect
+	// authorized: once the ledger lists all of them in flight under its
+	// live lease, it is killed mid-dispatch.
+	victim, held := workers[0], 0
+	for held < workStreams {
 		select {
-		case <-victim.starts:
 		case <-victim.read:
-			t.Fatalf("the victim ended before it started %d operations: %v", killAfter, victim.events)
+			t.Fatalf("the victim ended before it held %d operations: %v", workStreams, victim.events)
+		default:
 		}
+		es, err := l.ListInFlight(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = 0
+		for _, e := range es {
+			if e.ControllerID == fleetController("0") {
+				held++
+			}
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -395,9 +423,10 @@ func TestFleetTakeover(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d operations, %d controllers (one killed after %d starts); events: %v", ops, processes, killAfter, counts)
-	if counts["takeover"] == 0 {
-		t.Errorf("nothing was taken over: the victim held no attempt when it was killed")
+	t.Logf("%d operations, %d controllers (one killed holding %d); events: %v", ops, processes, held, counts)
+	if counts["takeover"] < held || counts["resolve"] < held {
+		t.Errorf("%d takeovers and %d effects resolved; the victim held %d operations with an effect in flight each",
+			counts["takeover"], counts["resolve"], held)
 	}
 
 	var fences []ledger.Fence

@@ -39,8 +39,8 @@ CREATE TABLE __SCHEMA__.leases (
 	renewals      bigint      NOT NULL DEFAULT 0 CHECK (renewals >= 0),
 	released      boolean     NOT NULL DEFAULT false
 ) WITH (fillfactor = 50);
--- Renewals change no indexed column: with room in the page each is a
--- heap-only update, and the table stays one page per few controllers.
+-- Renewals change no indexed column: with room left in each page, a
+-- renewal is a heap-only update, which writes no index entry.
 
 ALTER TABLE __SCHEMA__.attempts ADD COLUMN controller_id bytea;
 ALTER TABLE __SCHEMA__.operations ADD COLUMN controller_id bytea;
