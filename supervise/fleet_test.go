@@ -139,8 +139,8 @@ type fleetLog struct {
 }
 
 func (h *fleetLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-func (h *fleetLog) WithAttrs([]slog.Attr) slog.Handler         { return h }
-func (h *fleetLog) WithGroup(string) slog.Handler              { return h }
+func (h *fleetLog) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *fleetLog) WithGroup(string) slog.Handler                { return h }
 func (h *fleetLog) Handle(_ context.Context, r slog.Record) error {
 	attrs := map[string]string{}
 	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
