@@ -256,3 +256,44 @@ func TestRunReservationBusy(t *testing.T) {
 		t.Errorf("reservations left: %+v, %v", rs, err)
 	}
 }
+
+// TestRunConcurrentOneOperation runs one operation twenty times at once
+// through the facade, as agents retrying over MCP do: one host is
+// launched, and every answer agrees with the ledger's one result.
+func TestRunConcurrentOneOperation(t *testing.T) {
+	noLeaks(t)
+	ctx := testCtx(t)
+	w, _ := demoWorld(t)
+	const n = 20
+	results := make([]agent.RunResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = w.f.Run(ctx, scopeA, agent.RunRequest{CapabilityID: "example.echo@1.0.0",
+				Arguments: map[string]any{"text": "once"}, OperationID: "op-twenty"})
+		}()
+	}
+	wg.Wait()
+	view, err := w.l.Operation(ctx, scopeA, "op-twenty")
+	if err != nil || view.Result == nil {
+		t.Fatalf("operation: %+v, %v", view, err)
+	}
+	launched := 0
+	for i, r := range results {
+		if errs[i] != nil || r.State != launch.StateSucceeded || string(r.Artifact) != `{"text":"once"}` {
+			t.Fatalf("run %d: %+v, %v", i, r, errs[i])
+		}
+		if r.Outcome.Result.DataDigest != view.Result.DataDigest {
+			t.Fatalf("run %d answered result %s, the ledger holds %s", i, r.Outcome.Result.DataDigest, view.Result.DataDigest)
+		}
+		if r.Outcome.Launched && !r.Outcome.Shared {
+			launched++
+		}
+	}
+	if launched != 1 || len(view.Attempts) != 1 {
+		t.Fatalf("%d runs launched a host, %d attempts recorded; want 1 and 1", launched, len(view.Attempts))
+	}
+}

@@ -90,17 +90,19 @@ func newWasmBackend(b *testing.B, cacheDir string) *wasm.Backend {
 }
 
 // BenchmarkCapabilityRuntimeWasm measures the wasm backend beside the
-// process backend, with one program for every row: bench/capecho (it uses
-// capabilityruntime/serve, which speaks the one-shot protocol when no
-// socket is named), built natively and for wasip1, and one payload of 1 KiB
-// of JSON:
+// process backend, with one payload of 1 KiB of JSON. The one-shot rows run
+// one program, bench/jsonecho (encoding/json only), built natively and for
+// wasip1; the pool runs bench/capecho, which needs gRPC:
 //
-//   - WasmExecute: one call on a started wasm instance (a fresh module
-//     instance per call: the Go runtime of the module starts, reads stdin,
-//     answers, exits);
+//   - WasmExecute: one call on a started wasm instance of jsonecho (a fresh
+//     module instance per call: the module's Go runtime starts, reads
+//     stdin, answers, exits);
 //   - OneShot: the same call under the JSON protocol on the process
-//     backend (a native process per call);
-//   - Pooled: the same call on a warm pooled gRPC worker;
+//     backend (a native jsonecho process per call);
+//   - Pooled: the same call on a warm pooled gRPC worker (capecho);
+//   - WasmServe: the call on a wasm instance of capecho, built on
+//     capabilityruntime/serve: what linking gRPC and protobuf into a module
+//     costs, since their package initialisation runs at every call;
 //   - PairedOneShot, PairedPool: WasmExecute and the other row interleaved
 //     in every iteration, with the ratios x-oneshot and x-pool (below 1:
 //     the wasm call is faster);
@@ -111,7 +113,9 @@ func newWasmBackend(b *testing.B, cacheDir string) *wasm.Backend {
 func BenchmarkCapabilityRuntimeWasm(b *testing.B) {
 	dir := b.TempDir()
 	native := buildTool(b, dir, "capecho", "./capecho", false)
-	module := buildWasip1(b, dir, "capecho.wasm", "./capecho")
+	nativeEcho := buildTool(b, dir, "jsonecho", "./jsonecho", false)
+	module := buildWasip1(b, dir, "jsonecho.wasm", "./jsonecho")
+	serveModule := buildWasip1(b, dir, "capecho.wasm", "./capecho")
 	tmp, err := os.MkdirTemp("", "capbench")
 	if err != nil {
 		b.Fatal(err)
@@ -132,7 +136,9 @@ func BenchmarkCapabilityRuntimeWasm(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer pooled.Close(ctx)
-	oneShot, err := procs.Start(ctx, procSpec(capabilityruntime.ProtocolJSONV1))
+	oneShotSpec := procSpec(capabilityruntime.ProtocolJSONV1)
+	oneShotSpec.Type, oneShotSpec.Entrypoint = "bench:jsonecho", nativeEcho
+	oneShot, err := procs.Start(ctx, oneShotSpec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,22 +146,28 @@ func BenchmarkCapabilityRuntimeWasm(b *testing.B) {
 
 	wb := newWasmBackend(b, filepath.Join(dir, "cache"))
 	defer wb.Close(ctx)
-	wasmInst, err := wb.Start(ctx, installWasm(b, filepath.Join(dir, "root"), "bench:capecho-wasm", module))
+	wasmInst, err := wb.Start(ctx, installWasm(b, filepath.Join(dir, "root"), "bench:jsonecho-wasm", module))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer wasmInst.Close(ctx)
+	serveInst, err := wb.Start(ctx, installWasm(b, filepath.Join(dir, "serve-root"), "bench:capecho-wasm", serveModule))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer serveInst.Close(ctx)
 
 	params := wasmParams()
 	rows := map[string]func(){
 		"WasmExecute": func() { executeOnce(b, wasmInst, params) },
 		"OneShot":     func() { executeOnce(b, oneShot, params) },
 		"Pooled":      func() { executeOnce(b, pooled, params) },
+		"WasmServe":   func() { executeOnce(b, serveInst, params) },
 	}
 	for _, r := range rows {
 		r() // warm
 	}
-	for _, name := range []string{"WasmExecute", "OneShot", "Pooled"} {
+	for _, name := range []string{"WasmExecute", "OneShot", "Pooled", "WasmServe"} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -7,8 +7,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
-// TestMain makes this test binary the containment init of the hosts the
-// benchmarks launch (launch.Init): hosts are contained by default on Linux.
+// TestMain makes this test binary usable as the containment init of the
+// hosts it launches contained (launch.Init).
 func TestMain(m *testing.M) {
 	launch.Init()
 	os.Exit(m.Run())

@@ -38,9 +38,9 @@ const (
 	// LayerLimits is the resource limits of Containment.Limits.
 	LayerLimits
 	// LayerNoNewPrivs is prctl(PR_SET_NO_NEW_PRIVS): no exec gains
-	// privileges (setuid, file capabilities). Landlock and seccomp need it
-	// unless the host runs with CAP_SYS_ADMIN, so turning it off turns
-	// them off too.
+	// privileges (setuid, file capabilities). Landlock and seccomp need
+	// it: New refuses to turn it off while LayerFilesystem, LayerScope or
+	// LayerSeccomp is on.
 	LayerNoNewPrivs
 	// LayerSeccomp is a seccomp filter denying (EPERM) system calls a
 	// capability host never needs (SeccompDenied).
@@ -75,9 +75,10 @@ func (s Layers) String() string {
 type Limits struct {
 	// Processes is RLIMIT_NPROC. In the user namespace a host gets when
 	// it has no network (LayerNetwork), the kernel counts the host's own
-	// processes and threads only; otherwise every process of its user,
-	// so set it with that in mind. The kernel does not apply it to a host
-	// running as root. Default DefaultLimitProcesses.
+	// processes and threads only (a zygote's: the server's and all its
+	// children's together); otherwise every process of its user, so set
+	// it with that in mind. The kernel does not apply it to a host running
+	// as root (run it as Config.User). Default DefaultLimitProcesses.
 	Processes int64
 	// OpenFiles is RLIMIT_NOFILE. Default DefaultLimitOpenFiles.
 	OpenFiles int64
@@ -104,17 +105,23 @@ const (
 )
 
 // Containment is the containment a Launcher applies to every host it
-// starts, on Linux (doc/design.md, “Containment”). The zero value is full
-// containment: every layer on, the policy of each launch derived from the
-// LaunchContext it serves and from these fields. Other platforms have no
-// containment layers: there New refuses a Config that does not turn them
-// all off... except that the zero value is accepted and means none there
-// (“on by default on Linux”).
+// starts, cold or warm, on Linux (doc/design.md, “Containment”). The zero
+// value is full containment: every layer on, the policy of each launch
+// derived from the LaunchContext it serves (network_allowed,
+// filesystem_read, filesystem_write) and from these fields. Every layer
+// left on is required: New refuses, with ErrContainmentUnavailable, a
+// Config whose layers the kernel lacks. On darwin no layer exists and
+// Containment has no effect (ContainmentSummary says so).
 //
 // The mechanism: the host is started as this program re-executed
 // (InitPath), which, in Init, applies the policy to itself and then execs
 // the interpreter, so that the policy is in force before the host runs a
-// line of provider code.
+// line of provider code. A zygote's server is started the same way, and
+// each child it forks adds its own Landlock layer before the host runs.
+//
+// network_allowed true launches the host without the network namespace:
+// the host then reaches whatever this machine reaches, and network_hosts
+// is not enforced (doc/design.md, “Containment”).
 type Containment struct {
 	// Off turns layers off. Zero keeps every layer on; AllLayers turns
 	// containment off entirely.
@@ -177,11 +184,7 @@ var defaultWritePaths = []string{"/dev/null", "/dev/zero"}
 // clone), BPF, kernel keyrings, modules and kexec, reboot, swap, quotas,
 // perf events, userfaultfd and handle-based opens. A capability host
 // needs none of them.
-var SeccompDenied = []string{"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
-	"pivot_root", "chroot", "mount_setattr", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",
-	"fspick", "unshare", "setns", "bpf", "keyctl", "add_key", "request_key", "init_module",
-	"finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff",
-	"quotactl", "perf_event_open", "userfaultfd", "open_by_handle_at", "acct", "iopl", "ioperm"}
+var SeccompDenied = seccompDenied()
 
 // validate checks c; paths must be absolute.
 func (c *Containment) validate() []error {

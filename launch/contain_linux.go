@@ -17,6 +17,8 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/internal/containinit"
 )
 
 // container is a Launcher's frozen containment: what every host gets, and
@@ -32,30 +34,13 @@ type container struct {
 }
 
 // policy is what the containment init applies to itself before it execs
-// the host (see Init). It travels on a sealed memfd.
-type policy struct {
-	Path  string   `json:"path"`
-	Argv  []string `json:"argv"`
-	Env   []string `json:"env"`
-	Read  []string `json:"read"`
-	Write []string `json:"write"`
-	// ABI is the Landlock ABI the ruleset is built for; FS and Scope say
-	// which Landlock parts are handled.
-	ABI        int           `json:"abi"`
-	FS         bool          `json:"fs"`
-	Scope      bool          `json:"scope"`
-	NoNewPrivs bool          `json:"no_new_privs"`
-	Seccomp    bool          `json:"seccomp"`
-	Limits     []policyLimit `json:"limits"`
-	// User is Config.User, which the init switches to.
-	User *User `json:"user"`
-}
+// the host (see Init).
+type policy = containinit.Policy
 
-// policyLimit is one rlimit, set as both soft and hard limit.
-type policyLimit struct {
-	Resource int    `json:"resource"`
-	Value    uint64 `json:"value"`
-}
+// policyLimit is one rlimit of a policy.
+type policyLimit = containinit.Limit
+
+func seccompDenied() []string { return containinit.SeccompDenied() }
 
 // newContainer checks that every layer c keeps on is available, and
 // freezes what every launch shares. It returns nil when every layer is
@@ -98,7 +83,7 @@ func newContainer(cfg *Config) (*container, error) {
 		case on&LayerScope != 0 && abi < 6:
 			missing = append(missing, fmt.Sprintf("Landlock IPC scoping (layer scope): the kernel's Landlock ABI is %d, scoping needs 6 (Linux 6.12); set Containment.Off |= LayerScope to launch without it", abi))
 		}
-		k.abi = min(abi, maxLandlockABI)
+		k.abi = min(abi, containinit.MaxLandlockABI)
 	}
 	if on&LayerNetwork != 0 {
 		if err := userNamespacesUsable(); err != nil {
@@ -106,7 +91,7 @@ func newContainer(cfg *Config) (*container, error) {
 		}
 	}
 	if on&LayerSeccomp != 0 {
-		if err := seccompUsable(); err != nil {
+		if err := containinit.SeccompUsable(); err != nil {
 			missing = append(missing, fmt.Sprintf("seccomp (layer seccomp): %v; set Containment.Off |= LayerSeccomp to launch without it", err))
 		}
 	}
@@ -191,8 +176,7 @@ func (lim Limits) policy() []policyLimit {
 // namespace, as far as the sysctls tell; the clone itself is the final
 // word (an EPERM from it is reported with ErrContainmentUnavailable).
 func userNamespacesUsable() error {
-	if b, err := os.ReadFile("/proc/self/ns/user"); err != nil && errors.Is(err, os.ErrNotExist) {
-		_ = b
+	if _, err := os.Lstat("/proc/self/ns/user"); errors.Is(err, os.ErrNotExist) {
 		return errors.New("the kernel has no user namespaces")
 	}
 	if v, err := readSysctl("/proc/sys/user/max_user_namespaces"); err == nil && v == "0" {
@@ -312,7 +296,9 @@ func (l *Launcher) containPrepare(s spec, argv []string, dir string, firstFree i
 		return nil, nil
 	}
 	p := k.launchPolicy(l.cfg.Interpreter, argv, l.cfg.Env, dir, s.lc, s.workspace)
-	p.User = l.cfg.User
+	if u := l.cfg.User; u != nil {
+		p.User = &containinit.User{UID: u.UID, GID: u.GID}
+	}
 	if p.FS {
 		p.Read = append(p.Read, s.containRead...)
 		p.Write = append(p.Write, s.containWrite...)
@@ -340,7 +326,7 @@ func (l *Launcher) containPrepare(s spec, argv []string, dir string, firstFree i
 func (cs *containStart) apply(cmd *exec.Cmd, user *User) {
 	cmd.Path = cs.k.initPath
 	cmd.Args = []string{"zeo-launch-init"}
-	cmd.Env = []string{initEnv + "=" + strconv.Itoa(cs.policyFD)}
+	cmd.Env = []string{containinit.Env + "=" + strconv.Itoa(cs.policyFD)}
 	// The init switches to Config.User itself, after its exec: the init
 	// program need not be executable by that user.
 	cmd.SysProcAttr.Credential = nil
@@ -387,19 +373,22 @@ func (cs *containStart) close() {
 
 // await waits until the init has execed the host (its status pipe's
 // write end, close-on-exec, closes with no byte written) or has failed
-// (it writes why and exits). ctx bounds the wait.
+// (it writes why and exits), and returns the failure. When ctx ends
+// first it returns nil: the process has started, and the launcher's stop
+// sequence ends it as it would end a host (the init never execs a host
+// without its whole policy, so nothing uncontained can run meanwhile).
 func (cs *containStart) await(ctx context.Context) error {
 	defer cs.status.Close()
-	if d, ok := ctx.Deadline(); ok {
-		_ = cs.status.SetReadDeadline(d)
-	} else {
-		_ = cs.status.SetReadDeadline(time.Now().Add(DefaultDiscoveryTimeout))
-	}
+	_ = cs.status.SetReadDeadline(time.Now().Add(DefaultDiscoveryTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = cs.status.SetReadDeadline(time.Now()) })
+	defer stop()
 	msg, err := io.ReadAll(io.LimitReader(cs.status, 4096))
-	if len(msg) > 0 {
+	switch {
+	case len(msg) > 0:
 		return fmt.Errorf("%w: the containment init refused to start the host: %s", ErrContainmentUnavailable, msg)
-	}
-	if err != nil {
+	case err != nil && ctx.Err() != nil:
+		return nil
+	case err != nil:
 		return fmt.Errorf("%w: waiting for the containment init: %w", ErrContainmentUnavailable, err)
 	}
 	return nil
@@ -412,4 +401,29 @@ func (cs *containStart) startError(err error) error {
 		return fmt.Errorf("%w: creating the host's user and network namespaces (layer network; set Containment.Off |= LayerNetwork to launch without them): %w", ErrContainmentUnavailable, err)
 	}
 	return err
+}
+
+// Init must be the first statement of main (or TestMain) in every program
+// that launches contained hosts without setting Containment.InitPath
+// (doc/design.md, “Containment”). A contained host is started as this very
+// program re-executed, and Init is where it takes over: when the process
+// was started as a containment init, Init applies the launch's policy to
+// itself — resource limits, Config.User, no_new_privs, the Landlock
+// ruleset and scopes, the seccomp filter; the namespaces are already in
+// place — and then replaces itself with the host's interpreter. It never
+// returns then: if it cannot apply the whole policy it reports why to the
+// launcher and exits with status 125 without running the host.
+//
+// In any other process Init returns at once, having recorded that this
+// program calls it; New refuses to contain hosts without that record
+// (ErrContainmentUnavailable), since re-executing a program that does not
+// call Init would run its main instead.
+//
+// Nothing before Init in main may have side effects: package init
+// functions run in the containment init too, before Init, and their cost
+// is paid by every launch (cmd/zeo-launch-init, set as InitPath, pays
+// almost none).
+func Init() {
+	initCalled.Store(true)
+	containinit.Main()
 }

@@ -406,3 +406,19 @@ func TestContainedWarm(t *testing.T) {
 		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
 	}
 }
+
+// TestContainedSeccomp: the seccomp deny list refuses keyctl and unshare
+// with EPERM; with the seccomp layer off (the control) keyctl answers and
+// unshare fails for another reason (this multithreaded process).
+func TestContainedSeccomp(t *testing.T) {
+	got := hostileRun(t, launch.Containment{}, nil, false, "keyctl:", "unshare:")
+	for _, a := range []string{"keyctl:", "unshare:"} {
+		if got[a] != "operation not permitted" {
+			t.Errorf("contained, %s: %q, want EPERM from the filter", a, got[a])
+		}
+	}
+	got = hostileRun(t, launch.Containment{Off: launch.LayerSeccomp}, nil, false, "keyctl:", "unshare:")
+	if !strings.HasPrefix(got["keyctl:"], "ok") || got["unshare:"] == "operation not permitted" {
+		t.Errorf("seccomp off (the control): %v, want keyctl ok and unshare failing otherwise", got)
+	}
+}

@@ -154,12 +154,26 @@
 // MaxAge bounds that. Its parent is the server, not this process, and
 // /proc/self/cmdline and /proc/self/environ show the server's.
 //
+// # Containment
+//
+// On Linux every host is contained by default (Config.Containment): a
+// program that launches hosts calls Init first in main, and each host
+// starts as that program re-executed, which applies the launch's policy
+// to itself — rlimits, no_new_privs, a Landlock ruleset (read-only: the
+// provider environment and system directories; read-write: the attempt's
+// workspace) with IPC scopes, a seccomp deny list, and, unless the context
+// allows the network, an empty network namespace in a user namespace —
+// and then execs the interpreter. A layer the kernel lacks is refused
+// (ErrContainmentUnavailable), never skipped. See doc/design.md,
+// “Containment”, for what each layer stops and what none does.
+//
 // # Limits of the containment
 //
 // A process group is not a cgroup: a descendant that calls setsid leaves
 // the group and survives the group kill (it still cannot hang the call,
-// because of WaitDelay). The environment check is check-then-execute: the
-// tree must not be writable by anyone the Runtime does not trust.
+// because of WaitDelay); no cgroup limits are set. The environment check
+// is check-then-execute: the tree must not be writable by anyone the
+// Runtime does not trust.
 //
 // # Platforms
 //

@@ -147,6 +147,9 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 			}
 			return nil, nil, err
 		}
+		// The host starts now: its grace floor and Elapsed count from
+		// here, not from the init's start.
+		start = time.Now()
 	}
 
 	sctx, deadlineCtx, cancel := l.supervision(ctx, s.deadline, start)

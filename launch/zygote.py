@@ -194,56 +194,71 @@ def _is_main_guard(test):
             and test.comparators[0].value == "__main__")
 
 
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _catches_import_error(handlers):
+    for h in handlers:
+        types_ = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+        if any(t is None or (isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS) for t in types_):
+            return True
+    return False
+
+
 def _top_level_imports(tree, main):
     """The import statements that run when the module is imported (main:
-    run as __main__): module level, including the bodies of if, try,
-    with, for, while and class statements, but not of functions, nor of
-    `if TYPE_CHECKING:`, nor (unless main) of `if __name__ == "__main__":`."""
+    run as __main__), each with whether it is optional (in a try block
+    that catches ImportError): module level, including the bodies of if,
+    try, with, for, while and class statements, but not of functions, nor
+    of `if TYPE_CHECKING:`, nor (unless main) of `if __name__ == "__main__":`."""
     out = []
 
-    def walk(stmts):
+    def walk(stmts, optional):
         for st in stmts:
             if isinstance(st, (ast.Import, ast.ImportFrom)):
-                out.append(st)
+                out.append((st, optional))
             elif isinstance(st, ast.If):
-                if _is_type_checking(st.test) or (not main and _is_main_guard(st.test)):
-                    walk(st.orelse)
-                else:
-                    walk(st.body)
-                    walk(st.orelse)
+                if not (_is_type_checking(st.test) or (not main and _is_main_guard(st.test))):
+                    walk(st.body, optional)
+                walk(st.orelse, optional)
             elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             else:
-                for field in ("body", "orelse", "finalbody"):
-                    walk(getattr(st, field, None) or [])
-                for h in getattr(st, "handlers", None) or []:
-                    walk(h.body)
+                handlers = getattr(st, "handlers", None) or []
+                walk(getattr(st, "body", None) or [], optional or _catches_import_error(handlers))
+                for field in ("orelse", "finalbody"):
+                    walk(getattr(st, field, None) or [], optional)
+                for h in handlers:
+                    walk(h.body, optional)
                 for c in getattr(st, "cases", None) or []:
-                    walk(c.body)
+                    walk(c.body, optional)
 
-    walk(tree.body)
+    walk(tree.body, False)
     return out
 
 
 def discover(module, forbid):
-    """The host module's import-time closure, as [(name, fromlist)]: the
-    parent packages `python -m` imports first, then every module outside
-    the host package that the host package's modules import at their top
-    level, in the order the host imports them (a module of the host
-    package is followed where it is imported, as the import runs it).
-    Raises DiscoveryError (or what reading and parsing raise) when the
-    host cannot be read."""
+    """The host module's import-time closure, as [(name, fromlist,
+    required)]: the parent packages `python -m` imports first, then every
+    module outside the host package that the host package's modules
+    import at their top level, in the order the host imports them (a
+    module of the host package is followed where it is imported, as the
+    import runs it). required: imported somewhere outside a try block
+    that catches ImportError. Raises DiscoveryError (or what reading and
+    parsing raise) when the host cannot be read."""
     spec = _find_spec(module)
     if spec is None:
         raise DiscoveryError("host module %s is not found on the host's sys.path" % module)
     parts = module.split(".")
-    order, fromlists, seen = [], {}, set()
+    order, fromlists, required, seen = [], {}, set(), set()
 
-    def want(name, names=()):
+    def want(name, names=(), optional=False):
         if name not in fromlists:
             order.append(name)
             fromlists[name] = []
         fromlists[name].extend(n for n in names if n not in fromlists[name])
+        if not optional:
+            required.add(name)
 
     def visit(name, s=None, main=False):
         # A module of the host package: read, never imported here.
@@ -258,7 +273,7 @@ def discover(module, forbid):
             return  # the host's own import would fail there, cold or warm
         tree = ast.parse(_source(name, s), s.origin or name)
         package = name if s.submodule_search_locations is not None else name.rpartition(".")[0]
-        for st in _top_level_imports(tree, main):
+        for st, optional in _top_level_imports(tree, main):
             if isinstance(st, ast.Import):
                 targets = [(a.name, ()) for a in st.names]
             elif st.module == "__future__":
@@ -278,7 +293,10 @@ def discover(module, forbid):
                         if n != "*":
                             visit(target + "." + n)  # `from package import submodule`
                 elif not _matches(target, forbid):
-                    want(target, names)
+                    # Never a name that would import host or forbidden
+                    # code as a submodule (`from zeo_core.adapters import
+                    # runtime_host`).
+                    want(target, [n for n in names if not _matches(target + "." + n, [module] + forbid)], optional)
 
     for i in range(1, len(parts)):
         want(".".join(parts[:i]))
@@ -288,7 +306,7 @@ def discover(module, forbid):
         if main is None:
             raise DiscoveryError("host package %s has no __main__ module" % module)
         visit(module + ".__main__", main, True)
-    return [(n, tuple(fromlists[n])) for n in order]
+    return [(n, tuple(fromlists[n]), n in required) for n in order]
 
 
 class Server:
@@ -312,13 +330,13 @@ class Server:
             raise ProtocolError("the first message is not config")
         self.cfg = cfg
         self.forbid = list(cfg["forbid"])
-        preload, discovery, skipped, done = [(n, ()) for n in cfg["preload"]], "", [], []
+        preload, discovery, skipped, done = [(n, (), True) for n in cfg["preload"]], "", [], []
         if cfg.get("discover"):
             try:
                 preload = discover(cfg["module"], self.forbid)
             except Exception as e:  # noqa: BLE001 -- reported; the fixed list is preloaded instead
                 discovery = _why(e)
-        for name, fromlist in preload:
+        for name, fromlist, required in preload:
             if _matches(name, self.forbid):
                 _send(self.ctrl, {"op": "ready", "error": "preload module %s is forbidden (host or provider code)" % name})
                 return False
@@ -327,8 +345,10 @@ class Server:
             except BaseException as e:  # noqa: BLE001 -- reported, then exit (or skipped, if discovered)
                 if cfg.get("discover") and not discovery and not isinstance(e, (SystemExit, KeyboardInterrupt)):
                     # The host would meet the same failure at its own
-                    # import: preloading the rest still saves their time.
-                    skipped.append("%s (%s)" % (name, _why(e)))
+                    # import (or expects it, for an optional one):
+                    # preloading the rest still saves their time.
+                    if required or not isinstance(e, ImportError):
+                        skipped.append("%s (%s)" % (name, _why(e)))
                     continue
                 _send(self.ctrl, {"op": "ready", "error": "importing %s: %s" % (name, _why(e))})
                 return False

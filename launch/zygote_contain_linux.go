@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/zeoruntime/runtimeipc/internal/containinit"
 )
 
 // Warm hosts get the containment of cold ones (doc/design.md,
@@ -69,7 +71,7 @@ func (z *Zygote) childContain(s spec, dir string) (map[string]any, error) {
 		return nil, nil
 	}
 	var handled, scoped uint64
-	full := landlockConfigs[p.ABI]
+	full := containinit.LandlockConfigs[p.ABI]
 	if p.Scope {
 		scoped = uint64(full.Scoped)
 	}

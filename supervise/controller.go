@@ -36,8 +36,8 @@ type controller struct {
 	id  string
 	ttl time.Duration
 
-	once sync.Once // acquires the lease
-	err  error     // of the acquisition
+	acq      sync.Mutex // serializes the acquisition
+	acquired bool       // guarded by acq
 
 	mu       sync.Mutex
 	until    time.Time // monotonic: the lease is live at least until then
@@ -72,38 +72,39 @@ func (s *Supervisor) controllerID() string { return s.ctl.id }
 func (s *Supervisor) ControllerID() string { return s.ctl.id }
 
 // own makes sure the controller holds its lease, acquiring it on first
-// use, and refuses once it was lost.
+// use (a failed acquisition is tried again by the next call), and refuses
+// once it was lost or released.
 func (s *Supervisor) own(ctx context.Context) error {
 	c := s.ctl
-	c.once.Do(func() {
+	c.acq.Lock()
+	if !c.acquired {
+		c.mu.Lock()
+		released := c.released
+		c.mu.Unlock()
+		if released {
+			c.acq.Unlock()
+			return ErrClosed
+		}
 		sent := time.Now()
 		l, err := s.cfg.Ledger.AcquireLease(ctx, c.id, c.ttl)
 		if err != nil {
-			c.err = fmt.Errorf("supervise: registering controller %q: %w", c.id, err)
-			return
+			c.acq.Unlock()
+			return fmt.Errorf("supervise: registering controller %q: %w", c.id, err)
 		}
 		c.mu.Lock()
 		c.until = sent.Add(c.ttl)
 		c.stop, c.done = make(chan struct{}), make(chan struct{})
+		stop := c.stop
 		c.mu.Unlock()
+		c.acquired = true
 		s.log.Info("supervise: controller registered", "controller", c.id, "ttl", c.ttl, "expires", l.Expires)
 		go c.renew()
 		if s.cfg.TakeoverInterval > 0 {
 			s.takeoverWG.Add(1)
-			go s.takeoverLoop(c.stop)
+			go s.takeoverLoop(stop)
 		}
-	})
-	if c.err != nil {
-		// A failed registration is tried again by the next call.
-		err := c.err
-		c.mu.Lock()
-		if c.stop == nil {
-			c.once = sync.Once{}
-			c.err = nil
-		}
-		c.mu.Unlock()
-		return err
 	}
+	c.acq.Unlock()
 	return s.live()
 }
 
@@ -166,10 +167,14 @@ func (c *controller) renew() {
 	}
 }
 
-// halt stops the renewal and takeover loops and waits for them.
-func (s *Supervisor) halt() {
+// halt stops the renewal and takeover loops and waits for them within
+// ctx; false means one is still in a ledger call (a stalled write) at the
+// bound, and finishes by itself when that call returns.
+func (s *Supervisor) halt(ctx context.Context) bool {
 	c := s.ctl
+	c.acq.Lock() // no acquisition under way
 	c.mu.Lock()
+	c.released = true
 	stop, done := c.stop, c.done
 	if stop != nil {
 		select {
@@ -179,28 +184,44 @@ func (s *Supervisor) halt() {
 		}
 	}
 	c.mu.Unlock()
-	if done != nil {
-		<-done
+	c.acq.Unlock()
+	loops := make(chan struct{})
+	go func() {
+		if done != nil {
+			<-done
+		}
+		s.takeoverWG.Wait()
+		close(loops)
+	}()
+	select {
+	case <-loops:
+		return true
+	case <-ctx.Done():
+		return false
 	}
-	s.takeoverWG.Wait()
 }
 
 // releaseLease stops renewing and releases the lease: every write of this
-// controller has landed. A lease never acquired is not released.
+// controller has landed. A lease never acquired is not released; one
+// whose renewal is still stalled at ctx's bound is left to expire.
 func (s *Supervisor) releaseLease(ctx context.Context) error {
-	s.halt()
+	bound, cancel := context.WithTimeout(ctx, s.cfg.CancelGrace)
+	defer cancel()
+	if !s.halt(bound) {
+		s.abandon()
+		return fmt.Errorf("%w: a lease renewal of controller %q is still stalled in the ledger", ErrDrainTimeout, s.ctl.id)
+	}
 	c := s.ctl
 	c.mu.Lock()
-	acquired, lost, done := c.stop != nil, c.lost, c.released
-	c.released = true
+	acquired, lost := c.stop != nil, c.lost
 	c.until = time.Time{}
 	c.mu.Unlock()
-	if !acquired || lost != nil || done {
+	if !acquired || lost != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.OutcomeTimeout)
-	defer cancel()
-	if _, err := s.cfg.Ledger.ReleaseLease(ctx, c.id); err != nil {
+	rctx, rcancel := context.WithTimeout(ctx, s.cfg.OutcomeTimeout)
+	defer rcancel()
+	if _, err := s.cfg.Ledger.ReleaseLease(rctx, c.id); err != nil {
 		return fmt.Errorf("supervise: releasing controller %q's lease (it expires by itself): %w", c.id, err)
 	}
 	return nil
@@ -208,8 +229,17 @@ func (s *Supervisor) releaseLease(ctx context.Context) error {
 
 // abandonLease stops renewing without releasing: the lease expires by
 // itself, and until then nothing of this controller is answered allowed.
+// It does not wait for a renewal stalled in the ledger.
 func (s *Supervisor) abandonLease() {
-	s.halt()
+	bound, cancel := context.WithTimeout(context.Background(), s.cfg.CancelGrace)
+	defer cancel()
+	s.halt(bound)
+	s.abandon()
+}
+
+// abandon marks the lease lost, so that no host of this controller is
+// answered allowed again.
+func (s *Supervisor) abandon() {
 	c := s.ctl
 	c.mu.Lock()
 	if c.lost == nil {

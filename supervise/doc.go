@@ -12,7 +12,38 @@
 //   - Supervisor: Invoke (create or continue an operation, start an
 //     attempt with a new fence, build its LaunchContext, issue its
 //     bootstrap id, launch, serve, judge, record), Cancel, Recover,
-//     Resolve, Artifact.
+//     Resolve, Artifact, Close.
+//
+// # One Supervisor per controller
+//
+// A controller runs every provider and generation through one Supervisor
+// (doc/design.md, “One Supervisor per controller”). A Call names its
+// provider: an exact binding (Call.Binding), an admitted provider and
+// generation resolved through the Providers port (Call.Provider,
+// Call.Generation; catalogue.Catalogue implements it, and an operation
+// keeps the generation it started on), or none, for Config.Provider. Each
+// checked binding is cached while it is used. Hosts start through one
+// starter per provider environment (Config.Environments, or
+// Config.Launcher for all): a launcher, and a fork server when Config.Warm
+// is set, made on first use and closed after Config.StarterIdle without
+// invocations, or at Close.
+//
+// The Supervisor registers in the ledger as a controller with a lease
+// (Config.ControllerID, Config.LeaseTTL) on first use, renews it every
+// third of its time to live, and records itself on every attempt it
+// launches. Recover, and the loop Config.TakeoverInterval runs, take over
+// only the attempts of controllers whose lease expired; a live
+// controller's attempts are never touched, and an Invoke of an operation
+// another live controller is running is answered running (ErrRunning).
+// A controller that cannot renew in time answers none of its hosts
+// allowed from then on, and once the ledger says its lease expired it is
+// fail-stopped (ErrLeaseLost): a paused controller that wakes up after a
+// takeover cannot act (doc/design.md, “Controllers and leases”).
+//
+// Close drains within its bound and then stops the hosts; the lease is
+// released only when no write of the controller can still land, and is
+// otherwise left to expire (ErrDrainTimeout; doc/design.md, “Bounded
+// shutdown”).
 //
 // # What it guarantees
 //
@@ -102,9 +133,13 @@
 //
 // # Invoke
 //
-// An operation is identified by its scope and operation id. Invoke reads
-// it; a recorded operation with another capability, request or manifest
-// is ErrOperationMismatch. A completed operation returns its accepted
+// An operation is identified by its scope and operation id. Concurrent
+// Invoke calls of one operation and request in one Supervisor run it
+// once: one leads, the others wait for it (bounded by their context) and
+// get its outcome (Outcome.Shared), or are answered running when their
+// context ends first. Invoke reads the operation; a recorded operation
+// with another capability, request or manifest is ErrOperationMismatch,
+// and a cancelled one is answered cancelled whatever the call asks. A completed operation returns its accepted
 // result (Outcome.Reconnected) and a cancelled or expired one its state,
 // without launching. Otherwise Invoke prepares a new attempt: the next
 // fencing generation, the AttemptBinding, the LaunchContext (BuildContext,
@@ -151,14 +186,26 @@
 // before Invoke returns, since the evidence is the only durable record of
 // an attempt that ended without a result, and the caller may read it.
 //
-// Before anything is recorded, preflight refuses what the host would refuse
-// anyway, saying why: a capability not in the inventory (refused),
+// Before anything is launched or recorded, preflight refuses what the host
+// would refuse anyway, saying why, with a *PreflightError naming the
+// check: a provider that is not admitted or whose binding cannot run here
+// (unavailable), a capability not in the inventory (refused),
 // requirements the Runtime cannot meet (unavailable), arguments that fail
 // the request schema or that the host's strict parser would refuse
-// (invalid_request; see CheckDocument). New refuses a provider binding
-// whose python_version is not the host interpreter's
-// (Config.HostPythonVersion), and a Config that names no interpreter
-// version unless it opts out with SkipPythonVersionCheck.
+// (invalid_request; see CheckDocument), arguments whose top-level
+// organization_id, defaults included, is not the operation's (refused,
+// as the host would), arguments whose invoke.admit request could never
+// fit the message bound (invalid_request), a new operation of a
+// capability that uses the effect port with an effect budget of zero
+// (refused). Then the Authority is asked, before launch
+// (Admission.BeforeLaunch), and again at invoke.admit: a refusal or a
+// hold costs no host and no bootstrap id however often the call is
+// repeated. A binding whose python_version is not the host interpreter's
+// (Config.HostPythonVersion) is refused, and New refuses a Config that
+// names no interpreter version unless it opts out with
+// SkipPythonVersionCheck. Cancel of an operation never invoked records it
+// cancelled (capability CancelledCapability), so that a later Invoke is
+// answered cancelled without launching.
 //
 // # Outcomes
 //

@@ -1,6 +1,8 @@
 package supervise
 
 import (
+	"time"
+
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -31,7 +33,11 @@ const (
 // Event is one step of an operation, for traces and audit logs. Fields
 // not named by the Kind are zero.
 type Event struct {
-	Kind        EventKind
+	Kind EventKind
+	// Time is when the step happened (for a request, when it was decided),
+	// with the monotonic reading, so that an Observer can measure the time
+	// to the first frame and each step.
+	Time        time.Time
 	Scope       ledger.Scope
 	OperationID string
 	AttemptID   string

@@ -43,6 +43,7 @@ func ExampleSupervisor_Invoke() {
 		fmt.Println(err)
 		return
 	}
+	defer s.Close(context.Background())
 	call := supervise.Call{
 		Scope:       ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"},
 		OperationID: "operation-1", CapabilityID: "example.two_effects@1.0.0",
@@ -84,6 +85,7 @@ func ExampleOutcomeError() {
 		fmt.Println(err)
 		return
 	}
+	defer s.Close(context.Background())
 	_, err = s.Invoke(context.Background(), supervise.Call{
 		Scope:       ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"},
 		OperationID: "operation-2", CapabilityID: "example.fail@1.0.0", Arguments: map[string]any{},

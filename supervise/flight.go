@@ -24,6 +24,9 @@ type flight struct {
 	done   chan struct{}
 	o      *Outcome // set before done is closed
 	err    error
+	// gaveUp is set when the leader's own context ended before its
+	// outcome: that outcome says so, and is not the followers' answer.
+	gaveUp bool
 }
 
 // join returns the operation's flight and whether this call leads it.
@@ -40,14 +43,14 @@ func (s *Supervisor) join(c Call, digest canon.Digest) (*flight, bool) {
 }
 
 // land ends the leader's flight with its answer.
-func (s *Supervisor) land(c Call, f *flight, o *Outcome, err error) {
+func (s *Supervisor) land(c Call, f *flight, o *Outcome, err error, gaveUp bool) {
 	k := opKey{c.Scope, c.OperationID}
 	s.mu.Lock()
 	if s.flights[k] == f {
 		delete(s.flights, k)
 	}
 	s.mu.Unlock()
-	f.o, f.err = o, err
+	f.o, f.err, f.gaveUp = o, err, gaveUp
 	close(f.done)
 }
 
@@ -64,7 +67,7 @@ func (s *Supervisor) follow(ctx context.Context, f *flight, digest canon.Digest,
 		o.Reason = fmt.Sprintf("an attempt of the operation is running in this controller; the call's context ended first (%v): ask again with the same operation id for its outcome", context.Cause(ctx))
 		return o, false, &OutcomeError{Outcome: o, Err: ErrRunning, Cause: context.Cause(ctx)}
 	}
-	if f.o == nil || f.digest != digest {
+	if f.o == nil || f.digest != digest || f.gaveUp {
 		return nil, true, nil
 	}
 	res, err = f.share()

@@ -209,7 +209,7 @@ func (h *Handler) cancelled() bool {
 // record keeps ev, tells the Observer and logs it.
 func (h *Handler) record(ev Event) {
 	f := h.cfg.Fence
-	ev.Kind = EventRequest
+	ev.Kind, ev.Time = EventRequest, time.Now()
 	ev.Scope, ev.OperationID, ev.AttemptID, ev.Generation = f.Scope, f.OperationID, f.AttemptID, f.Generation
 	h.mu.Lock()
 	h.events = append(h.events, ev)

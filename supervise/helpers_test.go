@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
@@ -61,6 +62,10 @@ func newLauncher(t testing.TB, grace time.Duration, env ...string) *launch.Launc
 	}
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: env, Dir: t.TempDir(), Grace: grace,
 		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		// The small init starts faster than this test binary (race
+		// detector included) re-executed: a thousand launches fit the
+		// loop test's deadline.
+		Containment:   launch.Containment{InitPath: testbin.InitBeside(hostsimPath)},
 		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)

@@ -105,7 +105,7 @@ func (s *Supervisor) judge(o *Outcome, lo *launch.Outcome, lerr error, after led
 	}
 	o.State = claim.State
 	switch {
-	case decided != nil && launchState(decided.State) == claim.State:
+	case decided != nil && stateOfReply(decided.State) == claim.State:
 		o.Reason = fmt.Sprintf("%s answered %s: %s", decided.Method, decided.State, decided.Reason)
 	case hints[o.ErrorCode] != "":
 		o.Reason = hints[o.ErrorCode]

@@ -212,6 +212,10 @@ func TestBudgetRefusal(t *testing.T) {
 	if d.total() != 1 || o.BudgetUsed != 1 {
 		t.Fatalf("dispatches %d, budget used %d", d.total(), o.BudgetUsed)
 	}
+	// The caller learns why: the budget, not a silent failure.
+	if !strings.Contains(o.Reason, "effect budget used up (1 of 1 effects)") {
+		t.Fatalf("reason %q does not say the budget was used up", o.Reason)
+	}
 }
 
 // TestPreflight: what the host would refuse anyway is refused before

@@ -1,6 +1,7 @@
 package supervise_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -22,7 +23,10 @@ func TestThousandInvocations(t *testing.T) {
 	if testing.Short() {
 		n = 200
 	}
-	ctx := testCtx(t)
+	// A bound for a broken run, not a speed check: 1,000 launches on a
+	// shared 2-core machine under the race detector take minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
 	l := openBolt(t, t.TempDir())
 	okCfg := config(t, l, newLauncher(t, 0))
 	okCfg.Dispatcher = newDispatcher()

@@ -52,21 +52,6 @@ var (
 	ErrProtocol = errors.New("supervise: protocol error")
 )
 
-// stateErrors maps each non-success state to its sentinel. Read-only.
-var stateErrors = map[launch.State]error{
-	launch.StateFailed:              ErrFailed,
-	launch.StateRunning:             ErrRunning,
-	launch.StateRefused:             ErrRefused,
-	launch.StateInvalidRequest:      ErrInvalidRequest,
-	launch.StateUnavailable:         ErrUnavailable,
-	launch.StateCancelled:           ErrCancelled,
-	launch.StateTimedOut:            ErrTimedOut,
-	launch.StateWaitingApproval:     ErrWaitingApproval,
-	launch.StateNeedsReconciliation: ErrNeedsReconciliation,
-	launch.StateProtocolError:       ErrProtocol,
-	launch.StateQueued:              ErrProtocol, // never produced by a host
-}
-
 // Outcome is what one Invoke established about an operation. State is the
 // Runtime's verdict, decided from the ledger and the session, with the
 // host's result as evidence (see the package documentation, “Outcomes”).
@@ -169,9 +154,6 @@ func (o *Outcome) result(cause error) (*Outcome, error) {
 	if o.State == launch.StateSucceeded {
 		return o, nil
 	}
-	sentinel, ok := stateErrors[o.State]
-	if !ok {
-		sentinel = ErrProtocol
-	}
+	sentinel := sentinelOf(o.State)
 	return o, &OutcomeError{Outcome: o, Err: sentinel, Cause: cause}
 }

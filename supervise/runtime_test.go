@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -572,5 +573,43 @@ func waitFor(t testing.TB, cond func() bool) {
 			t.Fatal("condition not reached in a minute")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// flakyConfirm is a real ledger whose first ConfirmEffect commits and
+// then reports an ambiguous outcome, as a commit whose answer was lost.
+type flakyConfirm struct {
+	ledger.Ledger
+	failed atomic.Int64
+}
+
+func (f *flakyConfirm) ConfirmEffect(ctx context.Context, fence ledger.Fence, id string, d canon.Digest, receipt string) (ledger.Effect, error) {
+	e, err := f.Ledger.ConfirmEffect(ctx, fence, id, d, receipt)
+	if err == nil && f.failed.Add(1) == 1 {
+		return ledger.Effect{}, fmt.Errorf("commit answer lost: %w", ledger.ErrOutcomeUnknown)
+	}
+	return e, err
+}
+
+// TestConfirmRepeatedAfterAmbiguousError: a confirmation whose outcome is
+// unknown is repeated (it is idempotent) and the consumed effect ends
+// confirmed, not unknown.
+func TestConfirmRepeatedAfterAmbiguousError(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	fl := &flakyConfirm{Ledger: memory.New()}
+	d := newDispatcher()
+	cfg := config(t, fl, newLauncher(t, 0))
+	cfg.Dispatcher = d
+	s := newSupervisor(t, cfg)
+	o, err := s.Invoke(ctx, call("op-flaky", "example.two_effects@1.0.0", map[string]any{"target": "doc"}, 2))
+	wantState(t, o, err, launch.StateSucceeded, nil)
+	if fl.failed.Load() < 2 || d.total() != 2 {
+		t.Fatalf("confirmations %d, dispatches %d", fl.failed.Load(), d.total())
+	}
+	for _, e := range o.Effects {
+		if e.State != ledger.EffectConfirmed {
+			t.Fatalf("effect %s ended %s", e.LogicalEffectID, e.State)
+		}
 	}
 }

@@ -335,6 +335,9 @@ func (c Call) validate() error {
 
 func (s *Supervisor) emit(ev Event) {
 	if s.cfg.Observer != nil {
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
 		s.cfg.Observer(ev)
 	}
 }
@@ -381,7 +384,7 @@ func (s *Supervisor) Invoke(ctx context.Context, c Call) (*Outcome, error) {
 		f, leader := s.join(c, prep.RequestDigest)
 		if leader {
 			res, err := s.invoke(ctx, c, p, m, prep, o)
-			s.land(c, f, res, err)
+			s.land(c, f, res, err, ctx.Err() != nil)
 			return res, err
 		}
 		res, again, err := s.follow(ctx, f, prep.RequestDigest, o)
@@ -526,9 +529,9 @@ func (s *Supervisor) settled(view ledger.OperationView, o *Outcome) (bool, *Outc
 	o.Effects, o.Budget, o.BudgetUsed = view.Effects, op.EffectBudget, op.EffectsUsed
 	switch {
 	case op.State == ledger.OperationCompleted && view.Result != nil:
-		o.State, o.Reconnected, o.Result = launch.StateSucceeded, true, view.Result
+		o.State, o.Reconnected, o.Result = stateOfOperation(op.State), true, view.Result
 	case op.State == ledger.OperationCancelled:
-		o.State, o.Reason = launch.StateCancelled, "the operation was cancelled: "+op.CancelReason
+		o.State, o.Reason = stateOfOperation(op.State), "the operation was cancelled: "+op.CancelReason
 	case !op.Deadline.IsZero() && !time.Now().Before(op.Deadline):
 		o.State, o.Reason = launch.StateTimedOut, fmt.Sprintf("the operation's deadline %s has passed", op.Deadline.Format(time.RFC3339Nano))
 	default:
@@ -564,20 +567,6 @@ func or(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// launchState maps a reply state to the outcome state it ends an attempt
-// with.
-func launchState(st ipc.ReplyState) launch.State {
-	switch st {
-	case ipc.StateCancelled:
-		return launch.StateCancelled
-	case ipc.StateWaitingApproval:
-		return launch.StateWaitingApproval
-	case ipc.StateNeedsReconciliation:
-		return launch.StateNeedsReconciliation
-	}
-	return launch.StateRefused
 }
 
 func (s *Supervisor) register(k opKey, r *run) {

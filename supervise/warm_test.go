@@ -4,12 +4,17 @@ package supervise_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
+	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
@@ -57,5 +62,61 @@ func TestWarmOperations(t *testing.T) {
 	cfg.Launcher = newPyLauncher()
 	if _, err := supervise.New(cfg); !errors.Is(err, supervise.ErrInvalidConfig) {
 		t.Fatalf("a zygote of another launcher: %v", err)
+	}
+}
+
+// TestWarmStarters: one Supervisor with Config.Warm runs two providers
+// and a newer generation of one of them warm, each environment from a
+// fork server of its own made on first use; Close closes them all.
+func TestWarmStarters(t *testing.T) {
+	python := testpyhost.Interpreter(t)
+	modules := t.TempDir()
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(modules, "demo_provider.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(modules, "beta_provider.py"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
+		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newRegistry()
+	alpha, beta := variant(t, "demo_provider:factory", 1, ""), variant(t, "beta_provider:factory", 1, "beta")
+	reg.admit(alpha)
+	reg.admit(beta)
+	cfg := config(t, memory.New(), ln)
+	cfg.Provider, cfg.Providers, cfg.Warm = manifest.ProviderBinding{}, reg, &launch.ZygoteConfig{}
+	s := newSupervisor(t, cfg)
+	ctx := testCtx(t)
+	run := func(op string, b manifest.ProviderBinding) {
+		c := call(op, "example.echo@1.0.0", map[string]any{"text": op}, 0)
+		c.Provider = keyOf(b)
+		o, err := s.Invoke(ctx, c)
+		wantState(t, o, err, launch.StateSucceeded, nil)
+		if o.Launch == nil || !o.Launch.Process.Warm {
+			t.Errorf("%s: not launched warm: %+v", op, o.Launch)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, tt := range []struct {
+		op string
+		b  manifest.ProviderBinding
+	}{{"op-alpha", alpha}, {"op-beta", beta}, {"op-alpha-2", alpha}, {"op-beta-2", beta}} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(tt.op, tt.b) }()
+	}
+	wg.Wait()
+	reg.admit(variant(t, "demo_provider:factory", 2, "alpha, second generation"))
+	run("op-alpha-gen2", alpha)
+	closeSupervisor(t, s)
+	if kids := leaktest.Children(t); len(kids) != 0 {
+		t.Fatalf("processes left after Close (fork servers?): %v", kids)
 	}
 }

@@ -115,6 +115,9 @@ type Backend struct {
 	log   *slog.Logger
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
+	// values is the only context value an instance sees: the memory
+	// allocator (memory.go).
+	values context.Context
 
 	// closeCtx is cancelled by Close: every instance's context derives
 	// from it, so every call in flight is stopped.
@@ -228,7 +231,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	closeCtx, closeAll := context.WithCancel(bg)
 	return &Backend{
-		cfg: cfg, log: log, rt: rt, cache: cache,
+		cfg: cfg, log: log, rt: rt, cache: cache, values: allocatorValues(),
 		closeCtx: closeCtx, closeAll: closeAll,
 		modules: make(map[string]*compiled), runtimes: make(map[string]*runtimeGroup),
 	}, nil

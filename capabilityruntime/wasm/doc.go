@@ -44,7 +44,9 @@
 // module once and checks the checksum before compiling (a *ChecksumError
 // wrapping ErrChecksum, with nothing compiled, when one byte differs). The
 // bytes checked are the bytes compiled. A module is compiled once per
-// Backend (keyed by its sha256) and kept while a runtime uses it; with
+// Backend (keyed by its sha256) and kept while a runtime uses it (its data
+// section first merged into one segment with the same memory image, since
+// Go's thousands of segments would otherwise be applied at every call); with
 // Config.CompilationCacheDir, the compiled code is also kept on disk, so
 // that a restarted controller loads it instead of compiling again.
 //

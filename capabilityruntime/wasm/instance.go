@@ -47,7 +47,8 @@ type instance struct {
 // returned with the Response as a *capabilityruntime.RuntimeError.
 //
 // Only ctx's deadline and cancellation reach the module: its values never
-// reach wazero, so no hook carried in a context (wazero's experimental
+// reach wazero (the instance's context holds the backend's memory allocator
+// and nothing else), so no hook carried in a context (wazero's experimental
 // sockets, listeners, allocators) can change what the module may do.
 func (in *instance) Execute(ctx context.Context, req *capabilityruntime.Request) (*capabilityruntime.Response, error) {
 	name := in.g.spec.name()
@@ -107,8 +108,8 @@ func (in *instance) Execute(ctx context.Context, req *capabilityruntime.Request)
 		WithRandSource(rand.Reader)
 	// No WithFSConfig: the module has no preopened directory, so no path
 	// resolves; and wazero offers sockets only through a context value,
-	// which valueless withholds.
-	mod, runErr := in.b.rt.InstantiateModule(valueless{callCtx}, in.g.mod.mod, mcfg)
+	// which callContext withholds.
+	mod, runErr := in.b.rt.InstantiateModule(callContext{callCtx, in.b.values}, in.g.mod.mod, mcfg)
 	if mod != nil {
 		// _start returned without proc_exit: the module is still open.
 		_ = mod.Close(context.Background())
@@ -172,13 +173,6 @@ func sleep(ctx context.Context, ns int64) {
 	case <-ctx.Done():
 	}
 }
-
-// valueless is a context whose deadline and cancellation are its parent's
-// but that carries no values.
-type valueless struct{ context.Context }
-
-// Value answers nil for every key.
-func (valueless) Value(any) any { return nil }
 
 func (in *instance) begin() bool {
 	in.mu.Lock()

@@ -42,9 +42,10 @@
 // zeoctl performs no effects: by default they are refused; -effects accept
 // records each as consumed with a synthetic receipt, -effects uncertain as
 // unknown (to rehearse reconciliation). -warm (with -python) forks the
-// host from a zygote, a fork server that preloaded the host's
-// dependencies, instead of starting it cold (package launch, “Warm
-// launch”); zeoctl demo always starts its hosts cold.
+// host from a zygote, a fork server that preloaded the host's own import
+// closure (discovered from its source), instead of starting it cold
+// (package launch, “Warm launch”); zeoctl demo always starts its hosts
+// cold.
 //
 // # Choosing the host
 //
@@ -60,6 +61,16 @@
 // The host's environment is empty except for what -env KEY=VALUE adds, and
 // with -env-root DIR the binding's environment_digest is checked against
 // that directory tree before every launch.
+//
+// Every host is contained (package launch, “Containment”; doc/design.md,
+// “Containment”): Landlock lets it read only its interpreter, its
+// environment, the system directories and what -read PATH adds, and
+// write only its working directory; it has no network (zeoctl's contexts
+// do not allow it), runs under resource limits, no_new_privs and a
+// seccomp deny list, cold or warm. zeoctl prints one line naming the
+// containment in force, and a warning when it runs as root (the host then
+// runs as root too). -uncontained turns every layer off; on a kernel that
+// lacks a layer zeoctl refuses to launch and says so.
 //
 // # Static discovery
 //

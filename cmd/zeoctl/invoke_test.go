@@ -207,3 +207,16 @@ func TestDoubleDashFlags(t *testing.T) {
 	wantRun(t, zeoctl(t, "invoke", "--simulated", "--capability", "example.echo@1.0.0", "--args", `{"text":"dd"}`), 0,
 		[]string{`{"text":"dd"}`}, nil)
 }
+
+// TestInvokeContainment: zeoctl names the containment in force, warns
+// when the host runs as root, and -uncontained turns it off.
+func TestInvokeContainment(t *testing.T) {
+	t.Parallel()
+	args := []string{"invoke", "-simulated", "-capability", "example.echo@1.0.0", "-args", `{"text":"hi"}`}
+	stderr := []string{"zeoctl: containment: filesystem+network+scope+limits+no_new_privs+seccomp"}
+	if os.Geteuid() == 0 {
+		stderr = append(stderr, "warning: zeoctl runs as root, so the host runs as root too")
+	}
+	wantRun(t, zeoctl(t, args...), 0, []string{"state      succeeded"}, stderr)
+	wantRun(t, zeoctl(t, append(args, "-uncontained")...), 0, []string{"state      succeeded"}, []string{"zeoctl: containment: none"})
+}

@@ -119,6 +119,9 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Close drains the invocations within its bound and releases the
+	// controller's lease once nothing of it can still write.
+	defer sup.Close(context.WithoutCancel(ctx))
 	scope := ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"}
 	call := func(op, target string) supervise.Call {
 		return supervise.Call{Scope: scope, OperationID: op, CapabilityID: "example.two_effects@1.0.0",

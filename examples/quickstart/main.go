@@ -63,6 +63,9 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Close drains the invocations within its bound and releases the
+	// controller's lease once nothing of it can still write.
+	defer sup.Close(context.WithoutCancel(ctx))
 	scope := ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"}
 
 	// A capability with no effects.

@@ -36,10 +36,22 @@ func Build(dir, name, pkg string) (string, error) {
 // HostsimPackage is the import path of the simulated host's executable.
 const HostsimPackage = "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim"
 
+// InitPackage is the import path of the containment init command.
+const InitPackage = "github.com/zeoruntime/runtimeipc/cmd/zeo-launch-init"
+
+// InitBeside returns the path of the containment init RunWithHostsim
+// builds beside the simulated host at hostsim: a launcher's
+// Containment.InitPath that starts in a fraction of the time a test
+// binary re-executed takes (its package inits, the race detector's).
+func InitBeside(hostsim string) string {
+	return filepath.Join(filepath.Dir(hostsim), "zeo-launch-init")
+}
+
 // RunWithHostsim is the body of a TestMain whose tests launch the
-// simulated host: it builds the host into a temporary directory, stores its
-// path in *path, runs the tests and removes the directory. It returns the
-// exit code for os.Exit.
+// simulated host: it builds the host (and the containment init, see
+// InitBeside) into a temporary directory, stores the host's path in
+// *path, runs the tests and removes the directory. It returns the exit
+// code for os.Exit.
 func RunWithHostsim(m *testing.M, path *string) int {
 	dir, err := os.MkdirTemp("", "hostsim-")
 	if err != nil {
@@ -48,6 +60,10 @@ func RunWithHostsim(m *testing.M, path *string) int {
 	}
 	defer os.RemoveAll(dir)
 	if *path, err = Build(dir, "zeo-hostsim", HostsimPackage); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err = Build(dir, "zeo-launch-init", InitPackage); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -48,7 +48,9 @@ var campaignScope = ledger.Scope{OrganizationID: "org", ProjectID: "proj"}
 // populateLedger writes campaignOps operations into a new ledger at path,
 // with everything a ledger holds: attempts (some operations have two),
 // bootstrap ids, effects in every state and past the staged index,
-// results with artifacts, evidence and a cancelled operation.
+// results with artifacts, evidence, a cancelled operation, and attempts
+// launched by a controller (whose lease, and a released one, are
+// recorded).
 func populateLedger(t testing.TB, path string) {
 	t.Helper()
 	ctx := context.Background()
@@ -67,6 +69,12 @@ func populateLedger(t testing.TB, path string) {
 			t.Fatal(err)
 		}
 	}
+	_, err = l.AcquireLease(ctx, "ctl-campaign", time.Hour)
+	must(err)
+	_, err = l.AcquireLease(ctx, "ctl-gone", time.Hour)
+	must(err)
+	_, err = l.ReleaseLease(ctx, "ctl-gone")
+	must(err)
 	for i := range campaignOps {
 		op := fmt.Sprintf("op-%02d", i)
 		_, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: campaignScope, OperationID: op, CapabilityID: "cap",
@@ -74,11 +82,19 @@ func populateLedger(t testing.TB, path string) {
 		must(err)
 		var f ledger.Fence
 		for a := range 1 + i%2 {
-			f, err = l.StartAttempt(ctx, campaignScope, op, fmt.Sprintf("att-%d", a))
-			must(err)
 			boot := fmt.Sprintf("boot-%s-%d", op, a)
-			_, err = l.IssueBootstrap(ctx, f, boot, ledgertest.Digest("launch"))
-			must(err)
+			if i%5 == 4 { // launched by the campaign's controller
+				f, err = l.LaunchAttempt(ctx, ledger.AttemptLaunch{Operation: ledger.OperationSpec{Scope: campaignScope, OperationID: op,
+					CapabilityID: "cap", RequestDigest: ledgertest.Digest("req"), ManifestDigest: ledgertest.Digest("man"), EffectBudget: 40},
+					AttemptID: fmt.Sprintf("att-%d", a), Generation: int64(a + 1), BootstrapID: boot, LaunchDigest: ledgertest.Digest("launch"),
+					ControllerID: "ctl-campaign"})
+				must(err)
+			} else {
+				f, err = l.StartAttempt(ctx, campaignScope, op, fmt.Sprintf("att-%d", a))
+				must(err)
+				_, err = l.IssueBootstrap(ctx, f, boot, ledgertest.Digest("launch"))
+				must(err)
+			}
 			_, err = l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: ledgertest.Digest("launch"), PID: 1000 + i, SessionID: "s"})
 			must(err)
 			_, err = l.Admit(ctx, f, ledgertest.Digest("req"))
@@ -353,6 +369,15 @@ func useCorrupted(path string) (outcome, detail string) {
 	}
 	if _, err := l.ListUnknown(ctx); err != nil {
 		return failed("ListUnknown", err)
+	}
+	if _, err := l.ListInFlight(ctx); err != nil {
+		return failed("ListInFlight", err)
+	}
+	if _, err := l.ListOperations(ctx, ledger.OperationQuery{Orphaned: true}); err != nil {
+		return failed("ListOperations(Orphaned)", err)
+	}
+	if _, err := l.Leases(ctx); err != nil {
+		return failed("Leases", err)
 	}
 	// Writes: a new operation through to an effect, and a new attempt on
 	// three open operations that had one.

@@ -1,6 +1,10 @@
 package bolt
 
 import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
@@ -30,6 +34,9 @@ func (t *boltTx) Lease(id string) (core.LeaseRecord, bool, error) {
 	if err != nil || !ok {
 		return r, ok, err
 	}
+	if r.ControllerID != id {
+		return core.LeaseRecord{}, false, misfiled(id, r)
+	}
 	if t.leases == nil {
 		t.leases = map[string]core.LeaseRecord{}
 	}
@@ -48,8 +55,30 @@ func (t *boltTx) PutLease(r core.LeaseRecord) error {
 	return nil
 }
 
+// Leases reads every lease record, checking that each is filed under its
+// own controller id (the bucket's key order is then controller id order).
 func (t *boltTx) Leases() ([]core.LeaseRecord, error) {
-	return scan[core.LeaseRecord](t, bucketLeases, nil)
+	b, err := t.bucket(bucketLeases)
+	if err != nil {
+		return nil, err
+	}
+	out := []core.LeaseRecord{}
+	err = b.ForEach(func(k, raw []byte) error {
+		var r core.LeaseRecord
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("ledger/bolt: bucket %q key %q: %w: %v", bucketLeases, k, ledger.ErrCorrupt, err)
+		}
+		if r.ControllerID != string(k) {
+			return misfiled(string(k), r)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+func misfiled(key string, r core.LeaseRecord) error {
+	return fmt.Errorf("ledger/bolt: the lease record under %q names controller %q: %w", key, r.ControllerID, ledger.ErrCorrupt)
 }
 
 func (t *boltTx) Holder() string { return t.holder }

@@ -109,9 +109,10 @@ func testDeadline(t *testing.T, l ledger.Ledger) {
 	}
 	_, err := l.Admit(bg, f, sp.RequestDigest)
 	wantErr(t, "admit past deadline", err, ledger.ErrDeadlineExceeded)
-	// New effects past the deadline: admit before it passes, then wait for
-	// it. The deadline grows until admission beats it, so a slow machine
-	// costs time, never a false failure.
+	// New effects past the deadline: admit and authorize one effect before
+	// it passes, then wait for it. The deadline grows until admission and
+	// that authorization beat it, so a slow machine costs time, never a
+	// false failure.
 	var late ledger.Fence
 	for i, wait := 0, 50*time.Millisecond; ; i, wait = i+1, wait*2 {
 		sp := spec(scopeA, fmt.Sprint("late", i), 3)
@@ -119,13 +120,15 @@ func testDeadline(t *testing.T, l ledger.Ledger) {
 		mustCreate(t, l, sp)
 		late = mustStart(t, l, scopeA, sp.OperationID, "a1")
 		err := prepare(l, late)
+		if err == nil {
+			_, err = l.BeginEffect(bg, late, "before", Digest("e1"))
+		}
 		if errors.Is(err, ledger.ErrDeadlineExceeded) && wait < time.Minute {
 			continue
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustBegin(t, l, late, "before", Digest("e1"))
 		time.Sleep(time.Until(sp.Deadline))
 		break
 	}

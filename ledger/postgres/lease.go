@@ -24,7 +24,7 @@ import (
 // batches, a renewal could hold a lease row while its batch waited for an
 // operation row, and two batches could deadlock. A controller renews a
 // few times per ttl, so a commit of its own per renewal costs little
-// (BENCHMARKS.md, "Lease renewal").
+// (BENCHMARKS.md, "ledger/postgres: controller leases").
 
 // leaseAnswer is the record the lease functions answer with.
 type leaseAnswer struct {

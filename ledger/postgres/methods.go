@@ -302,8 +302,9 @@ func (e *effectAnswer) record(s ledger.Scope, opID, id string) ledger.Effect {
 }
 
 // BeginEffect implements [ledger.Ledger]. One statement: the fence check,
-// the redelivery lookup, the budget debit and the effect's insert are one
-// transaction. Like Admit, it judges the deadline by the server's clock.
+// the redelivery lookup, the controller's lease, the budget debit and the
+// effect's insert are one transaction. Like Admit, it judges the deadline
+// and the lease by the server's clock.
 func (l *Ledger) BeginEffect(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.EffectGrant, error) {
 	const op = "BeginEffect"
 	if err := l.enter(ctx, op); err != nil {
@@ -385,7 +386,10 @@ func (l *Ledger) MarkUnknown(ctx context.Context, f ledger.Fence, id string, d c
 	return l.settle(ctx, op, f.Scope, f.OperationID, &f, id, d, ledger.EffectUnknown, "", "")
 }
 
-// Resolve implements [ledger.Ledger]. One statement.
+// Resolve implements [ledger.Ledger]. One statement. An authorized
+// effect's controller is judged in it, under lease_check's lock of the
+// lease's row (migrations/0007_controller_leases.sql): a renewal under way
+// is waited for, and none commits between the check and the write.
 func (l *Ledger) Resolve(ctx context.Context, s ledger.Scope, opID, id string, d canon.Digest, res ledger.Resolution) (ledger.Effect, error) {
 	const op = "Resolve"
 	if err := l.enter(ctx, op); err != nil {

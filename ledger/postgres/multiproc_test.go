@@ -33,6 +33,9 @@ const (
 
 func TestMain(m *testing.M) {
 	if w := os.Getenv(workerEnv); w != "" {
+		if os.Getenv(workerModeEnv) == "lease" {
+			os.Exit(leaseWorkerMain(w))
+		}
 		os.Exit(workerMain(w))
 	}
 	os.Exit(m.Run())

@@ -55,6 +55,7 @@
 //     the known scenarios on stderr.
 //   - ZEO_HOSTSIM_CLAIM, ZEO_HOSTSIM_CLAIM_CODE: the state (and error
 //     code) the claim and claim-at-once scenarios write.
+//   - ZEO_HOSTSIM_HOSTILE: the actions of the hostile scenario.
 //
 // # Scenarios
 //
@@ -97,6 +98,11 @@
 //     done), writes the process's pid to hostsim-paused.pid in the working
 //     directory ([PausedPIDFile]), then blocks before result.publish;
 //     SIGTERM ends it
+//   - hostile: a hostile provider, for the containment tests: tries each
+//     action ZEO_HOSTSIM_HOSTILE lists ([EnvHostile]: read or write a
+//     file, connect, resolve a name, signal a pid, reach an abstract
+//     socket, fork, allocate, write a large file) and writes a JSON report
+//     of what each got instead of a result; no IPC
 //
 // [Usage] returns the settings and scenarios as help text; a test keeps it
 // and this comment in step.

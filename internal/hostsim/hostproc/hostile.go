@@ -19,10 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// EnvHostile lists, for the hostile scenario, the actions the host tries,
-// separated by ";", each "verb:argument" (see hostileAction).
-const EnvHostile = "ZEO_HOSTSIM_HOSTILE"
-
 // hostile runs every action of spec and returns, for each, "ok" (with
 // what it got, after a space, where it counts) or the error.
 func hostile(spec string) map[string]any {
@@ -51,6 +47,8 @@ func hostile(spec string) map[string]any {
 //	resolve:NAME@ADDR  resolve NAME with the DNS server at ADDR (UDP)
 //	signal:PID         send SIGURG (harmless to a Go program) to PID ("self": its own)
 //	abstract:NAME      connect to the abstract unix socket @NAME
+//	unshare:           unshare(CLONE_NEWUSER)
+//	keyctl:            ask the kernel for the session keyring's id
 //	forkbomb:N         start copies of this program (sleepers) until one fails or N run
 //	alloc:BYTES        map and touch BYTES of private memory
 //	bigfile:PATH:BYTES write BYTES to PATH (SIGXFSZ ignored, so the limit is an error)
@@ -105,6 +103,11 @@ func hostileAction(verb, arg string) (string, error) {
 		}
 		c.Close()
 		return "", nil
+	case "unshare":
+		return "", unix.Unshare(unix.CLONE_NEWUSER)
+	case "keyctl":
+		id, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 0, 0, 0)
+		return strconv.Itoa(id), err
 	case "forkbomb":
 		return forkBomb(arg)
 	case "alloc":

@@ -17,6 +17,9 @@ const (
 	// write, and EnvClaimCode its error code when not the usual one.
 	EnvClaim     = "ZEO_HOSTSIM_CLAIM"
 	EnvClaimCode = "ZEO_HOSTSIM_CLAIM_CODE"
+	// EnvHostile lists, for the hostile scenario, the actions the host
+	// tries, separated by ";", each "verb:argument" (see hostileAction).
+	EnvHostile = "ZEO_HOSTSIM_HOSTILE"
 )
 
 // scenario is a misbehaviour selected by ZEO_HOSTSIM_SCENARIO. The empty
@@ -124,6 +127,7 @@ Environment (the launcher passes the host's whole environment; set these there):
 	` + EnvPythonVersion + `   interpreter version the binding must name (default ` + hostsim.DefaultPythonVersion + `)
 	` + EnvDistribution + `     installed distribution the binding must name (default ` + hostsim.DefaultDistribution + `)
 	` + EnvVersion + `          installed version the binding must name (default ` + hostsim.DefaultVersion + `)
+	` + EnvHostile + `          the hostile scenario's actions, "verb:argument;..." (read, write, connect, resolve, signal, abstract, forkbomb, alloc, bigfile)
 	` + EnvScenario + `         a misbehaviour for tests (default: none); one of:
 `)
 	for _, e := range scenarioTable() {

@@ -425,8 +425,9 @@ func (l *Ledger) ListInFlight(ctx context.Context) ([]ledger.Effect, error) {
 	return call0(l, ctx, "ListInFlight", reads, listInFlightNow)
 }
 
-// checkLeases verifies the lease records (CheckTx calls it): each is
-// filed under its own controller id, which is an identifier, with a valid
+// checkLeases verifies the lease records (CheckTx calls it; Tx.Leases
+// refuses a record filed under another id): each is listed in controller
+// id order, names a controller id that is an identifier, and has a valid
 // ttl, no negative renewal count and an expiry not before its
 // acquisition; and every controller an attempt names has one (a
 // controller's attempts are recorded only while its lease is live, and

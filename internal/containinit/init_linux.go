@@ -1,4 +1,12 @@
-package launch
+// Package containinit is the containment init of runtimeipc's launcher
+// (doc/design.md, “Containment”): the code that runs in a host's process
+// after the launcher started it and before the host's interpreter, which
+// applies the launch's policy to the process and then execs the
+// interpreter. It lives apart from package launch, and imports almost
+// nothing, so that a program made only of it (cmd/zeo-launch-init)
+// starts in a millisecond; launch.Init calls it in the embedder's own
+// program.
+package containinit
 
 import (
 	"encoding/json"
@@ -14,66 +22,86 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// initEnv is the one environment variable of a containment init: the
+// Env is the one environment variable of a containment init: the
 // descriptor number of its policy. The status pipe's write end is the
 // next descriptor.
-const initEnv = "ZEO_LAUNCH_CONTAIN_INIT"
+const Env = "ZEO_LAUNCH_CONTAIN_INIT"
 
-// initExitCode is the init's exit status when it refuses to start the
-// host.
-const initExitCode = 125
+// ExitCode is the init's exit status when it refuses to start the host.
+const ExitCode = 125
 
-// Init must be the first statement of main (or TestMain) in every program
-// that launches contained hosts without setting Containment.InitPath
-// (doc/design.md, “Containment”). A contained host is started as this very
-// program re-executed, and Init is where it takes over: when the process
-// was started as a containment init, Init applies the launch's policy to
-// itself — resource limits, no_new_privs, the Landlock ruleset and scopes,
-// the seccomp filter; the namespaces are already in place — and then
-// replaces itself with the host's interpreter. It never returns then: if
-// it cannot apply the whole policy it reports why to the launcher and
-// exits with status 125 without running the host.
-//
-// In any other process Init returns at once, having recorded that this
-// program calls it; New refuses to contain hosts without that record
-// (ErrContainmentUnavailable), since re-executing a program that does not
-// call Init would run its main instead.
-//
-// Nothing before Init in main may have side effects: package init
-// functions run in the containment init too, before Init.
-func Init() {
-	initCalled.Store(true)
-	v, ok := os.LookupEnv(initEnv)
+// maxPolicyBytes bounds the policy read.
+const maxPolicyBytes = 1 << 20
+
+// Policy is what the containment init applies to itself before it execs
+// the host. It travels on a sealed memfd, as JSON.
+type Policy struct {
+	Path  string   `json:"path"`
+	Argv  []string `json:"argv"`
+	Env   []string `json:"env"`
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
+	// ABI is the Landlock ABI the ruleset is built for; FS and Scope say
+	// which Landlock parts are handled.
+	ABI        int     `json:"abi"`
+	FS         bool    `json:"fs"`
+	Scope      bool    `json:"scope"`
+	NoNewPrivs bool    `json:"no_new_privs"`
+	Seccomp    bool    `json:"seccomp"`
+	Limits     []Limit `json:"limits"`
+	// User, when set, is the uid and gid the init switches to, with no
+	// supplementary groups.
+	User *User `json:"user"`
+}
+
+// Limit is one rlimit, set as both soft and hard limit.
+type Limit struct {
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
+}
+
+// User is a uid and a gid.
+type User struct {
+	UID, GID uint32
+}
+
+// Main, when this process was started as a containment init (Env is
+// set), applies its policy and execs the host; it never returns then: if
+// it cannot apply the whole policy it writes why on the status pipe and
+// exits with ExitCode, without running the host. Otherwise it returns at
+// once.
+func Main() {
+	v, ok := os.LookupEnv(Env)
 	if !ok {
 		return
 	}
 	fd, err := strconv.Atoi(v)
 	if err != nil || fd < 3 {
-		fmt.Fprintf(os.Stderr, "launch: containment init: bad %s=%q\n", initEnv, v)
-		os.Exit(initExitCode)
+		fmt.Fprintf(os.Stderr, "launch: containment init: bad %s=%q\n", Env, v)
+		os.Exit(ExitCode)
 	}
 	// The status pipe's write end closes when the exec succeeds.
 	status := os.NewFile(uintptr(fd+1), "zeo-launch-status")
 	unix.CloseOnExec(fd + 1)
-	err = runInit(fd)
+	err = run(fd)
 	// Only failures get here.
 	fmt.Fprintf(status, "%v", err)
-	os.Exit(initExitCode)
+	os.Exit(ExitCode)
 }
 
-// runInit applies the policy on descriptor fd and execs the host; it
+// run applies the policy on descriptor fd and execs the host; it
 // returns only on failure. Everything runs on one locked OS thread: the
 // Landlock domain, no_new_privs and the seccomp filter are applied to that
 // thread, which then execs (the other threads end with the exec).
-func runInit(fd int) error {
+func run(fd int) error {
 	runtime.LockOSThread() // never unlocked: the thread becomes the host
 	f := os.NewFile(uintptr(fd), "zeo-launch-policy")
-	b, err := io.ReadAll(io.LimitReader(f, MaxContextBytes))
+	b, err := io.ReadAll(io.LimitReader(f, maxPolicyBytes))
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("reading the policy: %w", err)
 	}
-	var p policy
+	var p Policy
 	if err := json.Unmarshal(b, &p); err != nil {
 		return fmt.Errorf("decoding the policy: %w", err)
 	}
@@ -117,23 +145,23 @@ func runInit(fd int) error {
 	return fmt.Errorf("exec %s: %w", p.Path, err)
 }
 
-// landlockConfigs are go-landlock's configurations by ABI version.
-var landlockConfigs = []landlock.Config{{}, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5,
+// LandlockConfigs are go-landlock's configurations by ABI version.
+var LandlockConfigs = []landlock.Config{{}, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5,
 	landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}
 
-// maxLandlockABI is the newest Landlock ABI this package builds rulesets
+// MaxLandlockABI is the newest Landlock ABI this package builds rulesets
 // for.
-const maxLandlockABI = 11
+const MaxLandlockABI = 11
 
 // restrictLandlock enforces p's Landlock ruleset on this thread: the
 // filesystem rights of ABI p.ABI (all of them handled, so that only the
 // rules' paths are reachable) and its IPC scopes. The network rights are
 // not handled: the network layer is the namespace.
-func restrictLandlock(p policy) error {
-	if p.ABI < 1 || p.ABI >= len(landlockConfigs) {
+func restrictLandlock(p Policy) error {
+	if p.ABI < 1 || p.ABI >= len(LandlockConfigs) {
 		return fmt.Errorf("Landlock ABI %d is not one this launcher builds rulesets for", p.ABI)
 	}
-	full := landlockConfigs[p.ABI]
+	full := LandlockConfigs[p.ABI]
 	var cfg landlock.Config
 	var rules []landlock.Rule
 	if p.FS {

@@ -1,9 +1,9 @@
 //go:build linux && !amd64 && !arm64
 
-package launch
+package containinit
 
 const (
-	seccompAuditArch = 0 // seccompUsable reports the layer unavailable
+	seccompAuditArch = 0 // SeccompUsable reports the layer unavailable
 	seccompX32Bit    = 0
 )
 

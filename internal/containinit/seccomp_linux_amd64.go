@@ -1,4 +1,4 @@
-package launch
+package containinit
 
 import "golang.org/x/sys/unix"
 

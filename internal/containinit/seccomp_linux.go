@@ -1,4 +1,4 @@
-package launch
+package containinit
 
 import (
 	"errors"
@@ -50,7 +50,7 @@ func seccompProgram() ([]unix.SockFilter, error) {
 	if seccompX32Bit != 0 {
 		prog = append(prog, bpf{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: seccompX32Bit, jt: "deny"})
 	}
-	for _, name := range SeccompDenied {
+	for _, name := range SeccompDenied() {
 		nr, ok := seccompNumbers[name]
 		if !ok {
 			continue // not a call of this architecture
@@ -104,8 +104,8 @@ func installSeccomp() error {
 	return nil
 }
 
-// seccompUsable reports why the kernel cannot filter system calls.
-func seccompUsable() error {
+// SeccompUsable reports why the kernel cannot filter system calls.
+func SeccompUsable() error {
 	if seccompAuditArch == 0 {
 		return errors.New("this architecture has no seccomp filter here (amd64 and arm64 only)")
 	}
