@@ -464,13 +464,25 @@ func stopped(pid int) bool {
 // TestFleet: four controller processes share a PostgreSQL ledger and run
 // the same list of operations (two effects each), each beginning at its
 // own quarter and going round, so that every operation is asked for by
-// several controllers, some at the same time. One controller is killed
-// with SIGKILL in the middle of a dispatch, one is stopped (SIGSTOP) past
-// its lease's ttl and then continued. The others take over the
-// orphaned attempts; the woken controller acts no more. After a final pass
-// that reconciles every effect from the dispatcher's own log and invokes
-// every unfinished operation again, the invariants are checked against
-// the log and the ledger.
+// every controller, some at the same time: overlapping lists, not
+// disjoint ones, because a fleet behind a load balancer gets retries of
+// one operation on any controller, and only overlap tests that several
+// controllers invoking one operation id never dispatch an effect twice
+// nor fence a live controller's attempt. Rotating the start keeps the
+// duplicated work mostly to cheap answers from the ledger (a result to
+// reconnect to, or "running elsewhere"), so the hosts launched stay close
+// to one per operation. One controller is killed with SIGKILL in the
+// middle of a dispatch, one is stopped (SIGSTOP) past its lease's ttl and
+// then continued. The others take over the orphaned attempts; the woken
+// controller acts no more. After a final pass that reconciles every
+// effect from the dispatcher's own log (the service's truth) and invokes
+// every unfinished operation again, the invariants are checked against the
+// log and the ledger.
+//
+// What the woken controller may still do: a dispatch that had entered the
+// dispatcher before the stop completes after it (the entered file proves
+// it began before); no process can fence that but the service itself. A
+// dispatch that begins after the stop fails the test.
 func TestFleet(t *testing.T) {
 	dsn, schema := newPostgresSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
