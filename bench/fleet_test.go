@@ -32,7 +32,9 @@ import (
 // the one Supervisor, which resolves each call's provider through the
 // Providers port, and through three Supervisors each configured with one
 // provider, in alternating order; all four Supervisors share one bolt
-// ledger. x-single is the one Supervisor's time over the three's.
+// ledger. x-single is the one Supervisor's time over the three's,
+// cpu-x-single the same for this process's CPU (the Runtime's own; the
+// hosts' is not in it).
 
 // providerRegistry is the Providers port over fixed bindings.
 type providerRegistry map[ledger.ProviderKey]manifest.ProviderBinding
@@ -91,8 +93,10 @@ func BenchmarkSupervisorProviders(b *testing.B) {
 	for _, v := range bindings {
 		singles = append(singles, newSup(func(c *supervise.Config) { c.Provider = v }))
 	}
-	round := func(pick func(k int) (*supervise.Supervisor, supervise.Call)) time.Duration {
-		t0 := time.Now()
+	// round runs the three calls at once and adds its wall time and this
+	// process's CPU (the Runtime's; the hosts are not in it) to *wall, *cpu.
+	round := func(pick func(k int) (*supervise.Supervisor, supervise.Call), wall, cpu *time.Duration) {
+		t0, c0 := time.Now(), processCPU()
 		var wg sync.WaitGroup
 		for k := range bindings {
 			wg.Go(func() {
@@ -101,7 +105,8 @@ func BenchmarkSupervisorProviders(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		return time.Since(t0)
+		*wall += time.Since(t0)
+		*cpu += processCPU() - c0
 	}
 	viaOne := func(k int) (*supervise.Supervisor, supervise.Call) {
 		c := f.echoCall()
@@ -110,23 +115,28 @@ func BenchmarkSupervisorProviders(b *testing.B) {
 	}
 	viaSingle := func(k int) (*supervise.Supervisor, supervise.Call) { return singles[k], f.echoCall() }
 	// Warm both up: each Supervisor checks its providers on first use.
-	round(viaOne)
-	round(viaSingle)
-	var tOne, tSingle time.Duration
+	var tOne, tSingle, cOne, cSingle time.Duration
+	round(viaOne, &tOne, &cOne)
+	round(viaSingle, &tSingle, &cSingle)
+	tOne, tSingle, cOne, cSingle = 0, 0, 0, 0
 	i := 0
 	for b.Loop() {
 		if i%2 == 0 {
-			tOne += round(viaOne)
-			tSingle += round(viaSingle)
+			round(viaOne, &tOne, &cOne)
+			round(viaSingle, &tSingle, &cSingle)
 		} else {
-			tSingle += round(viaSingle)
-			tOne += round(viaOne)
+			round(viaSingle, &tSingle, &cSingle)
+			round(viaOne, &tOne, &cOne)
 		}
 		i++
 	}
-	b.ReportMetric(float64(tOne.Nanoseconds())/float64(3*b.N), "one-ns/invocation")
-	b.ReportMetric(float64(tSingle.Nanoseconds())/float64(3*b.N), "single-ns/invocation")
+	n := float64(3 * b.N)
+	b.ReportMetric(float64(tOne.Nanoseconds())/n, "one-ns/invocation")
+	b.ReportMetric(float64(tSingle.Nanoseconds())/n, "single-ns/invocation")
 	b.ReportMetric(float64(tOne)/float64(tSingle), "x-single")
+	b.ReportMetric(float64(cOne.Nanoseconds())/n, "one-cpu-ns/invocation")
+	b.ReportMetric(float64(cSingle.Nanoseconds())/n, "single-cpu-ns/invocation")
+	b.ReportMetric(float64(cOne)/float64(cSingle), "cpu-x-single")
 }
 
 // Takeover after SIGKILL on PostgreSQL (issue 22):
