@@ -155,8 +155,10 @@ func BenchmarkSupervisorProviders(b *testing.B) {
 // process with TakeoverInterval takeoverTTL/4 measures the time from the
 // kill to its takeover of that operation's attempt (the log record of
 // ledger.TakeOver having fenced it). The time is the killed lease's
-// remaining life (between ttl − ttl/3, just before a renewal, and ttl),
-// plus up to one takeover interval, plus one Recover pass; its bound is
+// remaining life (between ttl − ttl/3, just before a renewal, and ttl;
+// here near ttl, since the controller reaches its dispatch soon after
+// acquiring its lease), plus up to one takeover interval, plus one
+// Recover pass; its bound is
 // ttl + ttl/4 + a pass. On ledger/bolt a killed process's file lock passes
 // at once and the next controller takes over at its first Recover: there
 // is nothing to measure there.
