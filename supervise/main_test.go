@@ -19,5 +19,9 @@ func TestMain(m *testing.M) {
 		// controllerMain), not a test run.
 		os.Exit(controllerMain())
 	}
+	if i := os.Getenv(fleetEnv); i != "" {
+		// A controller of the fleet test (fleetMain, Linux only).
+		os.Exit(fleetMain(i))
+	}
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }

@@ -434,6 +434,15 @@ func (s *Supervisor) elsewhere(ctx context.Context, view ledger.OperationView, o
 	if op.CurrentAttemptID == "" || op.CurrentControllerID == "" || op.CurrentControllerID == s.ctl.id {
 		return nil, nil, false
 	}
+	launched := false
+	for _, b := range view.Bootstraps {
+		launched = launched || (b.AttemptID == op.CurrentAttemptID && b.Generation == op.CurrentGeneration)
+	}
+	if !launched {
+		// An attempt never launched (the empty attempt of a takeover):
+		// nothing runs under it, whoever owns it.
+		return nil, nil, false
+	}
 	evs, err := s.cfg.Ledger.Evidence(ctx, op.Scope, op.OperationID)
 	if err != nil {
 		return nil, fmt.Errorf("supervise: operation %q: reading its evidence: %w", op.OperationID, err), true
