@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -53,6 +54,19 @@ func pgCloseLedger(t *testing.T) (*postgres.Ledger, string, string) {
 // connection pool, takes the attempt over once the lease has expired, and
 // the held write lands when the lock is released.
 func TestCloseBoundedPostgres(t *testing.T) {
+	// Nothing is left once the held write has landed: registered first,
+	// these checks run after every cleanup that closes something. The test
+	// is not parallel, so the counts are its own.
+	t.Cleanup(leaktest.Goroutines(t))
+	fds := leaktest.OpenFDs(t)
+	t.Cleanup(func() {
+		if kids := leaktest.Children(t); len(kids) != 0 {
+			t.Errorf("processes left: %v", kids)
+		}
+		if n := leaktest.OpenFDs(t); n > fds {
+			t.Errorf("%d descriptors open, %d before", n, fds)
+		}
+	})
 	l, dsn, schema := pgCloseLedger(t)
 	ctx := testCtx(t)
 	s, invoked := stuckSupervisor(t, ctx, l, l, "op-stuck-pg", time.Second)
