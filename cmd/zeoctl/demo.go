@@ -10,13 +10,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
@@ -106,31 +109,36 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 	w := e.stdout
 	tr := &tracer{w: w}
 	disp := &demoDispatcher{}
-	newSupervisor := func(env ...string) (*supervise.Supervisor, func(), error) {
-		hf := hostFlags{simulated: true, env: env}
-		lnch, cleanup, err := hf.launcher(e)
-		if err != nil {
-			return nil, nil, err
-		}
-		s, err := supervise.New(supervise.Config{
-			Ledger: l, Launcher: lnch, Provider: hostsim.DemoBinding(), HostPythonVersion: hostsim.DefaultPythonVersion, Dispatcher: disp,
-			SeatID: "seat-demo", RuntimeBindingID: "runtime-demo", Workspace: "workspace-demo",
-			Observer: tr.observe,
-		})
-		if err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-		return s, func() {
-			closeSupervisor(s, nil)
-			cleanup()
-		}, nil
-	}
-	sup, cleanup, err := newSupervisor()
+	// One Supervisor for the whole demo, as one controller has: its two
+	// provider environments are the simulated host as it is, and the same
+	// host told to lose itself before it publishes (step 3).
+	hf := hostFlags{simulated: true}
+	base, cleanup, err := hf.launchConfig(e)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	if _, err := announce(e, base); err != nil {
+		return err
+	}
+	lost := base
+	lost.Env = append(slices.Clone(base.Env), hostproc.EnvScenario+"=hang-before-publish")
+	var loseHost atomic.Bool
+	sup, err := supervise.New(supervise.Config{
+		Ledger: l, Provider: hostsim.DemoBinding(), HostPythonVersion: hostsim.DefaultPythonVersion, Dispatcher: disp,
+		Environments: func(manifest.ProviderBinding) (launch.Config, error) {
+			if loseHost.Load() {
+				return lost, nil
+			}
+			return base, nil
+		},
+		SeatID: "seat-demo", RuntimeBindingID: "runtime-demo", Workspace: "workspace-demo",
+		Observer: tr.observe,
+	})
+	if err != nil {
+		return err
+	}
+	defer closeSupervisor(sup, &err)
 
 	run := newRunID()
 	fmt.Fprintf(w, "zeoctl demo: capability operations end to end, on the simulated host (this zeoctl in its\n"+
@@ -160,13 +168,11 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 	redo := effects
 	redo.OperationID = "demo-redelivery-" + run
 	fmt.Fprintf(w, "\n3. redelivery: operation %s loses its host once the ledger has confirmed both effects, before it publishes\n", redo.OperationID)
-	paused, pausedCleanup, err := newSupervisor(hostproc.EnvScenario + "=hang-before-publish")
-	if err != nil {
-		return err
-	}
-	defer pausedCleanup()
 	before = disp.count()
-	if err := demoLostHost(ctx, w, paused, tr, l, redo); err != nil {
+	loseHost.Store(true)
+	err = demoLostHost(ctx, w, sup, tr, l, redo)
+	loseHost.Store(false)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "   the next attempt sends the same logical effects again:")

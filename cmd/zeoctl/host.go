@@ -127,16 +127,47 @@ func readBinding(path string) (manifest.ProviderBinding, error) {
 // launcher builds the launcher for the chosen host, running in a fresh
 // temporary directory that cleanup removes.
 func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err error) {
+	cfg, cleanup, err := h.launchConfig(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	if l, err = announce(e, cfg); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return l, cleanup, nil
+}
+
+// announce makes the launcher of cfg and says which containment is in
+// force, with a warning for a root host.
+func announce(e *env, cfg launch.Config) (*launch.Launcher, error) {
+	l, err := launch.New(cfg)
+	if err != nil {
+		if errors.Is(err, launch.ErrContainmentUnavailable) {
+			err = fmt.Errorf("%w (pass -uncontained to run the host without containment)", err)
+		}
+		return nil, err
+	}
+	e.progress("%s", l.ContainmentSummary())
+	if os.Geteuid() == 0 {
+		e.progress("warning: zeoctl runs as root, so the host runs as root too (contained, it still holds root's file access wherever its Landlock rules reach)")
+	}
+	return l, nil
+}
+
+// launchConfig is the launch.Config the flags describe, with a fresh
+// working directory that cleanup removes.
+func (h *hostFlags) launchConfig(e *env) (cfg launch.Config, cleanup func(), err error) {
 	// zeoctl runs hosts as the operator who runs it: whoever runs zeoctl
 	// as root has chosen a root host, and is warned below.
-	cfg := launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
+	cfg = launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
 	if h.uncontained {
 		cfg.Containment.Off = launch.AllLayers
 	}
 	for _, p := range h.read {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return nil, nil, err
+			return launch.Config{}, nil, err
 		}
 		cfg.Containment.ReadPaths = append(cfg.Containment.ReadPaths, abs)
 	}
@@ -148,7 +179,7 @@ func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err er
 	default:
 		self, err := os.Executable()
 		if err != nil {
-			return nil, nil, fmt.Errorf("finding zeoctl's own executable to run as the simulated host: %w", err)
+			return launch.Config{}, nil, fmt.Errorf("finding zeoctl's own executable to run as the simulated host: %w", err)
 		}
 		cfg.Interpreter, cfg.Args = self, []string{hostModeArg}
 	}
@@ -160,7 +191,7 @@ func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err er
 	if h.envRoot != "" {
 		root, err := filepath.Abs(h.envRoot)
 		if err != nil {
-			return nil, nil, err
+			return launch.Config{}, nil, err
 		}
 		cfg.Verifier = launch.TreeVerifier{Root: root}
 	} else if !h.simulated {
@@ -168,22 +199,10 @@ func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err er
 	}
 	dir, err := os.MkdirTemp("", "zeoctl-host-")
 	if err != nil {
-		return nil, nil, err
+		return launch.Config{}, nil, err
 	}
 	cfg.Dir = dir
-	l, err = launch.New(cfg)
-	if err != nil {
-		os.RemoveAll(dir)
-		if errors.Is(err, launch.ErrContainmentUnavailable) {
-			err = fmt.Errorf("%w (pass -uncontained to run the host without containment)", err)
-		}
-		return nil, nil, err
-	}
-	e.progress("%s", l.ContainmentSummary())
-	if os.Geteuid() == 0 {
-		e.progress("warning: zeoctl runs as root, so the host runs as root too (contained, it still holds root's file access wherever its Landlock rules reach)")
-	}
-	return l, func() { os.RemoveAll(dir) }, nil
+	return cfg, func() { os.RemoveAll(dir) }, nil
 }
 
 // discoveryHint adds to a failed discovery the end of the host's stderr
