@@ -86,7 +86,10 @@ func buildCEcho(b *testing.B, dir string) (native, module string) {
 //   - Pooled: the same call on a warm pooled gRPC worker (capecho);
 //   - PairedOneShot, PairedPool: WasmExecute and the other row interleaved
 //     in every iteration, alternating which goes first, with the ratios
-//     x-oneshot and x-pool (below 1: the wasm call is faster).
+//     x-oneshot and x-pool (below 1: the wasm call is faster);
+//   - Phases, PhasesHeapMemory: where a warm call's time goes
+//     (benchWasmPhases), with the backend's memory allocator and with
+//     wazero's default.
 //
 // It skips when clang cannot build for wasm32-wasi (see buildCEcho).
 func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
@@ -171,4 +174,9 @@ func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 	}
 	paired("PairedOneShot", "WasmExecute", "OneShot", "x-oneshot")
 	paired("PairedPool", "WasmExecute", "Pooled", "x-pool")
+
+	// Where a warm call's time goes: benchWasmPhases, with the backend's
+	// memory allocator and with wazero's default.
+	b.Run("Phases", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, true) })
+	b.Run("PhasesHeapMemory", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, false) })
 }

@@ -150,6 +150,12 @@ type runtimeGroup struct {
 	mod     *compiled
 	slots   chan struct{} // one token per running instance, cap MaxWorkers
 	holders int           // live instances; guarded by Backend.mu
+	// base is the part of every call's module configuration that does not
+	// change between calls (name, arguments, environment, clocks,
+	// randomness), built once: each wazero With… copies the whole
+	// configuration, and building it all per call was a measurable part of
+	// a call to a small module (BENCHMARKS.md, the C guest).
+	base wazero.ModuleConfig
 }
 
 // New returns a Backend with the given configuration, or an error wrapping
@@ -296,7 +302,7 @@ func (b *Backend) Start(ctx context.Context, spec capabilityruntime.BackendSpec)
 	g := b.runtimes[ls.name()]
 	switch {
 	case g == nil:
-		g = &runtimeGroup{spec: ls, mod: c, slots: make(chan struct{}, ls.maxWorkers)}
+		g = &runtimeGroup{spec: ls, mod: c, slots: make(chan struct{}, ls.maxWorkers), base: baseModuleConfig(ls)}
 		b.runtimes[ls.name()] = g
 	case g.spec != ls:
 		b.releaseLocked(c)

@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/zeoruntime/runtimeipc/capabilityruntime"
+)
+
+// benchMmapMemory is the wasm backend's linear memory on Linux
+// (capabilityruntime/wasm, memory_unix.go), rebuilt here because the
+// backend's is unexported: the maximum reserved as one anonymous
+// MAP_NORESERVE mapping, grown by length, unmapped on Free.
+type benchMmapMemory struct{ region []byte }
+
+func (m *benchMmapMemory) Reallocate(size uint64) []byte {
+	if size > uint64(len(m.region)) {
+		return nil
+	}
+	return m.region[:size]
+}
+
+func (m *benchMmapMemory) Free() {
+	if m.region != nil {
+		_ = syscall.Munmap(m.region)
+		m.region = nil
+	}
+}
+
+func benchMmapAllocate(capacity, max uint64) experimental.LinearMemory {
+	region, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		panic(err) // a benchmark helper: the machine has no address space left
+	}
+	return &benchMmapMemory{region: region}
+}
+
+// benchWasmPhases is where one warm wasm call's time goes, measured with
+// wazero directly on the module the backend runs, configured as the backend
+// configures it (same runtime settings, module configuration, memory
+// limit), in one iteration beside one whole Execute of inst:
+//
+//   - encode: the Request marshalled to JSON (as Execute does);
+//   - config: the per-call module configuration (stdin, stdout, stderr,
+//     sleep) on a configuration built once;
+//   - instantiate: InstantiateModule without running _start: the module
+//     instance, its globals and table, its memory allocated and its data
+//     segments copied in;
+//   - start: _start, the guest itself (its C library's start, reading
+//     stdin, checking the JSON, writing stdout) and the WASI calls it makes;
+//   - close: closing the instance, which frees (unmaps) its memory;
+//   - parse: the Response decoded from stdout (as Execute does);
+//   - execute: one whole inst.Execute, for comparison with the sum.
+//
+// mmap is true for the backend's allocator (one mapping reserved at the
+// maximum), false for wazero's default (a Go slice grown by copying).
+func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.BackendInstance, params map[string]any, mmap bool) {
+	code, err := os.ReadFile(modulePath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bg := context.Background()
+	rt := wazero.NewRuntimeWithConfig(bg, wazero.NewRuntimeConfig().
+		WithMemoryLimitPages(4096).WithCloseOnContextDone(true))
+	defer rt.Close(bg)
+	if _, err := wasi_snapshot_preview1.Instantiate(bg, rt); err != nil {
+		b.Fatal(err)
+	}
+	compiled, err := rt.CompileModule(bg, code)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := bg
+	if mmap {
+		ctx = experimental.WithMemoryAllocator(bg, experimental.MemoryAllocatorFunc(benchMmapAllocate))
+	}
+	base := wazero.NewModuleConfig().WithName("").WithArgs("module.wasm").
+		WithEnv(capabilityruntime.EnvProtocol, capabilityruntime.ProtocolJSONV1).
+		WithEnv(capabilityruntime.EnvType, "bench:cecho-wasm").
+		WithEnv(capabilityruntime.EnvVersion, "1.0.0").
+		WithSysWalltime().WithSysNanotime().WithRandSource(rand.Reader).
+		WithStartFunctions()
+
+	names := []string{"encode", "config", "instantiate", "start", "close", "parse", "execute"}
+	var total [7]time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		body, err := json.Marshal(capabilityruntime.Request{Params: params})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		var stdout, stderr bytes.Buffer
+		mcfg := base.WithStdin(bytes.NewReader(body)).WithStdout(&stdout).WithStderr(&stderr).
+			WithNanosleep(func(int64) {})
+		t2 := time.Now()
+		mod, err := rt.InstantiateModule(ctx, compiled, mcfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		_, err = mod.ExportedFunction("_start").Call(ctx)
+		var exit *sys.ExitError
+		if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 0) {
+			b.Fatalf("_start: %v, stderr %q", err, stderr.String())
+		}
+		t4 := time.Now()
+		_ = mod.Close(bg)
+		t5 := time.Now()
+		var resp capabilityruntime.Response
+		if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || len(resp.Result) != len(params) {
+			b.Fatalf("stdout %q: %v", stdout.Bytes(), err)
+		}
+		t6 := time.Now()
+		executeOnce(b, inst, params)
+		t7 := time.Now()
+		for i, d := range []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3), t5.Sub(t4), t6.Sub(t5), t7.Sub(t6)} {
+			total[i] += d
+		}
+	}
+	for i, n := range names {
+		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N), n+"-ns/op")
+	}
+}
