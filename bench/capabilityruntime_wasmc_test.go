@@ -18,12 +18,12 @@ const cEchoSource = "cecho/echo.c"
 
 // buildCEcho builds bench/cecho/echo.c natively with gcc (cc when there is
 // no gcc) and for wasm32-wasi with clang and wasi-libc, into dir, and
-// returns the two files. It skips the benchmark, saying what is missing,
+// returns the three files (native, native linked statically, module). It skips the benchmark, saying what is missing,
 // when either compiler or the WASI C library is not installed: these rows
 // are not part of CI. The commands are the ones in bench/cecho/build.sh;
 // CECHO_CLANG and CECHO_WASI_SYSROOT override the clang binary and the
 // sysroot.
-func buildCEcho(b *testing.B, dir string) (native, module string) {
+func buildCEcho(b *testing.B, dir string) (native, static, module string) {
 	b.Helper()
 	cc := ""
 	for _, name := range []string{"gcc", "cc"} {
@@ -60,6 +60,10 @@ func buildCEcho(b *testing.B, dir string) (native, module string) {
 	if !run("native build", exec.Command(cc, "-O2", "-o", native, cEchoSource)) {
 		b.Fatal("the native build of the C echo failed")
 	}
+	static = filepath.Join(dir, "cecho-static")
+	if !run("static native build", exec.Command(cc, "-O2", "-static", "-o", static, cEchoSource)) {
+		b.Skip("the C library has no static archive (libc.a) for the static one-shot row")
+	}
 	module = filepath.Join(dir, "cecho.wasm")
 	args := []string{"--target=wasm32-wasi", "-O2", "-Wl,--strip-all", "-o", module, cEchoSource}
 	if sysroot := os.Getenv("CECHO_WASI_SYSROOT"); sysroot != "" {
@@ -69,7 +73,7 @@ func buildCEcho(b *testing.B, dir string) (native, module string) {
 		b.Skip("clang cannot build for wasm32-wasi (see the log): install wasi-libc, lld and the wasm32 " +
 			"compiler-rt, or set CECHO_WASI_SYSROOT to a WASI sysroot")
 	}
-	return native, module
+	return native, static, module
 }
 
 // BenchmarkCapabilityRuntimeWasmC is BenchmarkCapabilityRuntimeWasm with a
@@ -83,10 +87,13 @@ func buildCEcho(b *testing.B, dir string) (native, module string) {
 //   - OneShot: the same call under the JSON protocol on the process
 //     backend (a native cecho process per call, dynamically linked as gcc
 //     builds it by default);
+//   - OneShotStatic: the same, cecho linked statically (gcc -static): no
+//     dynamic loader, the fastest native process of this program;
 //   - Pooled: the same call on a warm pooled gRPC worker (capecho);
-//   - PairedOneShot, PairedPool: WasmExecute and the other row interleaved
-//     in every iteration, alternating which goes first, with the ratios
-//     x-oneshot and x-pool (below 1: the wasm call is faster);
+//   - PairedOneShot, PairedStatic, PairedPool: WasmExecute and the other
+//     row interleaved in every iteration, alternating which goes first,
+//     with the ratios x-oneshot, x-static and x-pool (below 1: the wasm
+//     call is faster);
 //   - Phases, PhasesHeapMemory: where a warm call's time goes
 //     (benchWasmPhases), with the backend's memory allocator and with
 //     wazero's default.
@@ -94,7 +101,7 @@ func buildCEcho(b *testing.B, dir string) (native, module string) {
 // It skips when clang cannot build for wasm32-wasi (see buildCEcho).
 func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 	dir := b.TempDir()
-	nativeEcho, module := buildCEcho(b, dir)
+	nativeEcho, staticEcho, module := buildCEcho(b, dir)
 	pool := buildTool(b, dir, "capecho", "./capecho", false)
 	tmp, err := os.MkdirTemp("", "capbench")
 	if err != nil {
@@ -122,6 +129,13 @@ func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer oneShot.Close(ctx)
+	oneShotStatic, err := procs.Start(ctx, capabilityruntime.BackendSpec{
+		Type: "bench:cecho-static", Version: "1.0.0", Protocol: capabilityruntime.ProtocolJSONV1, Entrypoint: staticEcho, RootDir: dir,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer oneShotStatic.Close(ctx)
 
 	wb := newWasmBackend(b, filepath.Join(dir, "cache"))
 	defer wb.Close(ctx)
@@ -133,14 +147,15 @@ func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 
 	params := wasmParams()
 	rows := map[string]func(){
-		"WasmExecute": func() { executeOnce(b, wasmInst, params) },
-		"OneShot":     func() { executeOnce(b, oneShot, params) },
-		"Pooled":      func() { executeOnce(b, pooled, params) },
+		"WasmExecute":   func() { executeOnce(b, wasmInst, params) },
+		"OneShot":       func() { executeOnce(b, oneShot, params) },
+		"OneShotStatic": func() { executeOnce(b, oneShotStatic, params) },
+		"Pooled":        func() { executeOnce(b, pooled, params) },
 	}
 	for _, r := range rows {
 		r() // warm
 	}
-	for _, name := range []string{"WasmExecute", "OneShot", "Pooled"} {
+	for _, name := range []string{"WasmExecute", "OneShot", "OneShotStatic", "Pooled"} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -173,6 +188,7 @@ func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 		})
 	}
 	paired("PairedOneShot", "WasmExecute", "OneShot", "x-oneshot")
+	paired("PairedStatic", "WasmExecute", "OneShotStatic", "x-static")
 	paired("PairedPool", "WasmExecute", "Pooled", "x-pool")
 
 	// Where a warm call's time goes: benchWasmPhases, with the backend's

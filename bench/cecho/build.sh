@@ -10,4 +10,5 @@ here=$(dirname "$0")
 cc=${CC:-gcc}
 clang=${CLANG:-clang-14}
 "$cc" -O2 -o "$out/cecho" "$here/echo.c"
+"$cc" -O2 -static -o "$out/cecho-static" "$here/echo.c"
 "$clang" ${WASI_SYSROOT:+--sysroot="$WASI_SYSROOT"} --target=wasm32-wasi -O2 -Wl,--strip-all -o "$out/cecho.wasm" "$here/echo.c"
