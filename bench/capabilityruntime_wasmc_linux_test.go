@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,9 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 )
+
+// rusageThread is RUSAGE_THREAD: the calling thread's counters.
+const rusageThread = 1
 
 // benchMmapMemory is the wasm backend's linear memory on Linux
 // (capabilityruntime/wasm, memory_unix.go), rebuilt here because the
@@ -63,18 +67,25 @@ func benchMmapAllocate(capacity, max uint64) experimental.LinearMemory {
 //     stdin, checking the JSON, writing stdout) and the WASI calls it makes;
 //   - close: closing the instance, which frees (unmaps) its memory;
 //   - parse: the Response decoded from stdout (as Execute does);
-//   - execute: one whole inst.Execute, for comparison with the sum.
+//   - execute: one whole inst.Execute, for comparison with the sum;
+//   - faults: the minor page faults from instantiate to close.
 //
 // mmap is true for the backend's allocator (one mapping reserved at the
 // maximum), false for wazero's default (a Go slice grown by copying).
-func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.BackendInstance, params map[string]any, mmap bool) {
+// closeOnDone is the backend's runtime setting, WithCloseOnContextDone,
+// which is what stops a module at its deadline: wazero then compiles a
+// check into every loop and function entry, and starts a goroutine per
+// call of an exported function to watch the context; false measures the
+// call without that watch (which the backend cannot do without losing the
+// deadline).
+func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.BackendInstance, params map[string]any, mmap, closeOnDone bool) {
 	code, err := os.ReadFile(modulePath)
 	if err != nil {
 		b.Fatal(err)
 	}
 	bg := context.Background()
 	rt := wazero.NewRuntimeWithConfig(bg, wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(4096).WithCloseOnContextDone(true))
+		WithMemoryLimitPages(4096).WithCloseOnContextDone(closeOnDone))
 	defer rt.Close(bg)
 	if _, err := wasi_snapshot_preview1.Instantiate(bg, rt); err != nil {
 		b.Fatal(err)
@@ -96,6 +107,20 @@ func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.Bac
 
 	names := []string{"encode", "config", "instantiate", "start", "close", "parse", "execute"}
 	var total [7]time.Duration
+	// faults counts the minor page faults of this thread (the loop is
+	// locked to it, and wazero runs a module on the calling goroutine) from
+	// InstantiateModule to Close: the kernel handing the module zero pages
+	// of its linear memory as they are first touched.
+	var faults int64
+	thread := func() int64 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return ru.Minflt
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	for b.Loop() {
 		t0 := time.Now()
@@ -107,6 +132,7 @@ func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.Bac
 		var stdout, stderr bytes.Buffer
 		mcfg := base.WithStdin(bytes.NewReader(body)).WithStdout(&stdout).WithStderr(&stderr).
 			WithNanosleep(func(int64) {})
+		f0 := thread()
 		t2 := time.Now()
 		mod, err := rt.InstantiateModule(ctx, compiled, mcfg)
 		if err != nil {
@@ -121,6 +147,7 @@ func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.Bac
 		t4 := time.Now()
 		_ = mod.Close(bg)
 		t5 := time.Now()
+		faults += thread() - f0
 		var resp capabilityruntime.Response
 		if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || len(resp.Result) != len(params) {
 			b.Fatalf("stdout %q: %v", stdout.Bytes(), err)
@@ -135,4 +162,5 @@ func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.Bac
 	for i, n := range names {
 		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N), n+"-ns/op")
 	}
+	b.ReportMetric(float64(faults)/float64(b.N), "faults/op")
 }

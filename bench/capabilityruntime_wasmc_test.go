@@ -94,9 +94,10 @@ func buildCEcho(b *testing.B, dir string) (native, static, module string) {
 //     row interleaved in every iteration, alternating which goes first,
 //     with the ratios x-oneshot, x-static and x-pool (below 1: the wasm
 //     call is faster);
-//   - Phases, PhasesHeapMemory: where a warm call's time goes
-//     (benchWasmPhases), with the backend's memory allocator and with
-//     wazero's default.
+//   - Phases, PhasesHeapMemory, PhasesNoContextWatch: where a warm call's
+//     time goes (benchWasmPhases), with the backend's settings, with
+//     wazero's default memory allocator, and without wazero's per-call
+//     context watch.
 //
 // It skips when clang cannot build for wasm32-wasi (see buildCEcho).
 func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
@@ -191,8 +192,9 @@ func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 	paired("PairedStatic", "WasmExecute", "OneShotStatic", "x-static")
 	paired("PairedPool", "WasmExecute", "Pooled", "x-pool")
 
-	// Where a warm call's time goes: benchWasmPhases, with the backend's
-	// memory allocator and with wazero's default.
-	b.Run("Phases", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, true) })
-	b.Run("PhasesHeapMemory", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, false) })
+	// Where a warm call's time goes: benchWasmPhases, as the backend runs
+	// a module, then changing one setting at a time.
+	b.Run("Phases", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, true, true) })
+	b.Run("PhasesHeapMemory", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, false, true) })
+	b.Run("PhasesNoContextWatch", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, true, false) })
 }
