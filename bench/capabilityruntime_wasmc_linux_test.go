@@ -26,31 +26,69 @@ const rusageThread = 1
 // benchMmapMemory is the wasm backend's linear memory on Linux
 // (capabilityruntime/wasm, memory_unix.go), rebuilt here because the
 // backend's is unexported: the maximum reserved as one anonymous
-// MAP_NORESERVE mapping, grown by length, unmapped on Free.
-type benchMmapMemory struct{ region []byte }
+// MAP_NORESERVE mapping, grown by length; on Free either unmapped, or (the
+// backend's choice for a memory used no further than 1 MiB) zeroed over
+// what was used and kept for the next instance.
+type benchMmapMemory struct {
+	alloc  *benchMmapAllocator
+	region []byte
+	used   uint64
+}
 
 func (m *benchMmapMemory) Reallocate(size uint64) []byte {
 	if size > uint64(len(m.region)) {
 		return nil
 	}
+	m.used = max(m.used, size)
 	return m.region[:size]
 }
 
 func (m *benchMmapMemory) Free() {
-	if m.region != nil {
-		_ = syscall.Munmap(m.region)
-		m.region = nil
+	if m.region == nil {
+		return
 	}
+	if a := m.alloc; a.reuse && m.used <= 1<<20 && a.kept == nil {
+		clear(m.region[:m.used])
+		a.kept = m.region
+	} else {
+		_ = syscall.Munmap(m.region)
+	}
+	m.region = nil
 }
 
-func benchMmapAllocate(capacity, max uint64) experimental.LinearMemory {
+// benchMmapAllocator maps memories and, if reuse, keeps one freed mapping
+// (the phases run one instance at a time).
+type benchMmapAllocator struct {
+	reuse bool
+	kept  []byte
+}
+
+func (a *benchMmapAllocator) allocate(capacity, max uint64) experimental.LinearMemory {
+	if r := a.kept; r != nil && uint64(len(r)) == max {
+		a.kept = nil
+		return &benchMmapMemory{alloc: a, region: r}
+	}
 	region, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE,
 		syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 	if err != nil {
 		panic(err) // a benchmark helper: the machine has no address space left
 	}
-	return &benchMmapMemory{region: region}
+	return &benchMmapMemory{alloc: a, region: region}
 }
+
+func (a *benchMmapAllocator) close() {
+	if a.kept != nil {
+		_ = syscall.Munmap(a.kept)
+		a.kept = nil
+	}
+}
+
+// Memory allocators of benchWasmPhases.
+const (
+	memoryPooled   = iota // the backend's: a mapping, reused zeroed
+	memoryUnmapped        // a mapping per instance, unmapped on close
+	memoryHeap            // wazero's default, a Go slice
+)
 
 // benchWasmPhases is where one warm wasm call's time goes, measured with
 // wazero directly on the module the backend runs, configured as the backend
@@ -65,20 +103,23 @@ func benchMmapAllocate(capacity, max uint64) experimental.LinearMemory {
 //     segments copied in;
 //   - start: _start, the guest itself (its C library's start, reading
 //     stdin, checking the JSON, writing stdout) and the WASI calls it makes;
-//   - close: closing the instance, which frees (unmaps) its memory;
+//   - close: closing the instance, which frees its memory (zeroes it for
+//     reuse, or unmaps it);
 //   - parse: the Response decoded from stdout (as Execute does);
 //   - execute: one whole inst.Execute, for comparison with the sum;
 //   - faults: the minor page faults from instantiate to close.
 //
-// mmap is true for the backend's allocator (one mapping reserved at the
-// maximum), false for wazero's default (a Go slice grown by copying).
+// memory is the allocator: the backend's (memoryPooled: a mapping reserved
+// at the maximum, zeroed and reused), the backend's before it reused
+// mappings (memoryUnmapped), or wazero's default (memoryHeap: a Go slice
+// grown by copying).
 // closeOnDone is the backend's runtime setting, WithCloseOnContextDone,
 // which is what stops a module at its deadline: wazero then compiles a
 // check into every loop and function entry, and starts a goroutine per
 // call of an exported function to watch the context; false measures the
 // call without that watch (which the backend cannot do without losing the
 // deadline).
-func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.BackendInstance, params map[string]any, mmap, closeOnDone bool) {
+func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.BackendInstance, params map[string]any, memory int, closeOnDone bool) {
 	code, err := os.ReadFile(modulePath)
 	if err != nil {
 		b.Fatal(err)
@@ -95,8 +136,10 @@ func benchWasmPhases(b *testing.B, modulePath string, inst capabilityruntime.Bac
 		b.Fatal(err)
 	}
 	ctx := bg
-	if mmap {
-		ctx = experimental.WithMemoryAllocator(bg, experimental.MemoryAllocatorFunc(benchMmapAllocate))
+	if memory != memoryHeap {
+		a := &benchMmapAllocator{reuse: memory == memoryPooled}
+		defer a.close()
+		ctx = experimental.WithMemoryAllocator(bg, experimental.MemoryAllocatorFunc(a.allocate))
 	}
 	base := wazero.NewModuleConfig().WithName("").WithArgs("module.wasm").
 		WithEnv(capabilityruntime.EnvProtocol, capabilityruntime.ProtocolJSONV1).

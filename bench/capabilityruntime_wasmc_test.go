@@ -94,10 +94,11 @@ func buildCEcho(b *testing.B, dir string) (native, static, module string) {
 //     row interleaved in every iteration, alternating which goes first,
 //     with the ratios x-oneshot, x-static and x-pool (below 1: the wasm
 //     call is faster);
-//   - Phases, PhasesHeapMemory, PhasesNoContextWatch: where a warm call's
-//     time goes (benchWasmPhases), with the backend's settings, with
-//     wazero's default memory allocator, and without wazero's per-call
-//     context watch.
+//   - Phases, PhasesUnmapped, PhasesHeapMemory, PhasesNoContextWatch:
+//     where a warm call's time goes (benchWasmPhases), with the backend's
+//     settings, with a mapping unmapped after every call (the backend
+//     before it reused them), with wazero's default memory allocator, and
+//     without wazero's per-call context watch.
 //
 // It skips when clang cannot build for wasm32-wasi (see buildCEcho).
 func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
@@ -194,7 +195,8 @@ func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 
 	// Where a warm call's time goes: benchWasmPhases, as the backend runs
 	// a module, then changing one setting at a time.
-	b.Run("Phases", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, true, true) })
-	b.Run("PhasesHeapMemory", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, false, true) })
-	b.Run("PhasesNoContextWatch", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, true, false) })
+	b.Run("Phases", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, memoryPooled, true) })
+	b.Run("PhasesUnmapped", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, memoryUnmapped, true) })
+	b.Run("PhasesHeapMemory", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, memoryHeap, true) })
+	b.Run("PhasesNoContextWatch", func(b *testing.B) { benchWasmPhases(b, module, wasmInst, params, memoryPooled, false) })
 }

@@ -118,6 +118,7 @@ type Backend struct {
 	// values is the only context value an instance sees: the memory
 	// allocator (memory.go).
 	values context.Context
+	mem    *memoryPool // the allocator's pool of freed memories
 
 	// closeCtx is cancelled by Close: every instance's context derives
 	// from it, so every call in flight is stopped.
@@ -236,8 +237,9 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("wasm: instantiating WASI preview 1: %w", err)
 	}
 	closeCtx, closeAll := context.WithCancel(bg)
+	mem := newMemoryPool()
 	return &Backend{
-		cfg: cfg, log: log, rt: rt, cache: cache, values: allocatorValues(),
+		cfg: cfg, log: log, rt: rt, cache: cache, values: allocatorValues(mem), mem: mem,
 		closeCtx: closeCtx, closeAll: closeAll,
 		modules: make(map[string]*compiled), runtimes: make(map[string]*runtimeGroup),
 	}, nil
@@ -535,6 +537,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		clear(b.runtimes)
 		b.mu.Unlock()
 		b.closeErr = errors.Join(b.rt.Close(ctx), b.cache.Close(ctx))
+		b.mem.close()
 		if b.closeErr != nil {
 			b.closeErr = fmt.Errorf("wasm: closing the runtime: %w", b.closeErr)
 		}
