@@ -118,6 +118,7 @@ type Backend struct {
 	// values is the only context value an instance sees: the memory
 	// allocator (memory.go).
 	values context.Context
+	mem    *memoryPool // the allocator's pool of freed memories
 
 	// closeCtx is cancelled by Close: every instance's context derives
 	// from it, so every call in flight is stopped.
@@ -150,6 +151,12 @@ type runtimeGroup struct {
 	mod     *compiled
 	slots   chan struct{} // one token per running instance, cap MaxWorkers
 	holders int           // live instances; guarded by Backend.mu
+	// base is the part of every call's module configuration that does not
+	// change between calls (name, arguments, environment, clocks,
+	// randomness), built once: each wazero With… copies the whole
+	// configuration, and building it all per call was a measurable part of
+	// a call to a small module (BENCHMARKS.md, the C guest).
+	base wazero.ModuleConfig
 }
 
 // New returns a Backend with the given configuration, or an error wrapping
@@ -230,8 +237,9 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("wasm: instantiating WASI preview 1: %w", err)
 	}
 	closeCtx, closeAll := context.WithCancel(bg)
+	mem := newMemoryPool()
 	return &Backend{
-		cfg: cfg, log: log, rt: rt, cache: cache, values: allocatorValues(),
+		cfg: cfg, log: log, rt: rt, cache: cache, values: allocatorValues(mem), mem: mem,
 		closeCtx: closeCtx, closeAll: closeAll,
 		modules: make(map[string]*compiled), runtimes: make(map[string]*runtimeGroup),
 	}, nil
@@ -296,7 +304,7 @@ func (b *Backend) Start(ctx context.Context, spec capabilityruntime.BackendSpec)
 	g := b.runtimes[ls.name()]
 	switch {
 	case g == nil:
-		g = &runtimeGroup{spec: ls, mod: c, slots: make(chan struct{}, ls.maxWorkers)}
+		g = &runtimeGroup{spec: ls, mod: c, slots: make(chan struct{}, ls.maxWorkers), base: baseModuleConfig(ls)}
 		b.runtimes[ls.name()] = g
 	case g.spec != ls:
 		b.releaseLocked(c)
@@ -529,6 +537,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		clear(b.runtimes)
 		b.mu.Unlock()
 		b.closeErr = errors.Join(b.rt.Close(ctx), b.cache.Close(ctx))
+		b.mem.close()
 		if b.closeErr != nil {
 			b.closeErr = fmt.Errorf("wasm: closing the runtime: %w", b.closeErr)
 		}

@@ -7,7 +7,9 @@
 //
 // Each Execute instantiates the compiled module afresh: the Request as JSON
 // on stdin, exactly one Response on stdout, then _start returns or calls
-// proc_exit. Nothing survives between calls, not memory, not globals. A
+// proc_exit. Nothing survives between calls, not memory, not globals (a
+// small linear memory is reused by a later call, but only after every byte
+// the instance could reach was zeroed: it reads as a fresh one). A
 // non-zero proc_exit is ErrExitStatus with the tail of stderr, a trap is
 // ErrTrap, a stdout that is not one JSON object is ErrBadOutput; a
 // non-empty Response.Error is a *capabilityruntime.RuntimeError next to the

@@ -26,3 +26,6 @@ func CheckMergedData(t *testing.T, code []byte) (before, after int) {
 	}
 	return count(code), count(out)
 }
+
+// PooledMemories is how many freed linear memories b keeps for reuse.
+func PooledMemories(b *Backend) int { return b.mem.pooled() }

@@ -93,22 +93,11 @@ func (in *instance) Execute(ctx context.Context, req *capabilityruntime.Request)
 
 	stdout := &limitBuffer{max: in.b.cfg.MaxResponseBytes, over: func() { stop(ErrOutputTooLarge) }}
 	stderr := &tailBuffer{max: in.b.cfg.StderrTailBytes}
-	mcfg := wazero.NewModuleConfig().
-		WithName(""). // anonymous, so that instances of one module can run at once
-		WithArgs(filepath.Base(in.g.spec.module)).
-		WithEnv(capabilityruntime.EnvProtocol, capabilityruntime.ProtocolJSONV1).
-		WithEnv(capabilityruntime.EnvType, in.g.spec.typ).
-		WithEnv(capabilityruntime.EnvVersion, in.g.spec.version).
+	mcfg := in.g.base.
 		WithStdin(bytes.NewReader(body)).
 		WithStdout(stdout).
 		WithStderr(stderr).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(func(ns int64) { sleep(callCtx, ns) }).
-		WithRandSource(rand.Reader)
-	// No WithFSConfig: the module has no preopened directory, so no path
-	// resolves; and wazero offers sockets only through a context value,
-	// which callContext withholds.
+		WithNanosleep(func(ns int64) { sleep(callCtx, ns) })
 	mod, runErr := in.b.rt.InstantiateModule(callContext{callCtx, in.b.values}, in.g.mod.mod, mcfg)
 	if mod != nil {
 		// _start returned without proc_exit: the module is still open.
@@ -217,6 +206,23 @@ func (in *instance) Close(context.Context) error {
 		in.b.dropHolder(in.g)
 	}
 	return nil
+}
+
+// baseModuleConfig is what every call of ls's module is given besides its
+// stdin, stdout, stderr and sleep: the same for every call, so built once
+// per runtime group. No WithFSConfig: the module has no preopened
+// directory, so no path resolves; and wazero offers sockets only through a
+// context value, which callContext withholds.
+func baseModuleConfig(ls launchSpec) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithName(""). // anonymous, so that instances of one module can run at once
+		WithArgs(filepath.Base(ls.module)).
+		WithEnv(capabilityruntime.EnvProtocol, capabilityruntime.ProtocolJSONV1).
+		WithEnv(capabilityruntime.EnvType, ls.typ).
+		WithEnv(capabilityruntime.EnvVersion, ls.version).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(rand.Reader)
 }
 
 var _ capabilityruntime.BackendInstance = (*instance)(nil)

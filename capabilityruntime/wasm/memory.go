@@ -13,7 +13,9 @@ import (
 // almost all of its garbage. Where the platform allows it (memory_unix.go)
 // each instance reserves its maximum as one anonymous mapping instead:
 // growing is a length change, the kernel supplies zero pages as they are
-// touched, and the mapping is unmapped when the instance closes.
+// touched, and the mapping is unmapped when the instance closes, or, for a
+// small memory, zeroed and kept for a later instance of the same Backend
+// (memoryPool in memory_unix.go).
 
 // heapMemory is the portable LinearMemory, and the fallback when a mapping
 // cannot be made: a Go slice that keeps its contents when it grows, never
@@ -50,7 +52,7 @@ type callContext struct {
 // Value answers the allocator's key only.
 func (c callContext) Value(key any) any { return c.values.Value(key) }
 
-// allocatorValues is the context holding this backend's memory allocator.
-func allocatorValues() context.Context {
-	return experimental.WithMemoryAllocator(context.Background(), experimental.MemoryAllocatorFunc(allocate))
+// allocatorValues is the context holding a backend's memory allocator.
+func allocatorValues(p *memoryPool) context.Context {
+	return experimental.WithMemoryAllocator(context.Background(), experimental.MemoryAllocatorFunc(p.allocate))
 }

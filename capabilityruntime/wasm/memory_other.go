@@ -4,7 +4,16 @@ package wasm
 
 import "github.com/tetratelabs/wazero/experimental"
 
-// allocate returns a heap-backed memory: the platform has no mmap.
-func allocate(capacity, max uint64) experimental.LinearMemory {
+// memoryPool allocates heap-backed memories: the platform has no mmap, and
+// a freed Go slice costs nothing to give back.
+type memoryPool struct{}
+
+func newMemoryPool() *memoryPool { return &memoryPool{} }
+
+func (p *memoryPool) allocate(capacity, max uint64) experimental.LinearMemory {
 	return &heapMemory{buf: make([]byte, 0, min(capacity, max)), max: max}
 }
+
+func (p *memoryPool) close() {}
+
+func (p *memoryPool) pooled() int { return 0 }
