@@ -376,6 +376,16 @@ type hangingLedger struct {
 	release chan struct{}
 }
 
+// hangOn returns a hangingLedger over base and the function that releases
+// its held writes, which the test's cleanup also calls.
+func hangOn(t testing.TB, base ledger.Ledger) (*hangingLedger, func()) {
+	hl := &hangingLedger{Ledger: base, entered: make(chan string, 4), release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(hl.release) }) }
+	t.Cleanup(release)
+	return hl, release
+}
+
 func (h *hangingLedger) hang(what string) {
 	h.entered <- what
 	<-h.release
@@ -460,10 +470,7 @@ func TestFailStop(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	base := memory.New()
-	hl := &hangingLedger{Ledger: base, entered: make(chan string, 4), release: make(chan struct{})}
-	var once sync.Once
-	release := func() { once.Do(func() { close(hl.release) }) }
-	t.Cleanup(release)
+	hl, release := hangOn(t, base)
 	auth := newAuthority()
 	auth.block = "effect-1"
 	d := newDispatcher()

@@ -18,10 +18,7 @@ func TestTakenOverOperationContinuesAnywhere(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	base := memory.New()
-	hl := &hangingLedger{Ledger: base, entered: make(chan string, 4), release: make(chan struct{})}
-	var once sync.Once
-	release := func() { once.Do(func() { close(hl.release) }) }
-	t.Cleanup(release)
+	hl, release := hangOn(t, base)
 	auth := newAuthority()
 	auth.block = "effect-1"
 	cfg := config(t, hl, newLauncher(t, 0))
