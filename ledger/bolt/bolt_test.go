@@ -37,6 +37,8 @@ func TestMain(m *testing.M) {
 		helperCorrupt()
 	case "lease":
 		helperLease()
+	case "bitflip":
+		helperBitFlip()
 	default:
 		os.Stderr.WriteString("unknown helper " + os.Getenv(helperEnv) + "\n")
 		os.Exit(2)
