@@ -367,7 +367,7 @@ func initFile(db *bbolt.DB, readOnly bool) error {
 	case err != nil || current:
 		return err
 	case readOnly && from != "":
-		return fmt.Errorf("ledger file format %s must be upgraded to format %s before it is opened read-only: open it once read-write (bolt.Open without ReadOnly, or `zeoctl ledger upgrade`), which upgrades it in place: %w", from, formatVersion, ErrReadOnly)
+		return fmt.Errorf("ledger file format %s must be upgraded to format %s before it is opened read-only: open it once without Options.ReadOnly, which upgrades it in place: %w", from, formatVersion, ErrReadOnly)
 	case readOnly:
 		return fmt.Errorf("the file holds no ledger yet, and a read-only open does not create one: %w", ErrReadOnly)
 	}

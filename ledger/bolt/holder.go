@@ -15,14 +15,15 @@ import (
 // the lock (a child that inherited the descriptor holds it too, so the pid
 // is a hint, not a proof); without it the sentence names no pid.
 func lockedBy(path string, readOnly bool) string {
-	who := "another process"
-	if pid, ok := flockHolder(path); ok {
-		who = fmt.Sprintf("another process (pid %d, per /proc/locks)", pid)
+	pid := ""
+	if p, ok := flockHolder(path); ok {
+		pid = fmt.Sprintf(" (pid %d, per /proc/locks)", p)
 	}
 	if readOnly {
-		return who + " holds the file's exclusive lock: it is held by a running controller or another read-write open; stop it to inspect the file, or use ledger/postgres for many readers beside a controller"
+		return "the file is held by a running controller or another read-write open" + pid +
+			", and a read-only open shares it only with other readers: stop that process to inspect the file, or use ledger/postgres for many readers beside a controller"
 	}
-	return who + " holds the file lock: a running controller, or a reader; stop it or use another file"
+	return "another owner holds the file lock" + pid + "; stop that owner or use another file"
 }
 
 // flockHolder returns the pid /proc/locks gives for a FLOCK on the file
