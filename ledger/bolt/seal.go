@@ -70,10 +70,13 @@ func sealed(bucket, key, raw []byte) ([]byte, error) {
 // bucket), or nil when there is none; on a miss it checks the records on
 // either side of key (see the comment at the top).
 func lookup(b *bbolt.Bucket, bucket, key []byte) ([]byte, error) {
+	if v := b.Get(key); v != nil {
+		return sealed(bucket, key, v)
+	}
 	c := b.Cursor()
 	k, v := c.Seek(key)
 	if k != nil && bytes.Equal(k, key) {
-		return sealed(bucket, k, v)
+		return sealed(bucket, k, v) // a value bbolt's Get does not give: a nested bucket
 	}
 	if k != nil {
 		if _, err := sealed(bucket, k, v); err != nil {

@@ -495,8 +495,8 @@ func (t *boltTx) stage(k core.EffectKey) (uint64, error) {
 	}
 	// A damaged sequence (it is in the bucket's header, which no checksum
 	// covers) must not make a new effect overwrite a recorded one.
-	if k, _ := effects.Cursor().Last(); k != nil && (len(k) != 8 || binary.BigEndian.Uint64(k) >= seq) {
-		return 0, &storageError{fmt.Errorf("bucket %q: sequence %d is not past the last record %q: %w", bucketEffects, seq, k, ledger.ErrCorrupt)}
+	if effects.Get(t.lookupSeq(seq)) != nil {
+		return 0, &storageError{fmt.Errorf("bucket %q: its sequence gave %d, which holds a record already: %w", bucketEffects, seq, ledger.ErrCorrupt)}
 	}
 	nr := &opRecord{OpRecord: r.OpRecord}
 	nr.staged = append(slices.Clip(r.staged), stagedEffect{id: k.Effect, seq: seq})
