@@ -39,11 +39,22 @@ const sumSize = 4
 // recordSum is the checksum of the record payload stored under key in
 // bucket.
 func recordSum(bucket, key, payload []byte) uint32 {
-	var n [binary.MaxVarintLen64]byte
 	c := crc32.Update(0, castagnoli, bucket)
-	c = crc32.Update(c, castagnoli, n[:binary.PutUvarint(n[:], uint64(len(key)))])
+	c = updateUvarint(c, uint64(len(key)))
 	c = crc32.Update(c, castagnoli, key)
 	return crc32.Update(c, castagnoli, payload)
+}
+
+// updateUvarint is crc32.Update(c, castagnoli, the uvarint bytes of n),
+// computed byte by byte from the table: a buffer on the stack passed to
+// crc32.Update would escape, one allocation per record.
+func updateUvarint(c uint32, n uint64) uint32 {
+	c = ^c
+	for ; n >= 0x80; n >>= 7 {
+		c = castagnoli[byte(c)^(byte(n)|0x80)] ^ c>>8
+	}
+	c = castagnoli[byte(c)^byte(n)] ^ c>>8
+	return ^c
 }
 
 // seal appends payload and its checksum to dst.
