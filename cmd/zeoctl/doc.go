@@ -101,9 +101,17 @@
 //	zeoctl artifact get -ledger PATH -org ID -project ID REF
 //	                             an accepted result's artifact, only within
 //	                             its organization and project
+//	zeoctl ledger upgrade -ledger PATH
+//	                             upgrade a bolt file of an earlier format in
+//	                             place, and check every record
 //
 // The ledger file is owned by one process at a time (its lock): a command
-// on a ledger a controller holds says so and exits 1.
+// on a ledger a controller holds says so, with the holder's pid, and exits
+// 1. ledger operations, ledger effects and artifact get open a bolt file
+// read-only, under a shared lock: several of them can read one file at
+// once, even one the user cannot write, but not beside a running
+// controller (use a PostgreSQL ledger for that). Every record they read is
+// checked; a damaged one is reported as corrupt, never shown.
 //
 // # The catalogue and the agent facade
 //

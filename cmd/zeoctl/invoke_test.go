@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -197,7 +198,15 @@ func TestLedgerOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close(context.Background())
-	wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path), 1, nil, []string{"another process", "owns this ledger"})
+	// The inspection commands open the file read-only, under a shared
+	// lock, which the owner's exclusive one excludes: they say who holds
+	// it (this test process) and what to do.
+	held := []string{"held by a running controller", fmt.Sprintf("(pid %d, per /proc/locks)", os.Getpid()), "use ledger/postgres for many readers"}
+	wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path), 1, nil, held)
+	wantRun(t, zeoctl(t, "artifact", "get", "-ledger", path, "-org", "o", "-project", "p", "artifact_x"), 1, nil, held)
+	// ledger resolve writes: it needs the file for itself.
+	wantRun(t, zeoctl(t, "ledger", "resolve", "-ledger", path, "-org", "o", "-project", "p", "-operation", "op", "-effect", "e", "-confirmed", "r"), 1,
+		nil, []string{"another owner holds the file lock", "owns this ledger"})
 }
 
 // TestDoubleDashFlags checks the GNU spelling the issue uses (--python,

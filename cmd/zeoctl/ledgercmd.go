@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
 
 // ledgerFlags name a ledger file and, for scoped commands, a scope.
@@ -33,8 +34,9 @@ func (f *ledgerFlags) scope() ledger.Scope {
 	return ledger.Scope{OrganizationID: f.org, ProjectID: f.project}
 }
 
-// open checks the flags and opens the ledger; scoped also requires a scope.
-func (f *ledgerFlags) open(ctx context.Context, scoped bool) (ledger.Ledger, error) {
+// open checks the flags and opens the ledger; scoped also requires a
+// scope. Unless write, a bolt file is opened read-only (openLedgerReadOnly).
+func (f *ledgerFlags) open(ctx context.Context, scoped, write bool) (ledger.Ledger, error) {
 	if f.path == "" {
 		return nil, usagef("-ledger PATH is required: the bolt ledger file (zeoctl demo -ledger PATH or invoke -ledger PATH writes one), or a postgres:// DSN")
 	}
@@ -46,7 +48,11 @@ func (f *ledgerFlags) open(ctx context.Context, scoped bool) (ledger.Ledger, err
 			return nil, fmt.Errorf("ledger %s: %w", f.path, err)
 		}
 	}
-	l, err := openLedger(ctx, f.path)
+	open := openLedgerReadOnly
+	if write {
+		open = openLedger
+	}
+	l, err := open(ctx, f.path)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +87,7 @@ needs_reconciliation for it, and it is never dispatched again.
 				if *unknown == (*operation != "") {
 					return usagef("give -unknown, or -operation with -org and -project")
 				}
-				l, err := f.open(ctx, !*unknown)
+				l, err := f.open(ctx, !*unknown, false)
 				if err != nil {
 					return err
 				}
@@ -194,7 +200,7 @@ outcome it is refused.
 					}
 					res = ledger.Resolution{State: ledger.EffectNotConsumed, Reason: r}
 				}
-				l, err := f.open(ctx, true)
+				l, err := f.open(ctx, true, true)
 				if err != nil {
 					return err
 				}
@@ -247,7 +253,7 @@ a digest or a ref alone grants nothing.
 				if len(args) != 1 {
 					return usagef("want exactly one artifact REF")
 				}
-				l, err := f.open(ctx, true)
+				l, err := f.open(ctx, true, false)
 				if err != nil {
 					return err
 				}
@@ -302,7 +308,7 @@ bootstrap ids and who redeemed them, its effects and its result.
 				default:
 					return usagef("-state must be open, completed or cancelled, not %q", *state)
 				}
-				l, err := f.open(ctx, *operation != "")
+				l, err := f.open(ctx, *operation != "", false)
 				if err != nil {
 					return err
 				}
@@ -423,4 +429,43 @@ func showOperation(ctx context.Context, e *env, l ledger.Ledger, scope ledger.Sc
 		fmt.Fprintf(w, "result %s, artifact %s, from generation %d\n", v.Result.DataDigest, strings.Join(v.Result.ArtifactRefs, ", "), v.Result.Generation)
 	}
 	return nil
+}
+
+func ledgerUpgradeCommand() *command {
+	return &command{
+		name:      "ledger upgrade",
+		usageLine: "ledger upgrade -ledger PATH",
+		short:     "upgrade a bolt ledger file to this build's format, and check it",
+		long: `Ledger upgrade opens a bolt ledger file read-write, which upgrades a file of
+an earlier format (3 to 6) in place to this build's format 7, adding a
+checksum to every record; then it checks the whole file: every record's
+checksum, every artifact against its digest, and the ledger's invariants.
+The other ledger commands open the file read-only and do not upgrade it.
+The file must not be held by a running controller.
+`,
+		flags: func(fs *flag.FlagSet) runFunc {
+			path := fs.String("ledger", "", "the bolt ledger `file` (required)")
+			return func(ctx context.Context, e *env, args []string) (err error) {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if *path == "" || isDSN(*path) {
+					return usagef("-ledger PATH is required, and must be a bolt ledger file")
+				}
+				if _, err := os.Stat(*path); err != nil {
+					return fmt.Errorf("ledger %s: %w", *path, err)
+				}
+				l, err := openLedger(ctx, *path)
+				if err != nil {
+					return err
+				}
+				defer closeLedger(l, &err)
+				if err := l.(*bolt.Ledger).Check(ctx); err != nil {
+					return fmt.Errorf("checking the ledger: %w", err)
+				}
+				fmt.Fprintf(e.stdout, "%s: a format 7 bolt ledger; every record checked\n", *path)
+				return nil
+			}
+		},
+	}
 }

@@ -36,14 +36,31 @@ func isDSN(where string) bool {
 // (default postgres.DefaultSchema), or else a bolt ledger file, created
 // if needed.
 func openLedger(ctx context.Context, where string) (ledger.Ledger, error) {
+	return openLedgerMode(ctx, where, false)
+}
+
+// openLedgerReadOnly opens the ledger where names for inspection: a bolt
+// file read-only, under a shared lock (bolt.Options.ReadOnly), so that
+// any number of inspections share it; a controller holding the file
+// exclusively makes it fail at once with who holds it. A PostgreSQL
+// ledger is opened as openLedger does: it has many readers anyway.
+func openLedgerReadOnly(ctx context.Context, where string) (ledger.Ledger, error) {
+	return openLedgerMode(ctx, where, true)
+}
+
+func openLedgerMode(ctx context.Context, where string, readOnly bool) (ledger.Ledger, error) {
 	if isDSN(where) {
 		return openPostgres(ctx, where)
 	}
-	l, err := bolt.Open(where, bolt.Options{LockTimeout: 2 * time.Second})
-	if errors.Is(err, ledger.ErrLocked) {
+	l, err := bolt.Open(where, bolt.Options{LockTimeout: 2 * time.Second, ReadOnly: readOnly})
+	switch {
+	case errors.Is(err, ledger.ErrLocked) && readOnly:
+		return nil, fmt.Errorf("opening the ledger read-only: %w", err)
+	case errors.Is(err, ledger.ErrLocked):
 		return nil, fmt.Errorf("%w: another process (a controller, or another zeoctl) owns this ledger; stop it or wait for it to finish", err)
-	}
-	if err != nil {
+	case errors.Is(err, bolt.ErrReadOnly):
+		return nil, fmt.Errorf("opening the ledger read-only: %w; run 'zeoctl ledger upgrade -ledger %s' once", err, where)
+	case err != nil:
 		return nil, fmt.Errorf("opening the ledger: %w", err)
 	}
 	return l, nil

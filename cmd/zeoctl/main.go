@@ -80,6 +80,7 @@ func commands() []*command {
 		ledgerOperationsCommand(),
 		ledgerEffectsCommand(),
 		ledgerResolveCommand(),
+		ledgerUpgradeCommand(),
 		artifactGetCommand(),
 		catalogueAdmitCommand(),
 		catalogueListCommand(),

@@ -51,7 +51,24 @@ type Options struct {
 	// that does not decode is found when a call first reads it, which
 	// then stops the ledger (see the package doc, “Corruption”).
 	CheckRecords bool
+
+	// ReadOnly opens an existing file for reading only, under a shared
+	// lock instead of the exclusive one: any number of read-only opens
+	// can share the file, but none while an owner (a read-write Open,
+	// such as a running controller) holds it, and no owner while they
+	// do; Open then waits LockTimeout and fails with [ledger.ErrLocked],
+	// naming the holder's pid when /proc/locks shows it. Every write is
+	// refused with [ErrReadOnly]; reads, Check and Close work as usual.
+	// A read-only Open never creates, upgrades or otherwise changes the
+	// file: a file of an earlier format is refused with ErrReadOnly
+	// until a read-write Open has upgraded it.
+	ReadOnly bool
 }
+
+// ErrReadOnly is wrapped by a write through a ledger opened with
+// Options.ReadOnly, and by a read-only Open of a file it would have to
+// create or upgrade.
+var ErrReadOnly = errors.New("ledger/bolt: opened read-only")
 
 // Ledger is a [ledger.Ledger] stored in one bbolt file. It is safe for
 // concurrent use. Create it with [Open] and release it with Close. It has
@@ -69,6 +86,7 @@ type Ledger struct {
 	path     string
 	holder   string // names this open handle; leases acquired through another are dead (lease.go)
 	maxBatch int
+	readOnly bool // Options.ReadOnly: every write is refused
 
 	reqs chan *request // writes for the committer goroutine
 	quit chan struct{} // closed when no write can be queued or in flight any more
@@ -186,7 +204,10 @@ func Open(path string, opts Options) (*Ledger, error) {
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("ledger/bolt: open %s: %v is not a regular file: %w", path, fi.Mode().Type(), ledger.ErrInvalid)
 	}
-	db, file, err := openDB(path, mode, lockTimeout, creating)
+	if creating && opts.ReadOnly {
+		return nil, fmt.Errorf("ledger/bolt: open %s: no such file, and a read-only open does not create one: %w", path, fs.ErrNotExist)
+	}
+	db, file, err := openDB(path, mode, lockTimeout, creating, opts.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -195,10 +216,10 @@ func Open(path string, opts Options) (*Ledger, error) {
 	// and a damaged tree would be followed out of the file (see Check).
 	steps := []func() error{
 		func() error { return checkPages(file) },
-		func() error { return initFile(db) },
+		func() error { return initFile(db, opts.ReadOnly) },
 	}
 	if opts.CheckRecords {
-		steps = append(steps, func() error { return db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx, "")) }) })
+		steps = append(steps, func() error { return db.View(func(tx *bbolt.Tx) error { return checkRecords(tx, "") }) })
 	}
 	for _, step := range steps {
 		if err := guard(step); err != nil {
@@ -212,6 +233,7 @@ func Open(path string, opts Options) (*Ledger, error) {
 		path:     path,
 		holder:   holder,
 		maxBatch: maxBatch,
+		readOnly: opts.ReadOnly,
 		opCache:  newOpCache(),
 		memo:     newTx(nil, holder),
 		reqs:     make(chan *request, maxBatch),
@@ -235,10 +257,11 @@ func cmpOr[T comparable](v, def T) T {
 // set (the file did not exist), and returns it with the descriptor bbolt
 // reads it through. Errors that come from the file's content wrap
 // [ledger.ErrCorrupt]; a panic or a fault in bbolt is one of them.
-func openDB(path string, mode fs.FileMode, lockTimeout time.Duration, creating bool) (db *bbolt.DB, file *os.File, err error) {
+func openDB(path string, mode fs.FileMode, lockTimeout time.Duration, creating, readOnly bool) (db *bbolt.DB, file *os.File, err error) {
 	// NoSync, NoGrowSync and NoFreelistSync stay false: every commit is
-	// fsynced before a write is acknowledged.
-	opts := &bbolt.Options{Timeout: lockTimeout, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+	// fsynced before a write is acknowledged. ReadOnly makes bbolt open
+	// the file O_RDONLY and take a shared flock.
+	opts := &bbolt.Options{Timeout: lockTimeout, ReadOnly: readOnly, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		if creating {
 			flag |= os.O_EXCL // another creator won the race: refuse rather than share
 		} else {
@@ -275,7 +298,7 @@ func openDB(path string, mode fs.FileMode, lockTimeout time.Duration, creating b
 		releaseFile(file)
 		return nil, nil, fmt.Errorf("ledger/bolt: open %s: %w", path, err)
 	case errors.Is(err, bberrors.ErrTimeout):
-		return nil, nil, fmt.Errorf("ledger/bolt: open %s: another owner holds the file lock (waited %v); stop that owner or use another file: %w", path, lockTimeout, ledger.ErrLocked)
+		return nil, nil, fmt.Errorf("ledger/bolt: open %s: %s (waited %v): %w", path, lockedBy(path, readOnly), lockTimeout, ledger.ErrLocked)
 	case errors.Is(err, errEmptyFile):
 		return nil, nil, fmt.Errorf("ledger/bolt: open %s: the file is empty, and a ledger never is (it was truncated or is not a ledger); restore it from a backup, or remove it to start a new, empty ledger: %w", path, ledger.ErrCorrupt)
 	case errors.As(err, &pathErr), errors.As(err, &errno):
@@ -293,56 +316,137 @@ func openDB(path string, mode fs.FileMode, lockTimeout time.Duration, creating b
 var errEmptyFile = errors.New("empty file")
 
 // initFile creates the buckets of a new ledger, or checks that the file is
-// a ledger of this build's format, upgrading a format 3, 4 or 5 file in
-// place (the same transaction creates the buckets it lacks and stamps
-// format 6).
+// a ledger of this build's format, upgrading a format 3 to 6 file in
+// place (see upgrade). A file of the current format is only read, so
+// opening one does not write. With readOnly nothing is ever written: a
+// file that needs creating or upgrading is refused.
 // A bbolt file with no bucket becomes a ledger only if it has never
 // committed a transaction since bbolt created it (Open created it, or a
 // process died right after creating it); an existing file whose buckets
 // are gone is corrupt, not new. A bbolt file with buckets but no format
 // stamp is someone else's file and is refused, and so is every other
 // format version: earlier pre-release formats are not migrated.
-func initFile(db *bbolt.DB) error {
-	return db.Update(func(tx *bbolt.Tx) error {
-		if meta := tx.Bucket(bucketMeta); meta != nil {
-			v := meta.Get(keyFormat)
-			missing, upgradable := formatsUpgradable[string(v)]
-			switch {
-			case v == nil:
-				return fmt.Errorf("bbolt file has a meta bucket but no format version; not a ledger: %w", ledger.ErrCorrupt)
-			case upgradable:
-				from := string(v)
-				for _, name := range missing {
-					if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-						return fmt.Errorf("upgrading format %s to %s: creating bucket %q: %w", from, formatVersion, name, err)
-					}
-				}
-				if err := meta.Put(keyFormat, formatVersion); err != nil {
-					return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
-				}
-			case !bytes.Equal(v, formatVersion):
-				return fmt.Errorf("ledger file format %q, this build reads formats \"3\", \"4\", \"5\" and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
+func initFile(db *bbolt.DB, readOnly bool) error {
+	var from string // the format to upgrade from; "" when the file is new
+	current := false
+	err := db.View(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
+				return fmt.Errorf("bbolt file with bucket %q and no ledger format version; not a ledger: %w", name, ledger.ErrCorrupt)
+			}); err != nil {
+				return err
 			}
-		} else if err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
-			return fmt.Errorf("bbolt file with bucket %q and no ledger format version; not a ledger: %w", name, ledger.ErrCorrupt)
-		}); err != nil {
-			return err
-		} else if tx.ID() > freshTxID {
-			// bbolt writes transaction ids 0 and 1 into a new file's two
-			// meta pages, so the first write transaction is 2.
-			return fmt.Errorf("bbolt file at transaction %d has no bucket: the ledger's records are gone; restore it from a backup: %w", tx.ID(), ledger.ErrCorrupt)
+			if tx.ID() >= freshTxID {
+				// bbolt writes transaction ids 0 and 1 into a new file's two
+				// meta pages, so the first write transaction is 2.
+				return fmt.Errorf("bbolt file at transaction %d has no bucket: the ledger's records are gone; restore it from a backup: %w", tx.ID(), ledger.ErrCorrupt)
+			}
+			return nil
+		}
+		v := meta.Get(keyFormat)
+		_, upgradable := formatsUpgradable[string(v)]
+		switch {
+		case v == nil:
+			return fmt.Errorf("bbolt file has a meta bucket but no format version; not a ledger: %w", ledger.ErrCorrupt)
+		case bytes.Equal(v, formatVersion):
+			current = true
+			for _, name := range allBuckets {
+				if tx.Bucket(name) == nil {
+					return fmt.Errorf("bucket %q missing: %w", name, ledger.ErrCorrupt)
+				}
+			}
+		case upgradable:
+			from = string(v)
+		default:
+			return fmt.Errorf("ledger file format %q, this build reads formats \"3\", \"4\", \"5\", \"6\" and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
+		}
+		return nil
+	})
+	switch {
+	case err != nil || current:
+		return err
+	case readOnly && from != "":
+		return fmt.Errorf("ledger file format %s must be upgraded to format %s before it is opened read-only: open it once without Options.ReadOnly, which upgrades it in place: %w", from, formatVersion, ErrReadOnly)
+	case readOnly:
+		return fmt.Errorf("the file holds no ledger yet, and a read-only open does not create one: %w", ErrReadOnly)
+	}
+	return db.Update(func(tx *bbolt.Tx) error {
+		if from != "" {
+			return upgrade(tx, from)
 		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("creating bucket %q: %w", name, err)
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		if meta.Get(keyFormat) == nil {
-			return meta.Put(keyFormat, formatVersion)
-		}
-		return nil
+		return tx.Bucket(bucketMeta).Put(keyFormat, formatVersion)
 	})
+}
+
+// upgrade turns the format from file of tx into the current format: it
+// creates the buckets from lacks, seals every record with its checksum
+// (seal.go), checks the whole ledger (core.CheckTx) and stamps the
+// format. The caller's transaction commits all of it or nothing; a check
+// that fails leaves the file as it was.
+func upgrade(tx *bbolt.Tx, from string) error {
+	for _, name := range formatsUpgradable[from] {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("upgrading format %s to %s: creating bucket %q: %w", from, formatVersion, name, err)
+		}
+	}
+	for _, name := range sealedBuckets {
+		if err := resealBucket(tx.Bucket(name), name); err != nil {
+			return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
+		}
+	}
+	if err := core.CheckTx(newTx(tx, "")); err != nil {
+		return fmt.Errorf("upgrading format %s to %s: the file's records do not pass the ledger's check, so it was left as it was; restore it from a backup: %w", from, formatVersion, err)
+	}
+	if err := tx.Bucket(bucketMeta).Put(keyFormat, formatVersion); err != nil {
+		return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
+	}
+	return nil
+}
+
+// resealBucket appends the checksum to every value of b, named name, a
+// chunk of records at a time (a cursor must be placed again after the
+// bucket changes under it).
+func resealBucket(b *bbolt.Bucket, name []byte) error {
+	const chunk = 1024
+	var after []byte
+	for {
+		var keys, vals [][]byte
+		c := b.Cursor()
+		k, v := c.First()
+		if after != nil {
+			if k, v = c.Seek(after); bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(keys) < chunk; k, v = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+			vals = append(vals, seal(nil, name, k, v))
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		for i, k := range keys {
+			if err := b.Put(k, vals[i]); err != nil {
+				return fmt.Errorf("sealing bucket %q key %q: %w", name, k, err)
+			}
+		}
+		after = keys[len(keys)-1]
+	}
+}
+
+// checkRecords checks every record's checksum (and every artifact's
+// bytes), then the ledger's invariants across its records.
+func checkRecords(tx *bbolt.Tx, holder string) error {
+	if err := checkSums(tx); err != nil {
+		return err
+	}
+	return core.CheckTx(newTx(tx, holder))
 }
 
 // freshTxID is the id of the first write transaction on a file bbolt has
@@ -392,6 +496,9 @@ func recoverInto(err *error) {
 // fsynced. fn may run more than once (see commit); the run that committed
 // is the last one.
 func (l *Ledger) write(ctx context.Context, op string, fn func(core.Tx) error) error {
+	if l.readOnly {
+		return fmt.Errorf("ledger/bolt: %s: %s: %w (the write was not applied): %w", op, l.path, ErrReadOnly, ledger.ErrNotApplied)
+	}
 	return l.submit(ctx, op, &request{fn: fn, done: make(chan struct{})})
 }
 
@@ -414,7 +521,7 @@ func (l *Ledger) Check(ctx context.Context) error {
 		if err := checkPages(l.file); err != nil {
 			return fmt.Errorf("ledger/bolt: Check %s: %w", l.path, err)
 		}
-		return l.db.View(func(tx *bbolt.Tx) error { return core.CheckTx(newTx(tx, l.holder)) })
+		return l.db.View(func(tx *bbolt.Tx) error { return checkRecords(tx, l.holder) })
 	}})
 }
 

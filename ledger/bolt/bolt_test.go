@@ -1,8 +1,10 @@
 package bolt_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +37,8 @@ func TestMain(m *testing.M) {
 		helperCorrupt()
 	case "lease":
 		helperLease()
+	case "bitflip":
+		helperBitFlip()
 	default:
 		os.Stderr.WriteString("unknown helper " + os.Getenv(helperEnv) + "\n")
 		os.Exit(2)
@@ -125,8 +129,8 @@ func TestCorruptFileRefused(t *testing.T) {
 	for _, tt := range []struct {
 		name, bucket, format, want string
 	}{
-		{"format 99", "meta", "99", `format "99", this build reads formats "3", "4", "5" and "6"`},
-		{"format 2", "meta", "2", `format "2", this build reads formats "3", "4", "5" and "6"`},
+		{"format 99", "meta", "99", `format "99", this build reads formats "3", "4", "5", "6" and "7"`},
+		{"format 2", "meta", "2", `format "2", this build reads formats "3", "4", "5", "6" and "7"`},
 		{"no format", "meta", "", "no format version"},
 		{"foreign", "accounts", "", `bucket "accounts" and no ledger format version`},
 	} {
@@ -401,14 +405,15 @@ func waitQueued(t *testing.T, l *bolt.Ledger, n int) {
 
 // TestUpgradeFormat: a format 3 file (format 6 without the evidence,
 // catalogue and leases buckets), 4 (without the catalogue and leases
-// buckets) or 5 (without the leases bucket) is upgraded in place at Open,
+// buckets), 5 (without the leases bucket) or 6 (format 7 without the
+// record checksums, which none of them has) is upgraded in place at Open,
 // keeps everything it held, and then records evidence, catalogue records
 // and leases like a new one.
 func TestUpgradeFormat(t *testing.T) {
 	for _, tt := range []struct {
 		format  string
 		missing []string
-	}{{"3", []string{"evidence", "catalogue", "leases"}}, {"4", []string{"catalogue", "leases"}}, {"5", []string{"leases"}}} {
+	}{{"3", []string{"evidence", "catalogue", "leases"}}, {"4", []string{"catalogue", "leases"}}, {"5", []string{"leases"}}, {"6", nil}} {
 		t.Run("format"+tt.format, func(t *testing.T) { testUpgrade(t, tt.format, tt.missing) })
 	}
 }
@@ -448,6 +453,9 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 				return err
 			}
 		}
+		if err := stripChecksums(tx); err != nil {
+			return err
+		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte(format))
 	}); err != nil {
 		t.Fatal(err)
@@ -484,8 +492,8 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	}
 	defer db.Close()
 	db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "6" {
-			t.Errorf("format after upgrade = %q, want 6", v)
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "7" {
+			t.Errorf("format after upgrade = %q, want 7", v)
 		}
 		if tx.Bucket([]byte("leases")).Stats().KeyN != 1 {
 			t.Errorf("leases bucket does not hold the one lease")
@@ -495,6 +503,33 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 		}
 		if tx.Bucket([]byte("catalogue")).Stats().KeyN != 2 {
 			t.Errorf("catalogue bucket does not hold the reservation and its index")
+		}
+		return nil
+	})
+}
+
+// stripChecksums removes the 4-byte checksum format 7 ends every value
+// with, in every bucket but meta and blobs (the values stay in their
+// keys' order, so the cursor walks each once).
+func stripChecksums(tx *bbolt.Tx) error {
+	return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+		if string(name) == "meta" || string(name) == "blobs" {
+			return nil
+		}
+		var keys, vals [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			if len(v) < 4 {
+				return fmt.Errorf("bucket %q key %q: %d bytes, no checksum", name, k, len(v))
+			}
+			keys, vals = append(keys, bytes.Clone(k)), append(vals, bytes.Clone(v[:len(v)-4]))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for i := range keys {
+			if err := b.Put(keys[i], vals[i]); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -28,15 +28,15 @@ func (t *boltTx) Rec(kind core.Kind, key string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	v := b.Get(t.catKey(kind, key))
-	if v == nil {
-		return nil, false, nil
+	v, err := lookup(b, bucketCatalogue, t.catKey(kind, key))
+	if err != nil || v == nil {
+		return nil, false, err
 	}
 	return bytes.Clone(v), true, nil
 }
 
 func (t *boltTx) PutRec(kind core.Kind, key string, v []byte) error {
-	return putRaw(t, bucketCatalogue, t.catKey(kind, key), t.hold(v))
+	return putRaw(t, bucketCatalogue, t.catKey(kind, key), v)
 }
 
 func (t *boltTx) DelRec(kind core.Kind, key string) error {
@@ -56,13 +56,9 @@ func (t *boltTx) ScanRecs(kind core.Kind, prefix string, fn func(string, []byte)
 		return err
 	}
 	p := append([]byte{byte(kind)}, prefix...)
-	c := b.Cursor()
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		if !fn(string(k[1:]), bytes.Clone(v)) {
-			return nil
-		}
-	}
-	return nil
+	return scanSealed(b, bucketCatalogue, p, p, func(k, v []byte) (bool, error) {
+		return fn(string(k[1:]), bytes.Clone(v)), nil
+	})
 }
 
 func (t *boltTx) Operation(k core.OpKey) (ledger.Operation, bool, error) {

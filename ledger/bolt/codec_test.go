@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math"
 	"testing"
 	"time"
@@ -185,5 +186,26 @@ func TestCodecGenerationBytes(t *testing.T) {
 	raw = append(binary.AppendUvarint(raw[:len(raw)-2], math.MaxInt64+1), 0)
 	if _, err := decodeEffect(raw); !errors.Is(err, ledger.ErrCorrupt) {
 		t.Fatalf("generation 2^63: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestRecordSum: the checksum's length prefix, computed from the table,
+// is the CRC-32C of the uvarint bytes, and a record's sum changes with
+// its bucket, its key and its value.
+func TestRecordSum(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 1 << 20} {
+		key := bytes.Repeat([]byte{'k'}, n)
+		b := binary.AppendUvarint([]byte("ops"), uint64(n))
+		b = append(append(b, key...), "value"...)
+		if got, want := recordSum([]byte("ops"), key, []byte("value")), crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)); got != want {
+			t.Errorf("key of %d bytes: sum %08x, want %08x", n, got, want)
+		}
+	}
+	base := recordSum([]byte("ops"), []byte("k"), []byte("v"))
+	for _, other := range []uint32{recordSum([]byte("effects"), []byte("k"), []byte("v")), recordSum([]byte("ops"), []byte("K"), []byte("v")),
+		recordSum([]byte("ops"), []byte("kv"), nil), recordSum([]byte("ops"), []byte("k"), []byte("w"))} {
+		if other == base {
+			t.Errorf("two different records share the sum %08x", base)
+		}
 	}
 }

@@ -63,7 +63,11 @@ func (t *boltTx) Leases() ([]core.LeaseRecord, error) {
 		return nil, err
 	}
 	out := []core.LeaseRecord{}
-	err = b.ForEach(func(k, raw []byte) error {
+	err = b.ForEach(func(k, v []byte) error {
+		raw, err := sealed(bucketLeases, k, v)
+		if err != nil {
+			return err
+		}
 		var r core.LeaseRecord
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("ledger/bolt: bucket %q key %q: %w: %v", bucketLeases, k, ledger.ErrCorrupt, err)

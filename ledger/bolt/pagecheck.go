@@ -232,12 +232,20 @@ func (c *pageChecker) page(id uint64, lo, hi []byte, depth int) {
 	if b == nil {
 		return
 	}
-	c.elements(b, id, lo, hi, depth)
+	c.elements(b, id, lo, hi, depth, false)
 }
 
-// elements checks the elements of the page b (a tree page, or an inline
-// bucket's page inside a value), named id in messages.
-func (c *pageChecker) elements(b []byte, id uint64, lo, hi []byte, depth int) {
+// elements checks the elements of the page b (a tree page, or, inline, an
+// inline bucket's page inside a value), named id in messages.
+//
+// bbolt lays a page out as its element headers, then the keys and values
+// of the elements in element order, each right after the one before
+// (common.WriteInodeToPage), and an inline bucket's value is exactly that
+// long; a page it writes starts zeroed, so an empty leaf is zeros after
+// its header. The check holds the page to that layout, so that a damaged
+// element count, which would drop the last elements of a page without
+// breaking the key order, is found.
+func (c *pageChecker) elements(b []byte, id uint64, lo, hi []byte, depth int, inline bool) {
 	le := binary.LittleEndian
 	flags, n := le.Uint16(b[8:]), int(le.Uint16(b[10:]))
 	if flags != branchPageFlag && flags != leafPageFlag {
@@ -248,7 +256,12 @@ func (c *pageChecker) elements(b []byte, id uint64, lo, hi []byte, depth int) {
 		c.bad("page %d: %d elements do not fit", id, n)
 		return
 	}
+	if n == 0 && (inline && len(b) != pageHeaderSize || !inline && !allZero(b[pageHeaderSize:])) {
+		c.bad("page %d: no elements, but bytes after its header", id)
+		return
+	}
 	var prev []byte
+	want := uint64(pageHeaderSize + n*elementSize) // where the next element's key must start
 	for i := range n {
 		e := pageHeaderSize + i*elementSize
 		var pos, ksize, vsize uint64
@@ -262,6 +275,11 @@ func (c *pageChecker) elements(b []byte, id uint64, lo, hi []byte, depth int) {
 			c.bad("page %d element %d: key and value outside the page", id, i)
 			return
 		}
+		if start != want {
+			c.bad("page %d element %d: key at offset %d, want %d (the element count or an offset is damaged)", id, i, start, want)
+			return
+		}
+		want = start + ksize + vsize
 		key := b[start : start+ksize]
 		if i > 0 && bytes.Compare(prev, key) >= 0 || lo != nil && bytes.Compare(key, lo) < 0 || hi != nil && bytes.Compare(key, hi) >= 0 {
 			c.bad("page %d element %d: key out of order", id, i)
@@ -296,7 +314,19 @@ func (c *pageChecker) elements(b []byte, id uint64, lo, hi []byte, depth int) {
 			c.bad("page %d element %d: inline bucket of %d bytes", id, i, len(v))
 			return
 		} else {
-			c.elements(v[bucketHeaderSize:], id, nil, nil, depth+1)
+			c.elements(v[bucketHeaderSize:], id, nil, nil, depth+1, true)
 		}
 	}
+	if inline && want != uint64(len(b)) {
+		c.bad("page %d: inline bucket of %d bytes, its elements end at %d", id, len(b), want)
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -17,12 +17,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// File layout, format version 6. Every bucket is top level; tuple keys use
+// File layout, format version 7. Every bucket is top level; tuple keys use
 // an order-preserving, prefix-free encoding (see appendKey), so a prefix
 // scan over an operation's key yields its records in id order; seq keys are
 // 8-byte big-endian sequence numbers.
 //
-//	meta       "format" → "6"
+//	meta       "format" → "7"
 //	ops        (org, project, op)            → operation record (codec.go): core.OpRecord and the staged effect index
 //	effects    seq                           → effect record (codec.go)
 //	effidx     (org, project, op, effect)    → seq of the effect (flushed from the staged index)
@@ -68,6 +68,11 @@ import (
 // in place, in one transaction (it creates the missing buckets and stamps
 // the new version), since no record needs rewriting; a build of format 5
 // refuses a format 6 file by its version rather than misreading a record.
+// Format 7 is format 6 with a checksum at the end of every value but the
+// format stamp and the artifact bytes (seal.go); Open upgrades a format 3
+// to 6 file by adding the missing buckets and sealing every record, in
+// one transaction, which commits only if the whole ledger then passes its
+// record check (core.CheckTx): a file is never sealed with damage in it.
 // Format 2 files are refused (see initFile): the project had no deployed
 // data then, so there is no migration from it.
 var (
@@ -86,14 +91,17 @@ var (
 	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence, bucketCatalogue, bucketLeases}
 
 	keyFormat     = []byte("format")
-	formatVersion = []byte("6")
+	formatVersion = []byte("7")
 	// formatsUpgradable are the earlier formats Open upgrades in place, and
 	// the buckets each lacks.
 	formatsUpgradable = map[string][][]byte{
 		"3": {bucketEvidence, bucketCatalogue, bucketLeases},
 		"4": {bucketCatalogue, bucketLeases},
 		"5": {bucketLeases},
+		"6": {},
 	}
+	// sealedBuckets are the buckets whose values carry a checksum (seal.go).
+	sealedBuckets = [][]byte{bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketEvidence, bucketCatalogue, bucketLeases}
 )
 
 // maxStaged and maxStagedBytes bound an operation's staged effect index
@@ -231,7 +239,7 @@ func (t *boltTx) flush() error {
 		t.tmp = appendKey(t.tmp[:0], k.Org, k.Project, k.Op)
 		key := t.hold(t.tmp)
 		t.tmp = encodeOp(t.tmp[:0], r)
-		if err := putRaw(t, bucketOps, key, t.hold(t.tmp)); err != nil {
+		if err := putRaw(t, bucketOps, key, t.tmp); err != nil {
 			return err
 		}
 		r.dirty = false
@@ -254,9 +262,9 @@ func get[T any](t *boltTx, bucket, key []byte) (T, bool, error) {
 	if err != nil {
 		return v, false, err
 	}
-	raw := b.Get(key)
-	if raw == nil {
-		return v, false, nil
+	raw, err := lookup(b, bucket, key)
+	if err != nil || raw == nil {
+		return v, false, err
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, false, fmt.Errorf("ledger/bolt: bucket %q key %q: %w: %v", bucket, key, ledger.ErrCorrupt, err)
@@ -272,12 +280,15 @@ func put(t *boltTx, bucket, key []byte, v any) error {
 	return putRaw(t, bucket, key, raw)
 }
 
-func putRaw(t *boltTx, bucket, key, raw []byte) error {
+// putRaw stores payload under key in bucket, sealed with its checksum
+// (seal.go) in the arena; key must stay valid until the transaction ends
+// (bbolt keeps it).
+func putRaw(t *boltTx, bucket, key, payload []byte) error {
 	b, err := t.bucket(bucket)
 	if err != nil {
 		return &storageError{err}
 	}
-	if err := b.Put(key, raw); err != nil {
+	if err := b.Put(key, seal(t.alloc(len(payload)+sumSize), bucket, key, payload)); err != nil {
 		return &storageError{fmt.Errorf("put %s: %w", bucket, err)}
 	}
 	return nil
@@ -289,13 +300,16 @@ func scan[T any](t *boltTx, bucket, prefix []byte) ([]T, error) {
 		return nil, err
 	}
 	var out []T
-	c := b.Cursor()
-	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
+	err = scanSealed(b, bucket, prefix, prefix, func(k, raw []byte) (bool, error) {
 		var v T
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("ledger/bolt: bucket %q key %q: %w: %v", bucket, k, ledger.ErrCorrupt, err)
+			return false, fmt.Errorf("ledger/bolt: bucket %q key %q: %w: %v", bucket, k, ledger.ErrCorrupt, err)
 		}
 		out = append(out, v)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if out == nil {
 		out = []T{}
@@ -317,9 +331,9 @@ func (t *boltTx) op(k core.OpKey) (*opRecord, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	raw := b.Get(opKey(k))
-	if raw == nil {
-		return nil, false, nil
+	raw, err := lookup(b, bucketOps, opKey(k))
+	if err != nil || raw == nil {
+		return nil, false, err
 	}
 	r, err := decodeOp(k, raw)
 	if err != nil {
@@ -398,9 +412,9 @@ func (t *boltTx) seq(k core.EffectKey) (uint64, bool, error) {
 		return 0, false, err
 	}
 	t.tmp = appendKey(t.tmp[:0], k.Org, k.Project, k.Op, k.Effect)
-	raw := b.Get(t.tmp)
-	if raw == nil {
-		return 0, false, nil
+	raw, err := lookup(b, bucketEffIdx, t.tmp)
+	if err != nil || raw == nil {
+		return 0, false, err
 	}
 	if len(raw) != 8 {
 		return 0, false, fmt.Errorf("ledger/bolt: index entry of effect %q of operation %q has %d bytes, want 8: %w", k.Effect, k.Op, len(raw), ledger.ErrCorrupt)
@@ -416,7 +430,10 @@ func (t *boltTx) effectAt(seq uint64, k core.EffectKey) (ledger.Effect, error) {
 	if err != nil {
 		return ledger.Effect{}, err
 	}
-	raw := b.Get(t.lookupSeq(seq))
+	raw, err := lookup(b, bucketEffects, t.lookupSeq(seq))
+	if err != nil {
+		return ledger.Effect{}, err
+	}
 	if raw == nil {
 		return ledger.Effect{}, fmt.Errorf("ledger/bolt: effect %q of operation %q: index names record %d, which is missing: %w", k.Effect, k.Op, seq, ledger.ErrCorrupt)
 	}
@@ -457,7 +474,7 @@ func (t *boltTx) PutEffect(k core.EffectKey, e ledger.Effect) error {
 		}
 	}
 	t.tmp = encodeEffect(t.tmp[:0], &e)
-	return putRaw(t, bucketEffects, t.seqKey(seq), t.hold(t.tmp))
+	return putRaw(t, bucketEffects, t.seqKey(seq), t.tmp)
 }
 
 func (t *boltTx) stage(k core.EffectKey) (uint64, error) {
@@ -476,17 +493,19 @@ func (t *boltTx) stage(k core.EffectKey) (uint64, error) {
 	if err != nil {
 		return 0, &storageError{fmt.Errorf("effect sequence: %w", err)}
 	}
+	// A damaged sequence (it is in the bucket's header, which no checksum
+	// covers) must not make a new effect overwrite a recorded one.
+	if effects.Get(t.lookupSeq(seq)) != nil {
+		return 0, &storageError{fmt.Errorf("bucket %q: its sequence gave %d, which holds a record already: %w", bucketEffects, seq, ledger.ErrCorrupt)}
+	}
 	nr := &opRecord{OpRecord: r.OpRecord}
 	nr.staged = append(slices.Clip(r.staged), stagedEffect{id: k.Effect, seq: seq})
 	if n := stagedBytes(nr.staged); len(nr.staged) > maxStaged || n > maxStagedBytes {
-		idx, err := t.bucket(bucketEffIdx)
-		if err != nil {
-			return 0, &storageError{err}
-		}
-		prefix := opKey(k.OpKey)
 		for _, s := range nr.staged {
-			if err := idx.Put(appendKey(slices.Clip(prefix), s.id), seqKey(s.seq)); err != nil {
-				return 0, &storageError{fmt.Errorf("put %s: %w", bucketEffIdx, err)}
+			var v [8]byte
+			binary.BigEndian.PutUint64(v[:], s.seq)
+			if err := putRaw(t, bucketEffIdx, t.hold(appendKey(t.tmp[:0], k.Org, k.Project, k.Op, s.id)), v[:]); err != nil {
+				return 0, err
 			}
 		}
 		nr.staged = nil
@@ -522,16 +541,19 @@ func (t *boltTx) Effects(k core.OpKey) ([]ledger.Effect, error) {
 		return nil, err
 	}
 	prefix := opKey(k)
-	c := b.Cursor()
-	for key, raw := c.Seek(prefix); key != nil && bytes.HasPrefix(key, prefix); key, raw = c.Next() {
+	err = scanSealed(b, bucketEffIdx, prefix, prefix, func(key, raw []byte) (bool, error) {
 		p, err := splitKey(key)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if len(p) != 4 || len(raw) != 8 {
-			return nil, fmt.Errorf("ledger/bolt: effect index key %q (%d parts) or value (%d bytes) malformed: %w", key, len(p), len(raw), ledger.ErrCorrupt)
+			return false, fmt.Errorf("ledger/bolt: effect index key %q (%d parts) or value (%d bytes) malformed: %w", key, len(p), len(raw), ledger.ErrCorrupt)
 		}
 		ids = append(ids, stagedEffect{id: p[3], seq: binary.BigEndian.Uint64(raw)})
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(ids, func(a, b stagedEffect) int { return strings.Compare(a.id, b.id) })
 	out := make([]ledger.Effect, 0, len(ids))
@@ -564,9 +586,9 @@ func (t *boltTx) BootstrapOwner(id string) (core.OpKey, bool, error) {
 	if err != nil {
 		return core.OpKey{}, false, err
 	}
-	raw := b.Get([]byte(id))
-	if raw == nil {
-		return core.OpKey{}, false, nil
+	raw, err := lookup(b, bucketBootIDs, []byte(id))
+	if err != nil || raw == nil {
+		return core.OpKey{}, false, err
 	}
 	p, err := splitKey(raw)
 	if err != nil {
@@ -591,9 +613,15 @@ func (t *boltTx) Artifact(ref string) (ledger.Artifact, bool, error) {
 	if err != nil {
 		return a, false, err
 	}
+	if a.Ref != ref {
+		return ledger.Artifact{}, false, fmt.Errorf("ledger/bolt: bucket %q key %q: the record names artifact %q: %w", bucketArtifacts, ref, a.Ref, ledger.ErrCorrupt)
+	}
 	raw := b.Get([]byte(ref))
 	if raw == nil {
-		return a, false, fmt.Errorf("ledger/bolt: artifact %q has no bytes: %w", ref, ledger.ErrCorrupt)
+		return ledger.Artifact{}, false, fmt.Errorf("ledger/bolt: artifact %q has no bytes: %w", ref, ledger.ErrCorrupt)
+	}
+	if err := checkArtifactBytes(ref, a.Digest, raw); err != nil {
+		return ledger.Artifact{}, false, err
 	}
 	a.Bytes = bytes.Clone(raw) // bbolt memory is valid only inside the transaction
 	if a.Bytes == nil {
@@ -610,7 +638,16 @@ func (t *boltTx) PutArtifact(a ledger.Artifact) error {
 	if data == nil {
 		data = []byte{}
 	}
-	return putRaw(t, bucketBlobs, []byte(a.Ref), data)
+	// The bytes are checked against the record's digest, not a checksum
+	// (seal.go), so they are stored as they are.
+	b, err := t.bucket(bucketBlobs)
+	if err != nil {
+		return &storageError{err}
+	}
+	if err := b.Put([]byte(a.Ref), data); err != nil {
+		return &storageError{fmt.Errorf("put %s: %w", bucketBlobs, err)}
+	}
+	return nil
 }
 
 func (t *boltTx) SetPending(k core.EffectKey, pending bool) error {
@@ -626,11 +663,9 @@ func (t *boltTx) SetPending(k core.EffectKey, pending bool) error {
 		return &storageError{err}
 	}
 	if pending {
-		err = b.Put(t.seqKey(seq), []byte{})
-	} else {
-		err = b.Delete(t.lookupSeq(seq))
+		return putRaw(t, bucketPending, t.seqKey(seq), nil)
 	}
-	if err != nil {
+	if err := b.Delete(t.lookupSeq(seq)); err != nil {
 		return &storageError{fmt.Errorf("pending index: %w", err)}
 	}
 	return nil
@@ -648,12 +683,18 @@ func (t *boltTx) Pending() ([]core.EffectKey, error) {
 		return nil, err
 	}
 	var out []core.EffectKey
-	err = b.ForEach(func(k, _ []byte) error {
+	err = b.ForEach(func(k, v []byte) error {
+		if _, err := sealed(bucketPending, k, v); err != nil {
+			return err
+		}
 		if len(k) != 8 {
 			return fmt.Errorf("ledger/bolt: pending key %q has %d bytes, want 8: %w", k, len(k), ledger.ErrCorrupt)
 		}
 		seq := binary.BigEndian.Uint64(k)
-		raw := effects.Get(k)
+		raw, err := lookup(effects, bucketEffects, k)
+		if err != nil {
+			return err
+		}
 		if raw == nil {
 			return fmt.Errorf("ledger/bolt: pending effect record %d is missing: %w", seq, ledger.ErrCorrupt)
 		}
@@ -693,17 +734,16 @@ func (t *boltTx) ScanOps(scope *ledger.Scope, after *core.OpKey, fn func(core.Op
 			start = skip
 		}
 	}
-	c := b.Cursor()
-	for key, raw := c.Seek(start); key != nil && bytes.HasPrefix(key, prefix); key, raw = c.Next() {
+	return scanSealed(b, bucketOps, start, prefix, func(key, raw []byte) (bool, error) {
 		if skip != nil && bytes.Compare(key, skip) <= 0 {
-			continue
+			return true, nil
 		}
 		p, err := splitKey(key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if len(p) != 3 {
-			return fmt.Errorf("ledger/bolt: operation key %q has %d parts, want 3: %w", key, len(p), ledger.ErrCorrupt)
+			return false, fmt.Errorf("ledger/bolt: operation key %q has %d parts, want 3: %w", key, len(p), ledger.ErrCorrupt)
 		}
 		k := core.OpKey{Org: p[0], Project: p[1], Op: p[2]}
 		var rec core.OpRecord
@@ -712,16 +752,13 @@ func (t *boltTx) ScanOps(scope *ledger.Scope, after *core.OpKey, fn func(core.Op
 		} else {
 			r, err := decodeOp(k, raw)
 			if err != nil {
-				return fmt.Errorf("ledger/bolt: operation %q: %w", k.Op, err)
+				return false, fmt.Errorf("ledger/bolt: operation %q: %w", k.Op, err)
 			}
 			rec = r.OpRecord
 		}
 		rec.Attempts = slices.Clone(rec.Attempts)
-		if !fn(rec) {
-			return nil
-		}
-	}
-	return nil
+		return fn(rec), nil
+	})
 }
 
 func evidenceKey(k core.OpKey, attemptID string) []byte {
