@@ -37,7 +37,8 @@
 //     needs_reconciliation until Supervisor.Resolve), a refused or held
 //     effect ends the call refused or waiting_approval, and invoking the
 //     operation again redelivers a confirmed effect without dispatching it.
-//     Its effects are requested with budget 2 (supervise.Call.EffectBudget).
+//     Give its calls supervise.Call.EffectBudget 2: with less, the host's
+//     own counter refuses effect-2 and the capability ends failed.
 //   - [Fail] (example.fail@1.0.0): ends failed with ZEO_DEMO_DOMAIN_FAILURE,
 //     a business failure.
 //   - [Slow] (example.slow@1.0.0): waits arguments.millis milliseconds, or
@@ -58,6 +59,9 @@
 //
 // The ledger of [SupervisorConfig] is the in-memory ledger
 // (ledger/memory): a test's ledger, not a durable one.
+//
+// The simulated host runs on Linux only; elsewhere every launch ends in a
+// protocol error.
 package supervisetest
 
 import (
