@@ -8,11 +8,11 @@ import (
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 // ExampleFacade_Search admits the demo provider for one organization and
@@ -31,7 +31,7 @@ func ExampleFacade_Search() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := cat.Admit(ctx, catalogue.Admission{Binding: hostsim.DemoBinding(),
+	if _, err := cat.Admit(ctx, catalogue.Admission{Binding: supervisetest.Binding(),
 		Audience: []catalogue.Audience{{OrganizationID: "org-a"}}}); err != nil {
 		panic(err)
 	}

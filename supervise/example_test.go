@@ -7,11 +7,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 // receipts is a Dispatcher that consumes every effect; a real one holds
@@ -24,20 +24,27 @@ func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Rec
 }
 
 // ExampleSupervisor_Invoke runs one operation with two effects against the
-// simulated host (a test double standing in for a real provider's
-// zeo-capability), then invokes it again: the accepted result comes back
+// simulated host of package supervisetest (a test double standing in for
+// a real provider's zeo-capability), then invokes it again: the accepted result comes back
 // from the ledger without a launch.
 func ExampleSupervisor_Invoke() {
 	ctx := context.Background()
-	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{},
-		AllowRootHost: true}) // the simulated host runs as whoever runs the example
+	// The simulated host is this test binary, re-executed: its TestMain
+	// calls supervisetest.Main. A real provider's launch.Config names its
+	// environment's python and a launch.TreeVerifier.
+	lc, err := supervisetest.LaunchConfig(os.TempDir(), supervisetest.WellBehaved)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ln, err := launch.New(lc)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	s, err := supervise.New(supervise.Config{
-		Ledger: memory.New(), Launcher: ln, Provider: hostsim.DemoBinding(), Dispatcher: receipts{},
-		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace", HostPythonVersion: hostsim.DefaultPythonVersion,
+		Ledger: memory.New(), Launcher: ln, Provider: supervisetest.Binding(), Dispatcher: receipts{},
+		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace", HostPythonVersion: supervisetest.PythonVersion,
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -73,14 +80,21 @@ func ExampleSupervisor_Invoke() {
 // ExampleOutcomeError shows how a caller tells outcomes apart: every state
 // but succeeded comes with an *OutcomeError wrapping the state's sentinel.
 func ExampleOutcomeError() {
-	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{},
-		AllowRootHost: true}) // the simulated host runs as whoever runs the example
+	// The simulated host is this test binary, re-executed: its TestMain
+	// calls supervisetest.Main. A real provider's launch.Config names its
+	// environment's python and a launch.TreeVerifier.
+	lc, err := supervisetest.LaunchConfig(os.TempDir(), supervisetest.WellBehaved)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	s, err := supervise.New(supervise.Config{Ledger: memory.New(), Launcher: ln, Provider: hostsim.DemoBinding(),
-		HostPythonVersion: hostsim.DefaultPythonVersion, SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace"})
+	ln, err := launch.New(lc)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s, err := supervise.New(supervise.Config{Ledger: memory.New(), Launcher: ln, Provider: supervisetest.Binding(),
+		HostPythonVersion: supervisetest.PythonVersion, SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -5,15 +5,17 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/testbin"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 // hostsimPath is the simulated host executable, built once by TestMain.
 var hostsimPath string
 
 func TestMain(m *testing.M) {
-	// The contained hosts of these tests start as this binary (launch.Init).
-	launch.Init()
+	// The contained hosts of these tests start as this binary
+	// (launch.Init, which RunHost calls), and the Example functions' hosts
+	// are this binary re-executed as supervisetest's simulated host.
+	supervisetest.RunHost()
 	if os.Getenv(controllerEnv) != "" {
 		// This process is a controller of the restart test (see
 		// controllerMain), not a test run.

@@ -8,10 +8,9 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/zeohost"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
-	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 // A controller registers the zeohost backend under its kind and runs a ZEO
@@ -23,11 +22,20 @@ import (
 // ledger without launching.
 func ExampleBackend_Start() {
 	ctx := context.Background()
+	// The simulated host is this test binary re-executed (its TestMain
+	// calls supervisetest.RunHost): the "interpreter" is the binary, and
+	// the launch template keeps the marker argument that selects the host.
+	lc, err := supervisetest.LaunchConfig(os.TempDir(), supervisetest.WellBehaved)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	interpreter := lc.Interpreter
+	lc.Interpreter = "" // each BackendSpec names its own
 	b, err := zeohost.New(zeohost.Config{
-		Supervisor: supervise.Config{Ledger: memory.New(), HostPythonVersion: hostsim.DefaultPythonVersion,
+		Supervisor: supervise.Config{Ledger: memory.New(), HostPythonVersion: supervisetest.PythonVersion,
 			SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "/workspace"},
-		Launch: launch.Config{Dir: os.TempDir(), Verifier: launch.TrustEnvironment{},
-			AllowRootHost: true}, // the simulated host runs as whoever runs the example
+		Launch: lc,
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -42,9 +50,9 @@ func ExampleBackend_Start() {
 
 	inst, err := r.Start(ctx, zeohost.Kind, capabilityruntime.BackendSpec{
 		Type: "acme:demo", Version: "1.0.0",
-		Entrypoint: filepath.Base(hostsimPath), RootDir: filepath.Dir(hostsimPath), // the environment's interpreter
+		Entrypoint: filepath.Base(interpreter), RootDir: filepath.Dir(interpreter), // the environment's interpreter
 		Config: map[string]any{
-			zeohost.ConfigBinding: hostsim.DemoBinding(),
+			zeohost.ConfigBinding: supervisetest.Binding(),
 			zeohost.ConfigScope:   map[string]any{"organization_id": "org-1", "project_id": "project-1"},
 		},
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 // hostsimPath is the simulated host executable, built once by TestMain.
@@ -33,8 +34,10 @@ var hostsimPath string
 const nativeType = "acme:zeohost-native"
 
 func TestMain(m *testing.M) {
-	// The contained hosts of these tests start as this binary.
-	launch.Init()
+	// The contained hosts of these tests start as this binary (launch.Init,
+	// which RunHost calls), and ExampleBackend_Start's hosts are this
+	// binary re-executed as supervisetest's simulated host.
+	supervisetest.RunHost()
 	if os.Getenv(capabilityruntime.EnvType) == nativeType {
 		os.Exit(nativeMain())
 	}

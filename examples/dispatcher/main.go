@@ -25,14 +25,15 @@ import (
 	"os"
 	"sync"
 
-	"github.com/zeoruntime/runtimeipc/examples/internal/simhost"
+	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 func main() {
-	simhost.MainIf()
+	supervisetest.RunHost()
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "dispatcher:", err)
 		os.Exit(1)
@@ -105,7 +106,7 @@ func (d *storeDispatcher) Dispatch(ctx context.Context, e supervise.Dispatch) (s
 }
 
 func run(ctx context.Context, w io.Writer) error {
-	launcher, cleanup, err := simhost.Launcher()
+	launcher, cleanup, err := hostLauncher(supervisetest.WellBehaved)
 	if err != nil {
 		return err
 	}
@@ -114,8 +115,8 @@ func run(ctx context.Context, w io.Writer) error {
 	defer l.Close(ctx)
 	st := &store{applied: map[string]string{}}
 	d := &storeDispatcher{s: st}
-	sup, err := supervise.New(supervise.Config{Ledger: l, Launcher: launcher, Provider: simhost.Binding(), Dispatcher: d,
-		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1", HostPythonVersion: simhost.PythonVersion})
+	sup, err := supervise.New(supervise.Config{Ledger: l, Launcher: launcher, Provider: supervisetest.Binding(), Dispatcher: d,
+		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1", HostPythonVersion: supervisetest.PythonVersion})
 	if err != nil {
 		return err
 	}
@@ -188,4 +189,23 @@ func run(ctx context.Context, w io.Writer) error {
 	report("doc-3 again", o, err)
 	fmt.Fprintf(w, "dispatcher calls %d; store applied %q\n", d.calls, st.log)
 	return nil
+}
+
+// hostLauncher returns a launcher of the simulated host (this executable,
+// re-executed; see supervisetest.RunHost) behaving as sc, working in a
+// fresh temporary directory that cleanup removes.
+func hostLauncher(sc supervisetest.Scenario) (l *launch.Launcher, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "example-host-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := supervisetest.LaunchConfig(dir, sc)
+	if err == nil {
+		l, err = launch.New(cfg)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return l, func() { os.RemoveAll(dir) }, nil
 }

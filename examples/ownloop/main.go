@@ -28,18 +28,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/examples/internal/simhost"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 func main() {
-	simhost.MainIf()
+	supervisetest.RunHost()
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "ownloop:", err)
 		os.Exit(1)
@@ -55,12 +54,12 @@ func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Rec
 func run(ctx context.Context, w io.Writer) error {
 	// Two hosts: one that crashes (the simulated host's exit-1 scenario),
 	// one that behaves.
-	crashing, cleanup, err := simhost.Launcher(hostproc.EnvScenario + "=exit-1")
+	crashing, cleanup, err := hostLauncher(supervisetest.CrashExit)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	healthy, cleanup2, err := simhost.Launcher()
+	healthy, cleanup2, err := hostLauncher(supervisetest.WellBehaved)
 	if err != nil {
 		return err
 	}
@@ -68,7 +67,7 @@ func run(ctx context.Context, w io.Writer) error {
 	l := memory.New()
 	defer l.Close(ctx)
 
-	provider := simhost.Binding()
+	provider := supervisetest.Binding()
 	m, err := manifest.Describe(provider.Manifests, "example.two_effects@1.0.0")
 	if err != nil {
 		return err
@@ -191,4 +190,23 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 	}
 	return fmt.Errorf("operation %s: no result after 3 attempts", opID)
+}
+
+// hostLauncher returns a launcher of the simulated host (this executable,
+// re-executed; see supervisetest.RunHost) behaving as sc, working in a
+// fresh temporary directory that cleanup removes.
+func hostLauncher(sc supervisetest.Scenario) (l *launch.Launcher, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "example-host-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := supervisetest.LaunchConfig(dir, sc)
+	if err == nil {
+		l, err = launch.New(cfg)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return l, func() { os.RemoveAll(dir) }, nil
 }

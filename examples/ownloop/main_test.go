@@ -1,15 +1,33 @@
 package main
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 
-	"github.com/zeoruntime/runtimeipc/examples/internal/extest"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
-func TestMain(m *testing.M) { extest.Main(m) }
+// TestMain makes the test binary the host the example launches.
+func TestMain(m *testing.M) { supervisetest.Main(m) }
+
+// output runs run and compares what it writes with want.
+func output(t *testing.T, run func(context.Context, io.Writer) error, want string) {
+	t.Helper()
+	var out strings.Builder
+	if err := run(t.Context(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
 
 func TestOwnLoop(t *testing.T) {
-	extest.Output(t, run, `attempt-1 (generation 1): exit status 1, 0 requests answered, no valid host result
+	output(t, run, `attempt-1 (generation 1): exit status 1, 0 requests answered, no valid host result
 attempt-2 (generation 2): exit status 0, 5 requests answered, host says succeeded
   bootstrap -> allowed
   invoke.admit -> allowed

@@ -13,14 +13,15 @@ import (
 	"io"
 	"os"
 
-	"github.com/zeoruntime/runtimeipc/examples/internal/simhost"
+	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
 func main() {
-	simhost.MainIf() // this executable is also the host it launches
+	supervisetest.RunHost() // this executable is also the host it launches
 	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
@@ -40,7 +41,7 @@ func run(ctx context.Context, w io.Writer) error {
 	// The host: the simulated one here. For a real provider, launch.New
 	// with Interpreter its environment's python, Args {"-m",
 	// "zeo_core.adapters.runtime_host"} and a launch.TreeVerifier.
-	launcher, cleanup, err := simhost.Launcher()
+	launcher, cleanup, err := hostLauncher(supervisetest.WellBehaved)
 	if err != nil {
 		return err
 	}
@@ -55,10 +56,10 @@ func run(ctx context.Context, w io.Writer) error {
 	// binding (testdata/examples/binding.json); yours comes from
 	// manifest.DecodeBinding.
 	sup, err := supervise.New(supervise.Config{
-		Ledger: l, Launcher: launcher, Provider: simhost.Binding(), Dispatcher: receipts{},
+		Ledger: l, Launcher: launcher, Provider: supervisetest.Binding(), Dispatcher: receipts{},
 		SeatID: "seat-1", RuntimeBindingID: "runtime-1", Workspace: "workspace-1",
 		// A real provider's is its interpreter's platform.python_version().
-		HostPythonVersion: simhost.PythonVersion,
+		HostPythonVersion: supervisetest.PythonVersion,
 	})
 	if err != nil {
 		return err
@@ -108,4 +109,23 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "again: %s, reconnected %t, launched %t, same result %t\n", again.State, again.Reconnected,
 		again.Launched, again.Result.DataDigest == out.Result.DataDigest)
 	return nil
+}
+
+// hostLauncher returns a launcher of the simulated host (this executable,
+// re-executed; see supervisetest.RunHost) behaving as sc, working in a
+// fresh temporary directory that cleanup removes.
+func hostLauncher(sc supervisetest.Scenario) (l *launch.Launcher, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "example-host-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := supervisetest.LaunchConfig(dir, sc)
+	if err == nil {
+		l, err = launch.New(cfg)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return l, func() { os.RemoveAll(dir) }, nil
 }

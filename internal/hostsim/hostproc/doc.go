@@ -35,6 +35,9 @@
 //   - fail: ends failed with ZEO_DEMO_DOMAIN_FAILURE
 //   - cancel: ends cancelled with ZEO_CAP_CANCELLED
 //   - nothing: ends unavailable with ZEO_DEMO_UNAVAILABLE
+//   - slow: waits arguments.millis milliseconds (ends cancelled when the
+//     invocation is), then answers as echo
+//   - crash: SIGKILLs itself during the invocation, after bootstrap
 //   - noisy: writes a fake result to stdout and a traceback to stderr
 //     (both go to /dev/null, as upstream's sink), then answers as echo
 //

@@ -55,6 +55,35 @@ func providerFor(name string) hostsim.Provider {
 		return func(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
 			return hostsim.Outcome{Status: hostsim.OutcomeUnavailable, ErrorCode: "ZEO_DEMO_UNAVAILABLE"}
 		}
+	case "slow":
+		// Waits arguments.millis milliseconds (or until the invocation's
+		// context ends), then answers as echo: a call that is in flight for
+		// as long as a test needs.
+		return func(ctx context.Context, args map[string]any, _ *hostsim.EffectPort) hostsim.Outcome {
+			var ms int64
+			switch v := args["millis"].(type) {
+			case int64:
+				ms = v
+			case float64:
+				ms = int64(v)
+			}
+			t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return hostsim.Outcome{Status: hostsim.OutcomeCancelled, ErrorCode: "ZEO_CAP_CANCELLED"}
+			}
+			return hostsim.Outcome{Status: hostsim.OutcomeSuccess, Response: map[string]any{"text": args["text"]}}
+		}
+	case "crash":
+		// Dies by SIGKILL in the middle of the invocation, after bootstrap
+		// and before any result: the host lost, as a segfaulting
+		// interpreter or the OOM killer would leave it.
+		return func(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
+			crash()
+			return hostsim.Outcome{Status: hostsim.OutcomeFailed, ErrorCode: "ZEO_HOSTSIM_CRASH"}
+		}
 	case "noisy":
 		// Provider output goes to the sink, never to the machine stdout.
 		return func(_ context.Context, args map[string]any, _ *hostsim.EffectPort) hostsim.Outcome {
