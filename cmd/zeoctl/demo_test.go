@@ -96,6 +96,13 @@ func TestDemo(t *testing.T) {
 		wantRun(t, zeoctl(t, append([]string{"ledger", "effects", "-operation", echoOp}, scope...)...), 0,
 			[]string{"the operation has no effects"}, nil)
 		wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-unknown"), 0, []string{"no effect needs reconciliation"}, nil)
+		wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-in-flight"), 0, []string{"no effect is in flight under a live controller"}, nil)
+		wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-in-flight", "-unknown"), 2, nil, []string{"give one of -unknown, -in-flight"})
+		// The demo's one controller closed cleanly: its lease released.
+		wantRun(t, zeoctl(t, "ledger", "leases", "-ledger", path), 0, []string{"CONTROLLER", "ctl-", "false", "true"}, nil)
+		if r := zeoctl(t, "ledger", "leases", "-ledger", path); strings.Count(r.stdout, "ctl-") != 1 {
+			t.Errorf("ledger leases lists %d controllers, want the demo's one\n%s", strings.Count(r.stdout, "ctl-"), r)
+		}
 		r := zeoctl(t, "ledger", "operations", "-ledger", path)
 		wantRun(t, r, 0, []string{echoOp + "        completed  example.echo@1.0.0", effectsOp + "     completed  example.two_effects@1.0.0  1           2/2"}, nil)
 		if n := strings.Count(r.stdout, "org-demo/project-demo"); n != 3 {

@@ -176,7 +176,7 @@ func TestLedgerUsage(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "none.db")
 	wantRun(t, zeoctl(t, "ledger", "effects", "-unknown"), 2, nil, []string{"-ledger PATH is required"})
-	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path), 2, nil, []string{"give -unknown, or -operation"})
+	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path), 2, nil, []string{"give one of -unknown, -in-flight, or -operation"})
 	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-operation", "x"), 2, nil, []string{"-org and -project are required"})
 	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-unknown"), 1, nil, []string{"no such file"})
 	wantRun(t, zeoctl(t, "artifact", "get", "-ledger", path, "-org", "o", "-project", "p"), 2, nil, []string{"want exactly one artifact REF"})

@@ -62,7 +62,7 @@ func (f *ledgerFlags) open(ctx context.Context, scoped, write bool) (ledger.Ledg
 func ledgerEffectsCommand() *command {
 	return &command{
 		name:      "ledger effects",
-		usageLine: "ledger effects -ledger PATH (-unknown | -org ID -project ID -operation ID) [-json]",
+		usageLine: "ledger effects -ledger PATH (-unknown | -in-flight | -org ID -project ID -operation ID) [-json]",
 		short:     "list an operation's effects, or every effect that needs reconciliation",
 		long: `Ledger effects prints logical effects as the ledger holds them: each with its
 state (authorized, confirmed, not_consumed, unknown), authorization id,
@@ -74,28 +74,43 @@ recorded outcome (its controller stopped while it ran). Find out from the
 service whether each was consumed, then settle it with 'zeoctl ledger
 resolve'; until then the operation's attempts are answered
 needs_reconciliation for it, and it is never dispatched again.
+
+With -in-flight it lists the effects authorized by attempts whose controller
+still holds a live lease: their dispatch may be under way, the controller
+records the outcome itself, and resolve refuses them until its lease ends.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f ledgerFlags
 			f.register(fs, true)
 			unknown := fs.Bool("unknown", false, "list every effect that needs reconciliation, in every operation")
+			inFlight := fs.Bool("in-flight", false, "list every effect in flight under a live controller, in every operation")
 			operation := fs.String("operation", "", "the operation `id` whose effects to list")
 			return func(ctx context.Context, e *env, args []string) (err error) {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				if *unknown == (*operation != "") {
-					return usagef("give -unknown, or -operation with -org and -project")
+				n := 0
+				for _, b := range []bool{*unknown, *inFlight, *operation != ""} {
+					if b {
+						n++
+					}
 				}
-				l, err := f.open(ctx, !*unknown, false)
+				if n != 1 {
+					return usagef("give one of -unknown, -in-flight, or -operation with -org and -project")
+				}
+				all := *unknown || *inFlight
+				l, err := f.open(ctx, !all, false)
 				if err != nil {
 					return err
 				}
 				defer closeLedger(l, &err)
 				var effects []ledger.Effect
-				if *unknown {
+				switch {
+				case *unknown:
 					effects, err = l.ListUnknown(ctx)
-				} else {
+				case *inFlight:
+					effects, err = l.ListInFlight(ctx)
+				default:
 					var v ledger.OperationView
 					v, err = l.Operation(ctx, f.scope(), *operation)
 					effects = v.Effects
@@ -110,9 +125,12 @@ needs_reconciliation for it, and it is never dispatched again.
 					return printJSON(e.stdout, effects)
 				}
 				if len(effects) == 0 {
-					if *unknown {
+					switch {
+					case *unknown:
 						fmt.Fprintln(e.stdout, "no effect needs reconciliation")
-					} else {
+					case *inFlight:
+						fmt.Fprintln(e.stdout, "no effect is in flight under a live controller")
+					default:
 						fmt.Fprintln(e.stdout, "the operation has no effects")
 					}
 					return nil
@@ -122,6 +140,55 @@ needs_reconciliation for it, and it is never dispatched again.
 					fmt.Fprintln(e.stdout, "\nSettle each with: zeoctl ledger resolve -ledger PATH -org ORG -project PROJECT -operation OP -effect ID (-confirmed RECEIPT | -not-consumed REASON)")
 				}
 				return nil
+			}
+		},
+	}
+}
+
+func ledgerLeasesCommand() *command {
+	return &command{
+		name:      "ledger leases",
+		usageLine: "ledger leases -ledger PATH [-json]",
+		short:     "list the controllers registered in the ledger and their leases",
+		long: `Ledger leases prints every controller that registered in the ledger: its id,
+whether its lease is live (by the store's clock), when it expires, its time to
+live and renewals. The attempts of a controller whose lease is live are never
+taken over; once it expired or was released, any other controller's Recover
+(or takeover loop) fences them off. On a bolt file, only the process that holds
+the file can have a live lease.
+`,
+		flags: func(fs *flag.FlagSet) runFunc {
+			var f ledgerFlags
+			f.register(fs, false)
+			return func(ctx context.Context, e *env, args []string) (err error) {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				l, err := f.open(ctx, false, false)
+				if err != nil {
+					return err
+				}
+				defer closeLedger(l, &err)
+				leases, err := l.Leases(ctx)
+				if err != nil {
+					return err
+				}
+				if f.json {
+					if leases == nil {
+						leases = []ledger.Lease{}
+					}
+					return printJSON(e.stdout, leases)
+				}
+				if len(leases) == 0 {
+					fmt.Fprintln(e.stdout, "no controller has registered in this ledger")
+					return nil
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "CONTROLLER\tLIVE\tEXPIRES\tTTL\tRENEWALS\tRELEASED")
+				for _, ls := range leases {
+					fmt.Fprintf(tw, "%s\t%t\t%s\t%s\t%d\t%t\n", ls.ControllerID, ls.Live, ls.Expires.UTC().Format(time.RFC3339), ls.TTL, ls.Renewals, ls.Released)
+				}
+				return tw.Flush()
 			}
 		},
 	}

@@ -79,6 +79,7 @@ func commands() []*command {
 		capabilitiesDescribeCommand(),
 		ledgerOperationsCommand(),
 		ledgerEffectsCommand(),
+		ledgerLeasesCommand(),
 		ledgerResolveCommand(),
 		ledgerUpgradeCommand(),
 		artifactGetCommand(),
