@@ -53,7 +53,8 @@ const (
 // controllers' CPU about fourfold: 2,000 operations take about 85 s
 // without it and would take three minutes with it on a loaded 2-core
 // machine, more than the whole suite may spend on one test. Set
-// ZEO_SUPERVISE_TEST_FLEET_OPS=2000 to run them under -race all the same.
+// ZEO_SUPERVISE_TEST_FLEET_OPS=2000 to run them under -race all the same,
+// as .ci/run does (86 s on a quiet machine).
 const (
 	defaultFleetOps     = 2000
 	defaultFleetOpsRace = 500
