@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/agent/mcpserver"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -363,13 +361,15 @@ on it wait for it to exit. Diagnostics go to stderr.
 					return err
 				}
 				defer closeAll(&err)
-				srv, err := mcpserver.New(fc, f.scope(), mcpserver.Options{Name: "zeoctl", Version: "v1",
-					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+				logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				srv, err := mcpserver.New(fc, f.scope(), mcpserver.Options{Name: "zeoctl", Version: "v1", Logger: logger})
 				if err != nil {
 					return err
 				}
 				e.progress("serving MCP for %s/%s on stdin and stdout", f.org, f.project)
-				err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+				// A transport of our own: the SDK's stdio transport ends the
+				// session on the first malformed line.
+				err = srv.Run(ctx, &mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, Logger: logger})
 				if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 					return nil
 				}
@@ -378,8 +378,3 @@ on it wait for it to exit. Diagnostics go to stderr.
 		},
 	}
 }
-
-// nopWriteCloser leaves closing stdout to the process.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
