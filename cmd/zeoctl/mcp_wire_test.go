@@ -1,0 +1,119 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The lines of one client session: initialize, then each malformed line
+// followed by a valid request.
+const (
+	wireInitialize  = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	wireInitialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+)
+
+// pipeMCP runs 'zeoctl mcp' with stdin the given lines, closed after the
+// last, and returns its responses by id (raw JSON) and its exit code.
+func pipeMCP(t *testing.T, ledgerPath string, lines []string) (map[string][]json.RawMessage, int, string) {
+	t.Helper()
+	cmd := exec.Command(zeoctlPath, "mcp", "--simulated", "--ledger", ledgerPath, "--org", "org-a", "--project", "proj-1")
+	cmd.Dir = t.TempDir()
+	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("zeoctl mcp: %v", err)
+	}
+	got := map[string][]json.RawMessage{}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("zeoctl mcp wrote %q: %v", sc.Text(), err)
+		}
+		got[string(r.ID)] = append(got[string(r.ID)], append(json.RawMessage(nil), sc.Bytes()...))
+	}
+	return got, cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// TestMCPKeepsServing feeds a real 'zeoctl mcp' every malformed message
+// of issue 23, each followed by a valid request: each is answered by a
+// JSON-RPC error, each valid request by its result, and the process exits
+// 0 when stdin closes.
+func TestMCPKeepsServing(t *testing.T) {
+	malformed := []struct {
+		line string
+		code int64
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":`, -32700},
+		{strings.Repeat("[", 1000) + strings.Repeat("]", 1000), -32600},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600},
+		{`[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, -32600},
+		{`[]`, -32600},
+		{`{"jsonrpc":"1.0","method":"ping"}`, -32600},
+		{`{"method":"ping"}`, -32600},
+	}
+	lines := []string{`{"jsonrpc":"2.0","id":"early","method":"tools/list"}`, wireInitialize, wireInitialized}
+	for i, m := range malformed {
+		lines = append(lines, m.line, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 100+i))
+	}
+	got, code, stderr := pipeMCP(t, catalogueLedger(t, false), lines)
+	if code != 0 {
+		t.Fatalf("zeoctl mcp exited %d\nstderr:\n%s", code, stderr)
+	}
+	errorCode := func(raw json.RawMessage) int64 {
+		var r struct {
+			Error *struct {
+				Code int64 `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &r) != nil || r.Error == nil {
+			return 0
+		}
+		return r.Error.Code
+	}
+	if r := got[`"early"`]; len(r) != 1 || errorCode(r[0]) != -32002 {
+		t.Errorf("tools/list before initialize answered %s, want error -32002", r)
+	}
+	nulls := got["null"]
+	if len(nulls) != len(malformed) {
+		t.Fatalf("%d answers with id null, want %d: %s\nstderr:\n%s", len(nulls), len(malformed), nulls, stderr)
+	}
+	for i, m := range malformed {
+		if c := errorCode(nulls[i]); c != m.code {
+			t.Errorf("%.40s answered %s, want error %d", m.line, nulls[i], m.code)
+		}
+		r := got[fmt.Sprint(100+i)]
+		if len(r) != 1 || errorCode(r[0]) != 0 || !bytes.Contains(r[0], []byte(`"name":"run"`)) {
+			t.Errorf("tools/list %d after %.40s answered %s", 100+i, m.line, r)
+		}
+	}
+}
+
+// TestMCPAnswersBeforeEOF: 20 runs of 'zeoctl mcp' whose stdin holds
+// initialize and tools/list and then ends: every run answers both.
+func TestMCPAnswersBeforeEOF(t *testing.T) {
+	path := catalogueLedger(t, false)
+	lines := []string{wireInitialize, wireInitialized, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`}
+	answered := 0
+	for run := range 20 {
+		got, code, stderr := pipeMCP(t, path, lines)
+		if code != 0 || len(got[`"init"`]) != 1 || len(got["1"]) != 1 {
+			t.Errorf("run %d: exit %d, answers %v\nstderr:\n%s", run, code, got, stderr)
+			continue
+		}
+		answered++
+	}
+	t.Logf("%d of 20 piped runs answered initialize and tools/list", answered)
+}
