@@ -119,9 +119,13 @@ func Tools() []*mcp.Tool {
 			Name:  ToolRun,
 			Title: "Run a capability",
 			Description: "Runs a capability with arguments as data and returns its state and, once succeeded, its artifact (the result). " +
-				"Without operation_id a new operation starts; with the operation_id of an earlier run it continues that operation, and an operation that succeeded returns its result without running again.",
+				"Without operation_id a new operation starts; with the operation_id of an earlier run it continues that operation, and an operation that succeeded returns its result without running again. " +
+				"Not idempotent by itself: two calls without operation_id are two operations, and their effects happen twice (an identical second call may be meant, such as sending the same message again, so no id is derived from the arguments). " +
+				"To make a call safe to repeat, choose an operation_id and pass it on every attempt.",
 			InputSchema: json.RawMessage(runSchema),
-			Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes, Title: "Run a capability"},
+			// IdempotentHint false: only a call with operation_id is
+			// idempotent (see the description), and the hint is per tool.
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: false, OpenWorldHint: &yes, Title: "Run a capability"},
 		},
 	}
 }
@@ -152,7 +156,7 @@ const (
   "properties": {
     "capability_id": {"type": "string", "minLength": 1, "description": "Canonical capability id, namespace.name@version."},
     "arguments": {"type": "object", "description": "The capability's arguments, valid against its request_schema (see describe). Default {}."},
-    "operation_id": {"type": "string", "minLength": 1, "description": "Continue this operation instead of starting a new one."},
+    "operation_id": {"type": "string", "minLength": 1, "description": "The operation to start or continue; the same id with the same arguments never runs twice. Without it, every call is a new operation."},
     "account": {"type": "string", "minLength": 1, "description": "The connection account to run with, when several could serve."}
   },
   "required": ["capability_id"],

@@ -346,8 +346,19 @@ succeeded). Capability ids are always arguments, never tool names.
 Everything is answered as the project sees the catalogue: a capability
 outside its audience does not exist, not even in an error's wording.
 
-The ledger file is owned by the server while it runs: other zeoctl commands
-on it wait for it to exit. Diagnostics go to stderr.
+With a ledger file (bolt), the server holds the file's lock while it runs:
+any other zeoctl command on the same file fails (after a 2 s wait) until
+the server exits. For an MCP server beside other readers, or several
+servers for one catalogue, use a PostgreSQL ledger (-ledger postgres://…),
+which many processes open at once. Diagnostics go to stderr.
+
+Each line of stdin is one JSON-RPC message: a line that is not one (not
+JSON, a batch, a wrong id or jsonrpc member) is answered by a JSON-RPC
+error and the server reads on. When stdin closes, every request read
+before is answered, then the server exits.
+
+Flags take one dash or two; MCP clients that parse their own flags (the
+Inspector reads -e) need two: --simulated --ledger PATH --org ID ...
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f facadeFlags

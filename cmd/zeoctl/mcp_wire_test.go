@@ -117,3 +117,43 @@ func TestMCPAnswersBeforeEOF(t *testing.T) {
 	}
 	t.Logf("%d of 20 piped runs answered initialize and tools/list", answered)
 }
+
+// TestMCPHoldsTheLedgerFile: what 'zeoctl mcp -h' says is true: while
+// the server runs on a ledger file, another command on it fails, and the
+// help points at PostgreSQL.
+func TestMCPHoldsTheLedgerFile(t *testing.T) {
+	help := zeoctl(t, "mcp", "-h")
+	for _, want := range []string{"fails (after a 2 s wait)", "PostgreSQL", "--simulated --ledger"} {
+		if !strings.Contains(help.stdout+help.stderr, want) {
+			t.Errorf("zeoctl mcp -h does not say %q:\n%s", want, help)
+		}
+	}
+	path := catalogueLedger(t, false)
+	cmd := exec.Command(zeoctlPath, "mcp", "--simulated", "--ledger", path, "--org", "org-a", "--project", "proj-1")
+	cmd.Dir = t.TempDir()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Answered initialize means the server has the ledger open.
+	fmt.Fprintln(in, wireInitialize)
+	if !bufio.NewScanner(out).Scan() {
+		t.Fatal("zeoctl mcp did not answer initialize")
+	}
+	other := zeoctl(t, "search", "-ledger", path, "-org", "org-a", "-project", "proj-1")
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("zeoctl mcp: %v", err)
+	}
+	if other.code == 0 {
+		t.Errorf("search on the ledger the server holds succeeded:\n%s", other)
+	}
+}
