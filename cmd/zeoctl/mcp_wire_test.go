@@ -3,12 +3,18 @@ package main_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The lines of one client session: initialize, then each malformed line
@@ -155,5 +161,59 @@ func TestMCPHoldsTheLedgerFile(t *testing.T) {
 	}
 	if other.code == 0 {
 		t.Errorf("search on the ledger the server holds succeeded:\n%s", other)
+	}
+}
+
+// TestREADMEMCPConfig starts the server as the README's MCP client
+// configuration says, with the ledger path replaced, and lists its tools
+// with the official Go SDK's client.
+func TestREADMEMCPConfig(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(readme, []byte("```json\n{\n  \"mcpServers\""))
+	block, _, ok2 := bytes.Cut(rest, []byte("```"))
+	if !ok || !ok2 {
+		t.Fatal("README has no mcpServers configuration")
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(append([]byte(`{"mcpServers"`), block...), &cfg); err != nil {
+		t.Fatalf("README's configuration: %v", err)
+	}
+	srv, ok := cfg.MCPServers["zeoctl"]
+	if !ok || srv.Command != "zeoctl" {
+		t.Fatalf("README's configuration has no zeoctl server: %+v", cfg)
+	}
+	path := catalogueLedger(t, false)
+	args := slices.Clone(srv.Args)
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
+			t.Errorf("README's configuration has single-dash flag %s", a)
+		}
+		if a == "--ledger" && i+1 < len(args) {
+			args[i+1] = path
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.Command(zeoctlPath, args...)
+	cmd.Dir = t.TempDir()
+	client := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("starting %v: %v", args, err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 3 {
+		t.Errorf("tools/list: %v %v", tools, err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("closing: %v", err)
 	}
 }
