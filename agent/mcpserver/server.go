@@ -31,6 +31,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
@@ -48,6 +49,9 @@ type Options struct {
 	Name, Version string
 	// Logger receives the SDK's records of server activity; nil means none.
 	Logger *slog.Logger
+	// Ledger names the ledger as the operator would pass it to zeoctl, for
+	// the grant command a consent refusal carries; empty means LEDGER.
+	Ledger string
 }
 
 // ErrInvalidScope is returned by New for a scope that is not two valid
@@ -74,7 +78,10 @@ func New(f *agent.Facade, scope ledger.Scope, opts Options) (*mcp.Server, error)
 		Logger:       opts.Logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
-	t := tools{f: f, scope: scope}
+	if opts.Ledger == "" {
+		opts.Ledger = "LEDGER"
+	}
+	t := tools{f: f, scope: scope, ledger: opts.Ledger}
 	for _, tool := range Tools() {
 		var h mcp.ToolHandler
 		switch tool.Name {
@@ -228,8 +235,9 @@ func decode(tool string, raw json.RawMessage, v any) error {
 
 // tools holds the handlers of one server.
 type tools struct {
-	f     *agent.Facade
-	scope ledger.Scope
+	f      *agent.Facade
+	scope  ledger.Scope
+	ledger string
 }
 
 func (t tools) search(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -271,7 +279,12 @@ func (t tools) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 	}
 	res, err := t.f.Run(ctx, t.scope, r)
 	if res.State == "" {
-		// Nothing ran: the refusal is the answer.
+		// Nothing ran: the refusal is the answer, with everything
+		// consent lacks and the one command that grants it.
+		var ce *catalogue.ConsentError
+		if errors.As(err, &ce) {
+			return failure(fmt.Errorf("%w\nthe operator grants it with: %s", err, ce.GrantCommand(t.ledger))), nil
+		}
 		return failure(err), nil
 	}
 	return result(res, err != nil)

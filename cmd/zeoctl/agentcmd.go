@@ -12,6 +12,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/agent/mcpserver"
+	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -295,6 +296,10 @@ the printed next step says what to do.
 				res, rerr := fc.Run(ctx, f.scope(), agent.RunRequest{CapabilityID: args[0], Arguments: arguments,
 					OperationID: *operation, Account: *account})
 				if res.State == "" {
+					var ce *catalogue.ConsentError
+					if errors.As(rerr, &ce) {
+						return fmt.Errorf("%w\nto grant exactly that: %s", rerr, ce.GrantCommand(f.path))
+					}
 					return rerr
 				}
 				if f.json {
@@ -373,7 +378,7 @@ Inspector reads -e) need two: --simulated --ledger PATH --org ID ...
 				}
 				defer closeAll(&err)
 				logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-				srv, err := mcpserver.New(fc, f.scope(), mcpserver.Options{Name: "zeoctl", Version: "v1", Logger: logger})
+				srv, err := mcpserver.New(fc, f.scope(), mcpserver.Options{Name: "zeoctl", Version: "v1", Logger: logger, Ledger: f.path})
 				if err != nil {
 					return err
 				}

@@ -217,3 +217,54 @@ func TestREADMEMCPConfig(t *testing.T) {
 		t.Errorf("closing: %v", err)
 	}
 }
+
+// TestConsentInOneAnswer: a capability that needs a connection account,
+// run without consent, says everything it lacks at once, over MCP and on
+// the command line, with one grant command; once that command has run,
+// the run gets past consent (to the effect operations, which manifests do
+// not declare and which are asked for when requested).
+func TestConsentInOneAnswer(t *testing.T) {
+	path := catalogueLedger(t, false)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run","arguments":{"capability_id":"example.two_effects@1.0.0","arguments":{"target":"doc-1"}}}}`
+	got, code, stderr := pipeMCP(t, path, []string{wireInitialize, wireInitialized, call})
+	if code != 0 || len(got["2"]) != 1 {
+		t.Fatalf("zeoctl mcp: exit %d, answers %v\nstderr:\n%s", code, got, stderr)
+	}
+	var answer struct {
+		Result struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(got["2"][0], &answer); err != nil || !answer.Result.IsError || len(answer.Result.Content) != 1 {
+		t.Fatalf("run without consent answered %s (%v)", got["2"][0], err)
+	}
+	text := answer.Result.Content[0].Text
+	for _, want := range []string{"capability:example.two_effects@1.0.0", "service:runtime.effects", "effect_kind:write", "effect_kind:external_communication"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the refusal does not name %s:\n%s", want, text)
+		}
+	}
+	_, command, ok := strings.Cut(text, "the operator grants it with: ")
+	if !ok {
+		t.Fatalf("the refusal gives no grant command:\n%s", text)
+	}
+	wantCommand := "zeoctl catalogue consent grant --ledger " + path + " --org org-a --project proj-1 --account ACCOUNT" +
+		" --capability example.two_effects@1.0.0 --service runtime.effects --effect-kind write --effect-kind external_communication"
+	if command != wantCommand {
+		t.Fatalf("grant command\n%s\nwant\n%s", command, wantCommand)
+	}
+
+	cli := zeoctl(t, "run", "--simulated", "--ledger", path, "--org", "org-a", "--project", "proj-1", "--args", `{"target":"doc-1"}`, "example.two_effects@1.0.0")
+	if cli.code == 0 || !strings.Contains(cli.stderr, "to grant exactly that: "+wantCommand) {
+		t.Errorf("zeoctl run without consent:\n%s", cli)
+	}
+
+	args := strings.Fields(strings.Replace(command, "ACCOUNT", "connection-a", 1))[1:]
+	wantRun(t, zeoctl(t, args...), 0, []string{"consent of org-a/proj-1 for account connection-a"}, nil)
+	after := zeoctl(t, "run", "--simulated", "--effects", "accept", "--budget", "2", "--ledger", path, "--org", "org-a", "--project", "proj-1",
+		"--args", `{"target":"doc-1"}`, "example.two_effects@1.0.0")
+	wantRun(t, after, 3, []string{"waiting_approval", "effect_operation:prepare", "next"}, nil)
+}
