@@ -204,3 +204,18 @@ func FuzzLineTransport(f *testing.F) {
 		}
 	})
 }
+
+// TestRunToolHint: the run tool does not claim idempotence it lacks:
+// without operation_id each call is a new operation.
+func TestRunToolHint(t *testing.T) {
+	for _, tool := range mcpserver.Tools() {
+		if tool.Name != mcpserver.ToolRun {
+			continue
+		}
+		if tool.Annotations.IdempotentHint || !strings.Contains(tool.Description, "Not idempotent by itself") {
+			t.Errorf("run: idempotentHint %v, description %q", tool.Annotations.IdempotentHint, tool.Description)
+		}
+		return
+	}
+	t.Fatal("no run tool")
+}
