@@ -282,6 +282,9 @@ func (f *Facade) Run(ctx context.Context, scope ledger.Scope, req RunRequest) (R
 		res.Detail = oe.Cause.Error()
 	}
 	res.Next = next(o, ierr)
+	if res.Reason == "" && o.State != launch.StateSucceeded {
+		res.Reason = reasonFor(o, res.Detail)
+	}
 	return res, ierr
 }
 
@@ -347,9 +350,21 @@ func next(o *supervise.Outcome, err error) string {
 	case launch.StateCancelled:
 		return "the operation was cancelled; run with a new operation if it is still wanted"
 	case launch.StateFailed:
-		return "the capability failed (see error_code and reason); run with a new operation once the cause is fixed"
+		return "the capability failed (the reason, and error_code when given, say how); run with a new operation once the cause is fixed"
 	}
 	return ""
+}
+
+// reasonFor is the reason of an outcome that gave none, so that every
+// state other than succeeded has both a reason and a next step.
+func reasonFor(o *supervise.Outcome, detail string) string {
+	switch {
+	case detail != "":
+		return detail
+	case o.ErrorCode != "":
+		return fmt.Sprintf("the operation ended %s with error code %s, and no further reason", o.State, o.ErrorCode)
+	}
+	return fmt.Sprintf("the operation ended %s, and no further reason was reported", o.State)
 }
 
 // newOperationID returns a random operation id.

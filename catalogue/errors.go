@@ -82,14 +82,55 @@ type ConsentError struct {
 	Missing []string
 }
 
-// Error names the capability, the account and what is missing.
+// Error names the capability, the account and everything missing, and
+// the one command that grants exactly that (with LEDGER for the ledger,
+// and ACCOUNT when no account was named).
 func (e *ConsentError) Error() string {
 	acct := "no connection account"
 	if e.Account != "" {
 		acct = fmt.Sprintf("connection account %q", e.Account)
 	}
-	return fmt.Sprintf("%v: capability %q with %s in organization %q project %q lacks consent for %s; grant it explicitly (zeoctl catalogue consent grant)",
-		ErrConsentRequired, e.CapabilityID, acct, e.Scope.OrganizationID, e.Scope.ProjectID, strings.Join(e.Missing, ", "))
+	return fmt.Sprintf("%v: capability %q with %s in organization %q project %q lacks consent for %s; an operator grants exactly that with: %s",
+		ErrConsentRequired, e.CapabilityID, acct, e.Scope.OrganizationID, e.Scope.ProjectID, strings.Join(e.Missing, ", "), e.GrantCommand("LEDGER"))
+}
+
+// GrantCommand returns the zeoctl command that grants exactly what is
+// missing, on the ledger named ledger. Without an account (no consent
+// named one), the account is ACCOUNT, for the operator to choose. Effect
+// operations are not declared by manifests: each is missing only once the
+// capability requests it, so a later effect may ask for another.
+func (e *ConsentError) GrantCommand(ledger string) string {
+	account := e.Account
+	if account == "" {
+		account = "ACCOUNT"
+	}
+	args := []string{"zeoctl", "catalogue", "consent", "grant", "--ledger", shellQuote(ledger),
+		"--org", shellQuote(e.Scope.OrganizationID), "--project", shellQuote(e.Scope.ProjectID), "--account", shellQuote(account)}
+	flags := map[string]string{"capability": "--capability", "credential": "--credential", "service": "--service",
+		"effect_kind": "--effect-kind", "effect_operation": "--effect-operation"}
+	for _, m := range e.Missing {
+		kind, v, ok := strings.Cut(m, ":")
+		if f, known := flags[kind]; ok && known {
+			args = append(args, f, shellQuote(v))
+		}
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// characters safe unquoted.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Unwrap returns [ErrConsentRequired].

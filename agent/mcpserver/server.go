@@ -31,6 +31,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
@@ -48,6 +49,9 @@ type Options struct {
 	Name, Version string
 	// Logger receives the SDK's records of server activity; nil means none.
 	Logger *slog.Logger
+	// Ledger names the ledger as the operator would pass it to zeoctl, for
+	// the grant command a consent refusal carries; empty means LEDGER.
+	Ledger string
 }
 
 // ErrInvalidScope is returned by New for a scope that is not two valid
@@ -74,7 +78,10 @@ func New(f *agent.Facade, scope ledger.Scope, opts Options) (*mcp.Server, error)
 		Logger:       opts.Logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}},
 	})
-	t := tools{f: f, scope: scope}
+	if opts.Ledger == "" {
+		opts.Ledger = "LEDGER"
+	}
+	t := tools{f: f, scope: scope, ledger: opts.Ledger}
 	for _, tool := range Tools() {
 		var h mcp.ToolHandler
 		switch tool.Name {
@@ -119,9 +126,13 @@ func Tools() []*mcp.Tool {
 			Name:  ToolRun,
 			Title: "Run a capability",
 			Description: "Runs a capability with arguments as data and returns its state and, once succeeded, its artifact (the result). " +
-				"Without operation_id a new operation starts; with the operation_id of an earlier run it continues that operation, and an operation that succeeded returns its result without running again.",
+				"Without operation_id a new operation starts; with the operation_id of an earlier run it continues that operation, and an operation that succeeded returns its result without running again. " +
+				"Not idempotent by itself: two calls without operation_id are two operations, and their effects happen twice (an identical second call may be meant, such as sending the same message again, so no id is derived from the arguments). " +
+				"To make a call safe to repeat, choose an operation_id and pass it on every attempt.",
 			InputSchema: json.RawMessage(runSchema),
-			Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes, Title: "Run a capability"},
+			// IdempotentHint false: only a call with operation_id is
+			// idempotent (see the description), and the hint is per tool.
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: false, OpenWorldHint: &yes, Title: "Run a capability"},
 		},
 	}
 }
@@ -152,7 +163,7 @@ const (
   "properties": {
     "capability_id": {"type": "string", "minLength": 1, "description": "Canonical capability id, namespace.name@version."},
     "arguments": {"type": "object", "description": "The capability's arguments, valid against its request_schema (see describe). Default {}."},
-    "operation_id": {"type": "string", "minLength": 1, "description": "Continue this operation instead of starting a new one."},
+    "operation_id": {"type": "string", "minLength": 1, "description": "The operation to start or continue; the same id with the same arguments never runs twice. Without it, every call is a new operation."},
     "account": {"type": "string", "minLength": 1, "description": "The connection account to run with, when several could serve."}
   },
   "required": ["capability_id"],
@@ -224,8 +235,9 @@ func decode(tool string, raw json.RawMessage, v any) error {
 
 // tools holds the handlers of one server.
 type tools struct {
-	f     *agent.Facade
-	scope ledger.Scope
+	f      *agent.Facade
+	scope  ledger.Scope
+	ledger string
 }
 
 func (t tools) search(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -267,7 +279,12 @@ func (t tools) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTool
 	}
 	res, err := t.f.Run(ctx, t.scope, r)
 	if res.State == "" {
-		// Nothing ran: the refusal is the answer.
+		// Nothing ran: the refusal is the answer, with everything
+		// consent lacks and the one command that grants it.
+		var ce *catalogue.ConsentError
+		if errors.As(err, &ce) {
+			return failure(fmt.Errorf("%w\nthe operator grants it with: %s", err, ce.GrantCommand(t.ledger))), nil
+		}
 		return failure(err), nil
 	}
 	return result(res, err != nil)

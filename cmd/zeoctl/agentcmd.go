@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/agent/mcpserver"
+	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -297,6 +296,10 @@ the printed next step says what to do.
 				res, rerr := fc.Run(ctx, f.scope(), agent.RunRequest{CapabilityID: args[0], Arguments: arguments,
 					OperationID: *operation, Account: *account})
 				if res.State == "" {
+					var ce *catalogue.ConsentError
+					if errors.As(rerr, &ce) {
+						return fmt.Errorf("%w\nto grant exactly that: %s", rerr, ce.GrantCommand(f.path))
+					}
 					return rerr
 				}
 				if f.json {
@@ -348,8 +351,19 @@ succeeded). Capability ids are always arguments, never tool names.
 Everything is answered as the project sees the catalogue: a capability
 outside its audience does not exist, not even in an error's wording.
 
-The ledger file is owned by the server while it runs: other zeoctl commands
-on it wait for it to exit. Diagnostics go to stderr.
+With a ledger file (bolt), the server holds the file's lock while it runs:
+any other zeoctl command on the same file fails (after a 2 s wait) until
+the server exits. For an MCP server beside other readers, or several
+servers for one catalogue, use a PostgreSQL ledger (-ledger postgres://…),
+which many processes open at once. Diagnostics go to stderr.
+
+Each line of stdin is one JSON-RPC message: a line that is not one (not
+JSON, a batch, a wrong id or jsonrpc member) is answered by a JSON-RPC
+error and the server reads on. When stdin closes, every request read
+before is answered, then the server exits.
+
+Flags take one dash or two; MCP clients that parse their own flags (the
+Inspector reads -e) need two: --simulated --ledger PATH --org ID ...
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f facadeFlags
@@ -363,13 +377,15 @@ on it wait for it to exit. Diagnostics go to stderr.
 					return err
 				}
 				defer closeAll(&err)
-				srv, err := mcpserver.New(fc, f.scope(), mcpserver.Options{Name: "zeoctl", Version: "v1",
-					Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+				logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				srv, err := mcpserver.New(fc, f.scope(), mcpserver.Options{Name: "zeoctl", Version: "v1", Logger: logger, Ledger: f.path})
 				if err != nil {
 					return err
 				}
 				e.progress("serving MCP for %s/%s on stdin and stdout", f.org, f.project)
-				err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+				// A transport of our own: the SDK's stdio transport ends the
+				// session on the first malformed line.
+				err = srv.Run(ctx, &mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, Logger: logger})
 				if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 					return nil
 				}
@@ -378,8 +394,3 @@ on it wait for it to exit. Diagnostics go to stderr.
 		},
 	}
 }
-
-// nopWriteCloser leaves closing stdout to the process.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
