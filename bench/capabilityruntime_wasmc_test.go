@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
@@ -157,37 +156,9 @@ func BenchmarkCapabilityRuntimeWasmC(b *testing.B) {
 	for _, r := range rows {
 		r() // warm
 	}
-	for _, name := range []string{"WasmExecute", "OneShot", "OneShotStatic", "Pooled"} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				rows[name]()
-			}
-		})
-	}
+	benchRows(b, rows, "WasmExecute", "OneShot", "OneShotStatic", "Pooled")
 	paired := func(name, first, second, ratio string) {
-		b.Run(name, func(b *testing.B) {
-			var total [2]time.Duration
-			run := func(i int, row string) {
-				t0 := time.Now()
-				rows[row]()
-				total[i] += time.Since(t0)
-			}
-			odd := false
-			for b.Loop() {
-				if odd {
-					run(1, second)
-					run(0, first)
-				} else {
-					run(0, first)
-					run(1, second)
-				}
-				odd = !odd
-			}
-			b.ReportMetric(float64(total[0].Nanoseconds())/float64(b.N), first+"-ns/op")
-			b.ReportMetric(float64(total[1].Nanoseconds())/float64(b.N), second+"-ns/op")
-			b.ReportMetric(float64(total[0])/float64(total[1]), ratio)
-		})
+		benchPaired(b, name, rows[first], rows[second], first, second, ratio)
 	}
 	paired("PairedOneShot", "WasmExecute", "OneShot", "x-oneshot")
 	paired("PairedStatic", "WasmExecute", "OneShotStatic", "x-static")

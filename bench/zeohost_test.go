@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/zeohost"
@@ -99,37 +98,9 @@ func BenchmarkZeohost(b *testing.B) {
 	for _, r := range rows {
 		r() // warm: the starter, the provider cache; completes the Done operations
 	}
-	for _, name := range []string{"Execute", "Invoke"} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				rows[name]()
-			}
-		})
-	}
+	benchRows(b, rows, "Execute", "Invoke")
 	paired := func(name, execute, invoke string) {
-		b.Run(name, func(b *testing.B) {
-			var total [2]time.Duration
-			run := func(i int, row string) {
-				t0 := time.Now()
-				rows[row]()
-				total[i] += time.Since(t0)
-			}
-			odd := false
-			for b.Loop() {
-				if odd {
-					run(1, invoke)
-					run(0, execute)
-				} else {
-					run(0, execute)
-					run(1, invoke)
-				}
-				odd = !odd
-			}
-			b.ReportMetric(float64(total[0].Nanoseconds())/float64(b.N), "Execute-ns/op")
-			b.ReportMetric(float64(total[1].Nanoseconds())/float64(b.N), "Invoke-ns/op")
-			b.ReportMetric(float64(total[0])/float64(total[1]), "x-invoke")
-		})
+		benchPaired(b, name, rows[execute], rows[invoke], "Execute", "Invoke", "x-invoke")
 	}
 	paired("Paired", "Execute", "Invoke")
 	paired("PairedReconnected", "ExecuteDone", "InvokeDone")
