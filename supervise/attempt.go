@@ -2,7 +2,6 @@ package supervise
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -148,7 +147,7 @@ func (a *attempt) prepare() error {
 		return err
 	}
 	a.launch = ledger.AttemptLaunch{Operation: specOf(op), AttemptID: a.fence.AttemptID, Generation: a.fence.Generation,
-		BootstrapID: a.bootstrapID, LaunchDigest: a.enc.LaunchDigest, ControllerID: s.controllerID()}
+		BootstrapID: a.bootstrapID, LaunchDigest: a.enc.LaunchDigest, ControllerID: s.ctl.id}
 	return nil
 }
 
@@ -266,7 +265,3 @@ func (a *attempt) judge(ctx context.Context, lo *launch.Outcome, lerr error) err
 func (a *attempt) record(ctx context.Context, lo *launch.Outcome) {
 	a.s.record(ctx, a.fence, a.o, evidence(a.o, a.binding, a.bootstrapID, a.enc.LaunchDigest, lo, a.h, a.started))
 }
-
-// errNotOwner is the cause of a Handler's refusals once this controller's
-// lease is no longer known to be live.
-var errNotOwner = errors.New("supervise: this controller's lease is not known to be live")

@@ -42,7 +42,6 @@ type controller struct {
 	mu       sync.Mutex
 	until    time.Time // monotonic: the lease is live at least until then
 	lost     error     // set once the lease is lost for good
-	renewals int64
 	stop     chan struct{}
 	done     chan struct{}
 	released bool
@@ -63,9 +62,6 @@ func newControllerID() (string, error) {
 	}
 	return fmt.Sprintf("ctl-%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:])), nil
 }
-
-// controllerID is the id every attempt of this Supervisor records.
-func (s *Supervisor) controllerID() string { return s.ctl.id }
 
 // ControllerID returns the controller id this Supervisor registers its
 // lease under, and records on every attempt it launches.
@@ -150,7 +146,6 @@ func (c *controller) renew() {
 			c.mu.Lock()
 			if c.lost == nil {
 				c.until = sent.Add(c.ttl)
-				c.renewals++
 			}
 			c.mu.Unlock()
 			continue
