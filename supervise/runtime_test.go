@@ -492,13 +492,18 @@ func TestFailStop(t *testing.T) {
 	if d.total() != 0 {
 		t.Fatalf("dispatched %d effects after the lease lapsed", d.total())
 	}
+	answered := 0
 	for _, ev := range o.Decisions {
 		if ev.Method != "effect.request" {
 			continue
 		}
+		answered++
 		if ev.State == "allowed" || !(errors.Is(ev.Refusal, supervise.ErrLeaseLost) || errors.Is(ev.Refusal, ledger.ErrLeaseExpired)) {
 			t.Fatalf("effect answered %s (%v) after the lease lapsed", ev.State, ev.Refusal)
 		}
+	}
+	if answered == 0 {
+		t.Fatalf("the host's effect request got no answer on record: %+v", o.Decisions)
 	}
 	if _, err := s.Invoke(ctx, call("op-later", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)); !errors.Is(err, supervise.ErrLeaseLost) {
 		t.Fatalf("Invoke on a controller whose lease lapsed: %v", err)
