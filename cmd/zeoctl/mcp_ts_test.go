@@ -90,7 +90,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"server"`
 		Tools []struct {
-			Name        string          `json:"name"`
+			Name        string         `json:"name"`
 			Annotations map[string]any `json:"annotations"`
 		} `json:"tools"`
 		Search, Describe, Run toolResult
