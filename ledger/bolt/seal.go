@@ -123,7 +123,8 @@ func scanSealed(b *bbolt.Bucket, bucket, start, prefix []byte, fn func(k, payloa
 		if _, err := sealed(bucket, pk, pv); err != nil {
 			return err
 		}
-		k, v = c.Seek(start)
+		// Back to k: one step costs less than a second descent of the tree.
+		k, v = c.Next()
 	}
 	for ; k != nil; k, v = c.Next() {
 		payload, err := sealed(bucket, k, v)
