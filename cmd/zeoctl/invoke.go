@@ -30,8 +30,7 @@ type invokeFlags struct {
 	budget      int64
 	services    string
 	operationID string
-	org         string
-	project     string
+	scope       scopeFlags
 	effects     string
 	grants      grantFlags
 	warm        bool
@@ -41,7 +40,7 @@ type invokeFlags struct {
 func invokeCommand() *command {
 	return &command{
 		name:      "invoke",
-		usageLine: "invoke (-python PATH | -host PATH | -simulated) [-binding FILE] [-capability ID] [-args JSON|@FILE] [-ledger PATH] [-operation ID] [-deadline D] [-budget N] [-effects refuse|accept|uncertain] [-warm] [-json]",
+		usageLine: "invoke (-python PATH | -host PATH | -simulated) [-binding FILE] [-capability ID] [-args JSON|@FILE] [-ledger PATH] [-org ID] [-project ID] [-operation ID] [-deadline D] [-budget N] [-effects refuse|accept|uncertain] [-warm] [-json]",
 		short:     "run one capability operation on a provider, on a ledger",
 		long: `Invoke runs one capability operation end to end with package supervise:
 it records the operation in the ledger, starts an attempt with a new fence,
@@ -95,8 +94,7 @@ the outcome says what to do next:
 			fs.Int64Var(&f.budget, "budget", 0, "the operation's total effect budget: distinct logical effects across all attempts (a new operation only)")
 			fs.StringVar(&f.services, "services", supervise.EffectsService, "comma-separated services the Runtime offers; a capability requiring another is refused before launch")
 			fs.StringVar(&f.operationID, "operation", "", "the operation `ID`; the same id continues an operation (default: a new random id)")
-			fs.StringVar(&f.org, "org", "org-local", "the operation's organization id")
-			fs.StringVar(&f.project, "project", "project-local", "the operation's project id")
+			f.scope.register(fs, false)
 			registerEffects(fs, &f.effects)
 			f.grants.register(fs)
 			fs.BoolVar(&f.warm, "warm", false, "fork the host from a zygote (a fork server that preloaded the host's dependencies) instead of starting it cold; -python only")
@@ -223,7 +221,7 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	}
 	defer closeSupervisor(sup, &err)
 	call := supervise.Call{
-		Scope:        ledger.Scope{OrganizationID: f.org, ProjectID: f.project},
+		Scope:        f.scope.scope(),
 		OperationID:  f.operationID,
 		CapabilityID: f.capability,
 		Arguments:    args,

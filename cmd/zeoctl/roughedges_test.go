@@ -1,0 +1,202 @@
+package main_test
+
+import (
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// edgeLedger is a ledger file made once for TestCLIEdges by invoke with
+// the defaults of -org and -project: operation op-edge, whose effect-1 is
+// unknown (-effects uncertain), and operation op-echo, succeeded with an
+// artifact.
+type edgeLedger struct {
+	path     string
+	artifact string // op-echo's artifact ref
+}
+
+var (
+	edgeOnce sync.Once
+	edge     edgeLedger
+	edgeErr  string
+)
+
+// sharedEdgeLedger makes the ledger on first use; dir outlives every
+// caller (it is the first caller's parent test's).
+func sharedEdgeLedger(t *testing.T, dir string) edgeLedger {
+	t.Helper()
+	edgeOnce.Do(func() {
+		path := filepath.Join(dir, "edge.db")
+		for _, op := range []string{"op-edge", "op-resolve"} {
+			r := zeoctl(t, "invoke", "-simulated", "-ledger", path, "-operation", op, "-capability", "example.two_effects@1.0.0",
+				"-args", `{"target":"x"}`, "-budget", "2", "-effects", "uncertain")
+			if r.code != 3 || !strings.Contains(r.stdout, "needs_reconciliation") {
+				edgeErr = "making the edge ledger: " + r.String()
+				return
+			}
+		}
+		r := zeoctl(t, "invoke", "-simulated", "-ledger", path, "-operation", "op-echo", "-capability", "example.echo@1.0.0", "-args", `{"text":"e"}`)
+		m := regexp.MustCompile(`artifact_[0-9a-f]{32}`).FindString(r.stdout)
+		if r.code != 0 || m == "" {
+			edgeErr = "making the edge ledger: " + r.String()
+			return
+		}
+		edge = edgeLedger{path: path, artifact: m}
+	})
+	if edgeErr != "" {
+		t.Fatal(edgeErr)
+	}
+	return edge
+}
+
+// edgeCase is one rough edge of the CLI (issue 23), as a command line and
+// what it must answer: its exit status, fragments its stdout and stderr
+// must hold, and fragments they must not.
+type edgeCase struct {
+	name string
+	// args builds the command line; l is the shared ledger.
+	args           func(t *testing.T, l edgeLedger) []string
+	code           int
+	stdout, stderr []string
+	notStdout      []string
+	notStderr      []string
+}
+
+// TestCLIEdges runs each rough edge of issue 23 through the real zeoctl
+// binary: one row per point, its exit status and its message.
+func TestCLIEdges(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tt := range edgeCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := sharedEdgeLedger(t, dir)
+			r := zeoctl(t, tt.args(t, l)...)
+			wantRun(t, r, tt.code, tt.stdout, tt.stderr)
+			for _, s := range tt.notStdout {
+				if strings.Contains(r.stdout, s) {
+					t.Errorf("stdout holds %q\n%s", s, r)
+				}
+			}
+			for _, s := range tt.notStderr {
+				if strings.Contains(r.stderr, s) {
+					t.Errorf("stderr holds %q\n%s", s, r)
+				}
+			}
+		})
+	}
+}
+
+func edgeCases() []edgeCase {
+	return []edgeCase{
+		// One rule for -org and -project: they default to org-local and
+		// project-local everywhere, as invoke's do.
+		{name: "scope/resolve defaults to invoke's scope",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "resolve", "-ledger", l.path, "-operation", "op-resolve", "-effect", "effect-1", "-not-consumed", "refused"}
+			},
+			code: 0, stdout: []string{"org-local/project-local", "effect-1", "not_consumed"}},
+		{name: "scope/artifact get defaults to invoke's scope",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"artifact", "get", "-ledger", l.path, l.artifact}
+			},
+			code: 0, stdout: []string{`{"text":"e"}`}},
+		{name: "scope/ledger effects -operation defaults to invoke's scope",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "effects", "-ledger", l.path, "-operation", "op-edge"}
+			},
+			code: 0, stdout: []string{"op-edge", "effect-1", "unknown"}},
+		{name: "scope/ledger operations -operation defaults to invoke's scope",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "operations", "-ledger", l.path, "-operation", "op-echo"}
+			},
+			code: 0, stdout: []string{"operation org-local/project-local op-echo: completed"}},
+		{name: "scope/a listing covers every scope",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "operations", "-ledger", l.path}
+			},
+			code: 0, stdout: []string{"org-local/project-local  op-echo", "org-local/project-local  op-edge"}},
+		{name: "scope/-org alone keeps one scope, the project defaulting",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "operations", "-ledger", l.path, "-org", "org-other"}
+			},
+			code: 0, stdout: []string{"no operations"}},
+		{name: "scope/another scope finds nothing and says to check it",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "effects", "-ledger", l.path, "-org", "org-other", "-operation", "op-edge"}
+			},
+			code: 1, stderr: []string{"check -operation, -org and -project"}},
+		{name: "scope/the rule is in help",
+			args: func(t *testing.T, l edgeLedger) []string { return []string{"help", "scope"} },
+			code: 0, stdout: []string{"One rule holds in every command", "org-local", "project-local"}},
+		{name: "scope/-h shows the default",
+			args: func(t *testing.T, l edgeLedger) []string { return []string{"artifact", "get", "-h"} },
+			code: 0, stdout: []string{`(default "org-local")`, `(default "project-local")`}, notStdout: []string{"id (required)"}},
+	}
+}
+
+// requiredFlags are the command lines that leave out each flag that a
+// command's -h marks "(required)": each must be refused (exit 2) naming
+// the flag. TestRequiredFlags checks that the table is the set -h marks.
+var requiredFlags = map[string][]string{
+	"ledger operations -ledger":         {"ledger", "operations"},
+	"ledger effects -ledger":            {"ledger", "effects", "-unknown"},
+	"ledger leases -ledger":             {"ledger", "leases"},
+	"ledger resolve -ledger":            {"ledger", "resolve", "-operation", "o", "-effect", "e", "-confirmed", "r"},
+	"ledger resolve -operation":         {"ledger", "resolve", "-ledger", "l.db", "-effect", "e", "-confirmed", "r"},
+	"ledger resolve -effect":            {"ledger", "resolve", "-ledger", "l.db", "-operation", "o", "-confirmed", "r"},
+	"ledger upgrade -ledger":            {"ledger", "upgrade"},
+	"artifact get -ledger":              {"artifact", "get", "artifact_x"},
+	"catalogue admit -ledger":           {"catalogue", "admit", "-simulated", "-audience", "org-a"},
+	"catalogue list -ledger":            {"catalogue", "list"},
+	"catalogue generations -ledger":     {"catalogue", "generations"},
+	"catalogue consent grant -ledger":   {"catalogue", "consent", "grant", "-account", "a"},
+	"catalogue consent grant -account":  {"catalogue", "consent", "grant", "-ledger", "l.db"},
+	"catalogue consent revoke -ledger":  {"catalogue", "consent", "revoke", "-account", "a"},
+	"catalogue consent revoke -account": {"catalogue", "consent", "revoke", "-ledger", "l.db"},
+	"search -ledger":                    {"search", "echo"},
+	"describe-capability -ledger":       {"describe-capability", "example.echo@1.0.0"},
+	"run -ledger":                       {"run", "-simulated", "example.echo@1.0.0"},
+	"mcp -ledger":                       {"mcp", "-simulated"},
+}
+
+// TestRequiredFlags checks every flag a command's -h marks "(required)":
+// left out, the command is refused with exit 2 and a message naming it.
+// A flag that is optional must not be marked.
+func TestRequiredFlags(t *testing.T) {
+	t.Parallel()
+	flagLine := regexp.MustCompile(`^  (-[a-z-]+)`)
+	var marked []string
+	for _, name := range commandNames(t) {
+		r := zeoctl(t, append(strings.Fields(name), "-h")...)
+		flag := ""
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if m := flagLine.FindStringSubmatch(line); m != nil {
+				flag = m[1]
+				continue
+			}
+			if flag != "" && (strings.Contains(line, "(required)") || strings.Contains(line, "(required;")) {
+				marked = append(marked, name+" "+flag)
+			}
+		}
+	}
+	var table []string
+	for k := range requiredFlags {
+		table = append(table, k)
+	}
+	slices.Sort(marked)
+	slices.Sort(table)
+	if !slices.Equal(marked, table) {
+		t.Errorf("flags -h marks (required):\n%v\nthe table of TestRequiredFlags:\n%v", marked, table)
+	}
+	for k, args := range requiredFlags {
+		flag := k[strings.LastIndex(k, " ")+1:]
+		t.Run(k, func(t *testing.T) {
+			t.Parallel()
+			wantRun(t, zeoctl(t, args...), 2, nil, []string{flag, "is required", "usage: zeoctl "})
+		})
+	}
+}
