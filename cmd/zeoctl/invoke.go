@@ -299,27 +299,50 @@ func printOutcome(ctx context.Context, w io.Writer, l ledger.Ledger, o *supervis
 			break
 		}
 	}
-	if next := nextStep(o, ledgerPath); next != "" {
-		fmt.Fprintf(w, "  next       %s\n", next)
+	for i, line := range nextStep(o, ledgerPath) {
+		if i == 0 {
+			fmt.Fprintf(w, "  next       %s\n", line)
+		} else {
+			fmt.Fprintf(w, "             %s\n", line)
+		}
 	}
 	return printArtifact(ctx, w, l, o)
 }
 
-// nextStep says what the caller may do after a non-success.
-func nextStep(o *supervise.Outcome, ledgerPath string) string {
-	again := "invoke again with -operation " + o.OperationID
+// nextStep says what the caller may do after a non-success, one line
+// each: for an effect to settle, the exact 'zeoctl ledger resolve'
+// command.
+func nextStep(o *supervise.Outcome, ledgerPath string) []string {
+	again := "invoke again with the same flags and -operation " + o.OperationID
 	if ledgerPath == "" {
 		again += " and a -ledger PATH (this memory ledger is gone at exit)"
 	}
 	switch o.State {
 	case launch.StateWaitingApproval:
-		return "approve, then " + again
-	case launch.StateNeedsReconciliation:
-		return "settle the unknown effect with 'zeoctl ledger resolve', then " + again
+		return []string{"approve, then " + again}
 	case launch.StateProtocolError:
-		return again + ": recorded effects are redelivered, never dispatched twice"
+		return []string{again + ": recorded effects are redelivered, never dispatched twice"}
+	case launch.StateNeedsReconciliation:
+	default:
+		return nil
 	}
-	return ""
+	var settle []string
+	for _, ef := range o.Effects {
+		if ef.State == ledger.EffectUnknown || ef.State == ledger.EffectAuthorized {
+			settle = append(settle, resolveCommandLine(ledgerPath, o.Scope, o.OperationID, ef.LogicalEffectID))
+		}
+	}
+	if ledgerPath == "" {
+		return []string{"nothing can settle its effects: this memory ledger is gone at exit; invoke with a -ledger PATH to rehearse 'zeoctl ledger resolve'"}
+	}
+	if len(settle) == 0 {
+		return []string{"settle its effects ('zeoctl ledger effects -unknown -ledger " + shellQuote(displayLedger(ledgerPath)) + "' prints the command for each), then " + again}
+	}
+	out := []string{"ask the service whether each effect was consumed, settle it with:"}
+	for _, c := range settle {
+		out = append(out, "  "+c)
+	}
+	return append(out, "then "+again)
 }
 
 // outcomeJSON is invoke's -json document.

@@ -153,7 +153,7 @@ func TestReconciliationPostgres(t *testing.T) {
 func testReconciliation(t *testing.T, path string) {
 	call := []string{"invoke", "-simulated", "-ledger", path, "-operation", "op-r", "-capability", "example.two_effects@1.0.0", "-args", `{"target":"x"}`}
 	wantRun(t, zeoctl(t, append(call, "-budget", "2", "-effects", "uncertain")...), 3,
-		[]string{"state      needs_reconciliation", "effect-1: unknown", "settle the unknown effect with 'zeoctl ledger resolve'"}, nil)
+		[]string{"state      needs_reconciliation", "effect-1: unknown", "settle it with:\n               zeoctl ledger resolve -ledger "}, nil)
 	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-unknown"), 0, []string{"op-r", "effect-1  unknown", "Settle each, once the service says what happened, with:",
 		"  zeoctl ledger resolve -ledger ", " -operation op-r -effect effect-1 (-confirmed RECEIPT | -not-consumed REASON)"}, nil)
 	scope := []string{"-ledger", path, "-org", "org-local", "-project", "project-local", "-operation", "op-r"}

@@ -176,8 +176,7 @@ func (f *ledgerFlags) keep(effects []ledger.Effect) []ledger.Effect {
 // settles one effect, for an operator to complete with the outcome.
 func resolveCommandLine(ledgerPath string, scope ledger.Scope, operationID, effectID string) string {
 	args := []string{"zeoctl", "ledger", "resolve", "-ledger", displayLedger(ledgerPath)}
-	args = append(args, scopeArgs(scope)...)
-	args = append(args, "-operation", operationID, "-effect", effectID)
+	args = append(args, "-org", scope.OrganizationID, "-project", scope.ProjectID, "-operation", operationID, "-effect", effectID)
 	return shellJoin(args) + " (-confirmed RECEIPT | -not-consumed REASON)"
 }
 

@@ -135,6 +135,19 @@ func edgeCases() []edgeCase {
 		{name: "scope/-h shows the default",
 			args: func(t *testing.T, l edgeLedger) []string { return []string{"artifact", "get", "-h"} },
 			code: 0, stdout: []string{`(default "org-local")`, `(default "project-local")`}, notStdout: []string{"id (required)"}},
+		// invoke's next line is the exact resolve command, flags and all:
+		// run as printed, it settles the effect.
+		{name: "next/the printed resolve command settles the effect",
+			args: func(t *testing.T, l edgeLedger) []string {
+				_, args := nextResolve(t)
+				return append(args, "-confirmed", "receipt-9")
+			},
+			code: 0, stdout: []string{"org-local/p-next", "op-next", "effect-1", "confirmed", "receipt-9"}},
+		{name: "next/a memory ledger cannot be settled, and invoke says so",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-capability", "example.two_effects@1.0.0", "-args", `{"target":"x"}`, "-budget", "2", "-effects", "uncertain"}
+			},
+			code: 3, stdout: []string{"next       nothing can settle its effects: this memory ledger is gone at exit"}},
 	}
 }
 
@@ -199,4 +212,19 @@ func TestRequiredFlags(t *testing.T) {
 			wantRun(t, zeoctl(t, args...), 2, nil, []string{flag, "is required", "usage: zeoctl "})
 		})
 	}
+}
+
+// nextResolve runs invoke with an uncertain effect on a new ledger and
+// returns the ledger and the 'zeoctl ledger resolve' command its next
+// line prints, as arguments (without "zeoctl" and the outcome choice).
+func nextResolve(t *testing.T) (string, []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "next.db")
+	r := zeoctl(t, "invoke", "-simulated", "-ledger", path, "-operation", "op-next", "-project", "p-next",
+		"-capability", "example.two_effects@1.0.0", "-args", `{"target":"x"}`, "-budget", "2", "-effects", "uncertain")
+	want := "zeoctl ledger resolve -ledger " + path + " -org org-local -project p-next -operation op-next -effect effect-1 (-confirmed RECEIPT | -not-consumed REASON)"
+	wantRun(t, r, 3, []string{"  next       ask the service whether each effect was consumed, settle it with:\n               " + want + "\n",
+		"then invoke again with the same flags and -operation op-next"}, nil)
+	line, _, _ := strings.Cut(want, " (")
+	return path, strings.Fields(line)[1:]
 }

@@ -66,16 +66,3 @@ func (s *scopeFlags) scope() ledger.Scope {
 	}
 	return sc
 }
-
-// scopeArgs are the -org and -project arguments that name scope on a
-// command line, leaving out the halves that are the defaults.
-func scopeArgs(scope ledger.Scope) []string {
-	var out []string
-	if scope.OrganizationID != defaultOrg {
-		out = append(out, "-org", scope.OrganizationID)
-	}
-	if scope.ProjectID != defaultProject {
-		out = append(out, "-project", scope.ProjectID)
-	}
-	return out
-}
