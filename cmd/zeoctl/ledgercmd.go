@@ -124,7 +124,7 @@ default org-local/project-local; see 'zeoctl help scope').
 					effects = v.Effects
 				}
 				if err != nil {
-					return scopedHint(err)
+					return scopedHint(err, "-operation")
 				}
 				if f.json {
 					if effects == nil {
@@ -264,11 +264,13 @@ func printEffects(w io.Writer, effects []ledger.Effect) {
 	tw.Flush()
 }
 
-// scopedHint adds what to check to the errors of a scoped read.
-func scopedHint(err error) error {
+// scopedHint adds what to check to the errors of a scoped read; what
+// names the command's own argument that names the record ("-operation",
+// "the artifact REF").
+func scopedHint(err error, what string) error {
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return fmt.Errorf("%w (check -operation, -org and -project: records are found only in their own scope)", err)
+		return fmt.Errorf("%w (check %s, -org and -project: records are found only in their own scope; see 'zeoctl help scope')", err, what)
 	case errors.Is(err, ledger.ErrOutOfScope):
 		return fmt.Errorf("%w (it belongs to another organization or project; nothing outside the scope is given out)", err)
 	}
@@ -331,7 +333,7 @@ outcome it is refused. The operation is looked up in the scope -org and
 				defer closeLedger(l, &err)
 				v, err := l.Operation(ctx, f.scope(), *operation)
 				if err != nil {
-					return scopedHint(err)
+					return scopedHint(err, "-operation")
 				}
 				i := -1
 				for j, ef := range v.Effects {
@@ -385,7 +387,7 @@ scope'): a digest or a ref alone grants nothing.
 				defer closeLedger(l, &err)
 				a, err := l.Artifact(ctx, f.scope(), args[0])
 				if err != nil {
-					return scopedHint(err)
+					return scopedHint(err, "the artifact REF")
 				}
 				if f.json {
 					return printJSON(e.stdout, map[string]any{"ref": a.Ref, "organization_id": a.Scope.OrganizationID,
@@ -485,7 +487,7 @@ bootstrap ids and who redeemed them, its effects and its result.
 func showOperation(ctx context.Context, e *env, l ledger.Ledger, scope ledger.Scope, id string, asJSON bool) error {
 	v, err := l.Operation(ctx, scope, id)
 	if err != nil {
-		return scopedHint(err)
+		return scopedHint(err, "-operation")
 	}
 	evs, err := l.Evidence(ctx, scope, id)
 	if err != nil {

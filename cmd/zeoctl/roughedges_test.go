@@ -148,6 +148,12 @@ func edgeCases() []edgeCase {
 				return []string{"invoke", "-simulated", "-capability", "example.two_effects@1.0.0", "-args", `{"target":"x"}`, "-budget", "2", "-effects", "uncertain"}
 			},
 			code: 3, stdout: []string{"next       nothing can settle its effects: this memory ledger is gone at exit"}},
+		// artifact get's not-found hint names its own arguments only.
+		{name: "artifact/not found names REF, not -operation",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"artifact", "get", "-ledger", l.path, "artifact_00000000000000000000000000000000"}
+			},
+			code: 1, stderr: []string{"check the artifact REF, -org and -project"}, notStderr: []string{"-operation"}},
 	}
 }
 
