@@ -312,5 +312,5 @@ func TestCatalogueUsageErrors(t *testing.T) {
 	}
 	// A ledger that does not exist is not created by a command that only reads.
 	wantRun(t, zeoctl(t, "search", "-ledger", filepath.Join(t.TempDir(), "none.db"), "-org", "o", "-project", "p"), 1, nil,
-		[]string{"admit a provider first"})
+		[]string{"catalogue admit -ledger PATH ...' admits a provider"})
 }

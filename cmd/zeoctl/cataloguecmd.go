@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,8 +33,8 @@ func openCatalogue(ctx context.Context, where string, create bool, discover cata
 		return nil, nil, usagef("-ledger is required: the bolt ledger file (or postgres:// DSN) that holds the catalogue")
 	}
 	if !create && !isDSN(where) {
-		if _, err := os.Stat(where); err != nil {
-			return nil, nil, fmt.Errorf("ledger %s: %w (admit a provider first: zeoctl catalogue admit -ledger PATH ...)", where, err)
+		if err := checkLedgerFile(where, true); err != nil {
+			return nil, nil, fmt.Errorf("%w; 'zeoctl catalogue admit -ledger PATH ...' admits a provider into a new one", err)
 		}
 	}
 	l, err := openLedger(ctx, where)

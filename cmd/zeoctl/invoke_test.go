@@ -178,7 +178,7 @@ func TestLedgerUsage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "none.db")
 	wantRun(t, zeoctl(t, "ledger", "effects", "-unknown"), 2, nil, []string{"-ledger PATH is required"})
 	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path), 2, nil, []string{"give one of -unknown, -in-flight, or -operation"})
-	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-unknown"), 1, nil, []string{"no such file"})
+	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", path, "-unknown"), 1, nil, []string{"there is no ledger file"})
 	wantRun(t, zeoctl(t, "artifact", "get", "-ledger", path, "-org", "o", "-project", "p"), 2, nil, []string{"want exactly one artifact REF"})
 	wantRun(t, zeoctl(t, "ledger", "resolve", "-ledger", path, "-org", "o", "-project", "p", "-operation", "x", "-effect", "e"), 2, nil,
 		[]string{"exactly one of -confirmed RECEIPT and -not-consumed REASON"})

@@ -52,8 +52,9 @@ func (f *ledgerFlags) open(ctx context.Context, write bool) (ledger.Ledger, erro
 		return nil, usagef("-ledger PATH is required: the bolt ledger file (zeoctl demo -ledger PATH or invoke -ledger PATH writes one), or a postgres:// DSN")
 	}
 	if !isDSN(f.path) {
-		if _, err := os.Stat(f.path); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", f.path, err)
+		// Every command here works on an existing ledger.
+		if err := checkLedgerFile(f.path, true); err != nil {
+			return nil, err
 		}
 	}
 	if write {
@@ -582,8 +583,8 @@ The file must not be held by a running controller.
 				if *path == "" || isDSN(*path) {
 					return usagef("-ledger PATH is required, and must be a bolt ledger file")
 				}
-				if _, err := os.Stat(*path); err != nil {
-					return fmt.Errorf("ledger %s: %w", *path, err)
+				if err := checkLedgerFile(*path, true); err != nil {
+					return err
 				}
 				l, err := openLedger(ctx, *path)
 				if err != nil {

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -154,7 +155,50 @@ func edgeCases() []edgeCase {
 				return []string{"artifact", "get", "-ledger", l.path, "artifact_00000000000000000000000000000000"}
 			},
 			code: 1, stderr: []string{"check the artifact REF, -org and -project"}, notStderr: []string{"-operation"}},
+		// A ledger path in a missing directory: the directory is named,
+		// once, with what to do.
+		{name: "ledger path/missing directory, invoke",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-ledger", filepath.Join(t.TempDir(), "nodir", "l.db"), "-capability", "example.echo@1.0.0", "-args", `{"text":"x"}`}
+			},
+			code: 1, stderr: []string{"the ledger's directory ", "nodir does not exist: create it first"}, notStderr: []string{"l.db", "stat "}},
+		{name: "ledger path/missing directory, inspection",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "operations", "-ledger", filepath.Join(t.TempDir(), "nodir", "l.db")}
+			},
+			code: 1, stderr: []string{"nodir does not exist: create it first"}, notStderr: []string{"l.db"}},
+		{name: "ledger path/missing file, inspection",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "effects", "-unknown", "-ledger", filepath.Join(t.TempDir(), "none.db")}
+			},
+			code: 1, stderr: []string{"there is no ledger file ", "none.db (zeoctl invoke -ledger PATH"}, notStderr: []string{"stat "}},
+		{name: "ledger path/a directory",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"artifact", "get", "-ledger", t.TempDir(), "artifact_x"}
+			},
+			code: 1, stderr: []string{"is a directory, not a ledger file"}},
+		// A text file given as the ledger is not a ledger, not a damaged one.
+		{name: "ledger path/a text file, inspection",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "operations", "-ledger", textFile(t)}
+			},
+			code: 1, stderr: []string{"notes.txt is not a ledger file: it does not begin as a bolt database does"}, notStderr: []string{"backup"}},
+		{name: "ledger path/a text file, invoke",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-ledger", textFile(t), "-capability", "example.echo@1.0.0", "-args", `{"text":"x"}`}
+			},
+			code: 1, stderr: []string{"notes.txt is not a ledger file"}, notStderr: []string{"backup"}},
 	}
+}
+
+// textFile returns a file of text, which is no ledger.
+func textFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte("these are notes, not a ledger\nsecond line of them, long enough to fill a page header\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // requiredFlags are the command lines that leave out each flag that a
