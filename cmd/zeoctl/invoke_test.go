@@ -184,7 +184,7 @@ func TestLedgerUsage(t *testing.T) {
 		[]string{"exactly one of -confirmed RECEIPT and -not-consumed REASON"})
 	// A DSN's password is never printed, not even when it cannot connect.
 	wantRun(t, zeoctl(t, "ledger", "effects", "-ledger", "postgres://zeo:s3cret@127.0.0.1:1/db?sslmode=disable", "-unknown"), 1,
-		nil, []string{"opening the ledger at postgres://zeo:xxxxx@127.0.0.1:1/db"})
+		nil, []string{"cannot connect to the PostgreSQL server at 127.0.0.1:1 (user zeo, database db)"})
 
 }
 

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
@@ -140,9 +144,35 @@ func openPostgres(ctx context.Context, dsn string) (ledger.Ledger, error) {
 	defer cancel()
 	l, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema})
 	if err != nil {
+		if cerr := connectError(err); cerr != nil {
+			return nil, cerr
+		}
 		return nil, fmt.Errorf("opening the ledger at %s: %w", displayLedger(dsn), err)
 	}
 	return l, nil
+}
+
+// connectError rewrites a failure to reach the PostgreSQL server, which
+// postgres.Open reports from inside its first step (the schema
+// migration), as what it is: where zeoctl could not connect, why, and
+// what to do. It returns nil for every other error.
+func connectError(err error) error {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	where := fmt.Sprintf("the PostgreSQL server at %s (user %s, database %s)", net.JoinHostPort(ce.Config.Host, strconv.Itoa(int(ce.Config.Port))), ce.Config.User, ce.Config.Database)
+	var pe *pgconn.PgError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s refused the connection: %s (SQLSTATE %s); check the user, password and database -ledger names", where, pe.Message, pe.Code)
+	case errors.As(err, &oe):
+		return fmt.Errorf("cannot connect to %s: %v; start the server, or point -ledger at the host and port it listens on", where, oe.Err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("cannot connect to %s: no answer within %v; check that the server is up and reachable from here", where, openTimeout)
+	}
+	return fmt.Errorf("cannot connect to %s: %v", where, errors.Unwrap(ce))
 }
 
 // ledgerKind names the backend -ledger where selects.

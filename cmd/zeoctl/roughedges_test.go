@@ -188,6 +188,21 @@ func edgeCases() []edgeCase {
 				return []string{"invoke", "-simulated", "-ledger", textFile(t), "-capability", "example.echo@1.0.0", "-args", `{"text":"x"}`}
 			},
 			code: 1, stderr: []string{"notes.txt is not a ledger file"}, notStderr: []string{"backup"}},
+		// A closed PostgreSQL port: where zeoctl could not connect and
+		// what to do, not a failed schema migration; never the password.
+		{name: "postgres/closed port, inspection",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"ledger", "operations", "-ledger", "postgres://zeo:s3cret@127.0.0.1:1/db?sslmode=disable"}
+			},
+			code: 1, stderr: []string{"cannot connect to the PostgreSQL server at 127.0.0.1:1 (user zeo, database db)", "connection refused",
+				"start the server, or point -ledger at the host and port it listens on"},
+			notStderr: []string{"migrating", "schema", "s3cret"}},
+		{name: "postgres/closed port, invoke",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-ledger", "postgres://zeo:s3cret@127.0.0.1:1/db?sslmode=disable", "-capability", "example.echo@1.0.0", "-args", `{"text":"x"}`}
+			},
+			code: 1, stderr: []string{"zeoctl: invoke: cannot connect to the PostgreSQL server at 127.0.0.1:1", "connection refused"},
+			notStderr: []string{"migrating", "s3cret"}},
 	}
 }
 
