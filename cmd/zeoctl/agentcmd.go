@@ -299,6 +299,12 @@ the printed next step says what to do.
 					}
 					return rerr
 				}
+				if where, ok := argumentsProblem(rerr); ok {
+					if !strings.Contains(res.Reason, where) {
+						res.Reason += ": " + where
+					}
+					rerr = fmt.Errorf("invalid_request: -args %s ('zeoctl describe-capability %s' prints the request schema)", where, args[0])
+				}
 				if f.json {
 					if err := printJSON(e.stdout, res); err != nil {
 						return err

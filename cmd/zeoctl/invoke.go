@@ -241,6 +241,10 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	if o == nil {
 		return ierr
 	}
+	if where, ok := argumentsProblem(ierr); ok {
+		o.Reason = "the arguments do not satisfy the capability's request schema: " + where
+		ierr = argumentsError(where, f.capability)
+	}
 	if f.json {
 		if err := printJSON(e.stdout, outcomeJSON(ctx, l, o)); err != nil {
 			return err
@@ -252,6 +256,30 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 		return &outcomeError{ierr}
 	}
 	return nil
+}
+
+// argumentsProblem says where and why the request schema refused the
+// arguments (“at /text: got number, want string”), when err is that
+// refusal.
+func argumentsProblem(err error) (string, bool) {
+	var ve *manifest.ValidationError
+	if !errors.As(err, &ve) || !errors.Is(ve.Err, manifest.ErrInvalidArguments) {
+		return "", false
+	}
+	where := "at " + ve.Pointer
+	if ve.Pointer == "" {
+		where = "at the top level"
+	}
+	if ve.Detail == "" {
+		return where + " (" + ve.Rule + ")", true
+	}
+	return where + ": " + ve.Detail, true
+}
+
+// argumentsError is the one-line error of -args refused by the request
+// schema at where.
+func argumentsError(where, capability string) error {
+	return fmt.Errorf("invalid_request: -args %s (the request schema: 'zeoctl capabilities describe %s' with the same host flags)", where, capability)
 }
 
 // printOutcome writes the host's result, the outcome and the artifact.

@@ -203,6 +203,28 @@ func edgeCases() []edgeCase {
 			},
 			code: 1, stderr: []string{"zeoctl: invoke: cannot connect to the PostgreSQL server at 127.0.0.1:1", "connection refused"},
 			notStderr: []string{"migrating", "s3cret"}},
+		// Arguments the request schema refuses: the JSON pointer of the
+		// failure on the error line and in the outcome's reason.
+		{name: "args/schema-invalid, a property's type",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-capability", "example.echo@1.0.0", "-args", `{"text":5}`}
+			},
+			code: 3, stdout: []string{"reason     the arguments do not satisfy the capability's request schema: at /text: got number, want string"},
+			stderr: []string{"zeoctl: invoke: invalid_request: -args at /text: got number, want string (the request schema:"},
+			notStderr: []string{"supervise: preflight"}},
+		{name: "args/schema-invalid, a missing property",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-capability", "example.echo@1.0.0", "-args", `{}`}
+			},
+			code: 3, stdout: []string{"at the top level: missing property 'text'"},
+			stderr: []string{"zeoctl: invoke: invalid_request: -args at the top level: missing property 'text'"}},
+		{name: "args/schema-invalid, run through the catalogue",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"run", "-simulated", "-ledger", catalogueLedger(t, false), "-org", "org-a", "-project", "proj-1",
+					"-args", `{"text":["a"]}`, "example.echo@1.0.0"}
+			},
+			code: 3, stdout: []string{"at /text: got array, want string"},
+			stderr: []string{"zeoctl: run: invalid_request: -args at /text: got array, want string"}},
 	}
 }
 
