@@ -210,7 +210,7 @@ func edgeCases() []edgeCase {
 				return []string{"invoke", "-simulated", "-capability", "example.echo@1.0.0", "-args", `{"text":5}`}
 			},
 			code: 3, stdout: []string{"reason     the arguments do not satisfy the capability's request schema: at /text: got number, want string"},
-			stderr: []string{"zeoctl: invoke: invalid_request: -args at /text: got number, want string (the request schema:"},
+			stderr:    []string{"zeoctl: invoke: invalid_request: -args at /text: got number, want string (the request schema:"},
 			notStderr: []string{"supervise: preflight"}},
 		{name: "args/schema-invalid, a missing property",
 			args: func(t *testing.T, l edgeLedger) []string {
