@@ -29,6 +29,9 @@ type facadeFlags struct {
 	deadline time.Duration
 	budget   int64
 	wait     time.Duration
+	// store is the ledger facade opened, for reading what a run's error
+	// is about.
+	store catalogue.Store
 }
 
 func (f *facadeFlags) register(fs *flag.FlagSet, runs bool) {
@@ -92,6 +95,7 @@ func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, clos
 		}
 	}
 	cfg.Ledger = l
+	f.store = l
 	fc, err := agent.New(agent.Config{Catalogue: cat, Supervisor: cfg, EffectBudget: f.budget, ReservationWait: f.wait})
 	if err != nil {
 		closeAll(&err)
@@ -292,6 +296,9 @@ the printed next step says what to do.
 				defer closeAll(&err)
 				res, rerr := fc.Run(ctx, f.scope(), agent.RunRequest{CapabilityID: args[0], Arguments: arguments,
 					OperationID: *operation, Account: *account})
+				if errors.Is(rerr, supervise.ErrOperationMismatch) {
+					return mismatchError(ctx, f.store, f.scope(), *operation, args[0], "", rerr)
+				}
 				if res.State == "" {
 					var ce *catalogue.ConsentError
 					if errors.As(rerr, &ce) {

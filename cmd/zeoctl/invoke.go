@@ -238,6 +238,9 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	}
 	e.progress("invoking %s as operation %s", f.capability, call.OperationID)
 	o, ierr := sup.Invoke(ctx, call)
+	if errors.Is(ierr, supervise.ErrOperationMismatch) {
+		return mismatchError(ctx, l, call.Scope, call.OperationID, f.capability, b.ManifestDigest, ierr)
+	}
 	if o == nil {
 		return ierr
 	}
@@ -256,6 +259,29 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 		return &outcomeError{ierr}
 	}
 	return nil
+}
+
+// mismatchError says in words what differs when an operation id is
+// reused for another request (supervise.ErrOperationMismatch): the
+// capability, the provider's manifests, or the arguments. manifestDigest
+// is "" when the caller does not choose the binding. When the recorded
+// operation cannot be read, err is returned as it is.
+func mismatchError(ctx context.Context, l ledger.Ledger, scope ledger.Scope, operationID, capability string, manifestDigest canon.Digest, err error) error {
+	v, rerr := l.Operation(ctx, scope, operationID)
+	if rerr != nil {
+		return err
+	}
+	op := v.Operation
+	const oneRequest = "an operation id names one request: repeat it to continue that request, or give a new -operation (or none) for this one"
+	switch {
+	case op.CapabilityID != capability:
+		return fmt.Errorf("operation %s was recorded for capability %s, not %s: %s", operationID, op.CapabilityID, capability, oneRequest)
+	case manifestDigest != "" && op.ManifestDigest != manifestDigest:
+		return fmt.Errorf("the provider binding differs from the one operation %s was recorded with (manifest digest %s, now %s): %s",
+			operationID, shortDigest(string(op.ManifestDigest)), shortDigest(string(manifestDigest)), oneRequest)
+	}
+	return fmt.Errorf("the arguments differ from those operation %s was recorded with (request digest %s): %s",
+		operationID, shortDigest(string(op.RequestDigest)), oneRequest)
 }
 
 // argumentsProblem says where and why the request schema refused the

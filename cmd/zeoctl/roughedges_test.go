@@ -11,9 +11,11 @@ import (
 )
 
 // edgeLedger is a ledger file made once for TestCLIEdges by invoke with
-// the defaults of -org and -project: operation op-edge, whose effect-1 is
+// the defaults of -org and -project: operation op-edge, with effect-1
 // unknown (-effects uncertain), and operation op-echo, succeeded with an
-// artifact.
+// artifact. The rows only read it (a writer would hold it exclusively
+// and refuse the readers running beside it); a row that writes makes its
+// own ledger.
 type edgeLedger struct {
 	path     string
 	artifact string // op-echo's artifact ref
@@ -31,15 +33,13 @@ func sharedEdgeLedger(t *testing.T, dir string) edgeLedger {
 	t.Helper()
 	edgeOnce.Do(func() {
 		path := filepath.Join(dir, "edge.db")
-		for _, op := range []string{"op-edge", "op-resolve"} {
-			r := zeoctl(t, "invoke", "-simulated", "-ledger", path, "-operation", op, "-capability", "example.two_effects@1.0.0",
-				"-args", `{"target":"x"}`, "-budget", "2", "-effects", "uncertain")
-			if r.code != 3 || !strings.Contains(r.stdout, "needs_reconciliation") {
-				edgeErr = "making the edge ledger: " + r.String()
-				return
-			}
+		r := zeoctl(t, "invoke", "-simulated", "-ledger", path, "-operation", "op-edge", "-capability", "example.two_effects@1.0.0",
+			"-args", `{"target":"x"}`, "-budget", "2", "-effects", "uncertain")
+		if r.code != 3 || !strings.Contains(r.stdout, "needs_reconciliation") {
+			edgeErr = "making the edge ledger: " + r.String()
+			return
 		}
-		r := zeoctl(t, "invoke", "-simulated", "-ledger", path, "-operation", "op-echo", "-capability", "example.echo@1.0.0", "-args", `{"text":"e"}`)
+		r = zeoctl(t, "invoke", "-simulated", "-ledger", path, "-operation", "op-echo", "-capability", "example.echo@1.0.0", "-args", `{"text":"e"}`)
 		m := regexp.MustCompile(`artifact_[0-9a-f]{32}`).FindString(r.stdout)
 		if r.code != 0 || m == "" {
 			edgeErr = "making the edge ledger: " + r.String()
@@ -97,7 +97,8 @@ func edgeCases() []edgeCase {
 		// project-local everywhere, as invoke's do.
 		{name: "scope/resolve defaults to invoke's scope",
 			args: func(t *testing.T, l edgeLedger) []string {
-				return []string{"ledger", "resolve", "-ledger", l.path, "-operation", "op-resolve", "-effect", "effect-1", "-not-consumed", "refused"}
+				return []string{"ledger", "resolve", "-ledger", invokedLedger(t, "-operation", "op-resolve", "-capability", "example.two_effects@1.0.0",
+					"-args", `{"target":"x"}`, "-budget", "2", "-effects", "uncertain"), "-operation", "op-resolve", "-effect", "effect-1", "-not-consumed", "refused"}
 			},
 			code: 0, stdout: []string{"org-local/project-local", "effect-1", "not_consumed"}},
 		{name: "scope/artifact get defaults to invoke's scope",
@@ -225,7 +226,50 @@ func edgeCases() []edgeCase {
 			},
 			code: 3, stdout: []string{"at /text: got array, want string"},
 			stderr: []string{"zeoctl: run: invalid_request: -args at /text: got array, want string"}},
+		// A reused -operation with another request says what differs, in
+		// words.
+		{name: "operation reused/other arguments",
+			args: func(t *testing.T, l edgeLedger) []string {
+				path := invokedLedger(t, "-operation", "op-1", "-capability", "example.echo@1.0.0", "-args", `{"text":"first"}`)
+				return []string{"invoke", "-simulated", "-ledger", path, "-operation", "op-1", "-capability", "example.echo@1.0.0", "-args", `{"text":"second"}`}
+			},
+			code: 1, stderr: []string{"zeoctl: invoke: the arguments differ from those operation op-1 was recorded with (request digest sha256:",
+				"give a new -operation (or none) for this one"}},
+		{name: "operation reused/another capability",
+			args: func(t *testing.T, l edgeLedger) []string {
+				path := invokedLedger(t, "-operation", "op-1", "-capability", "example.echo@1.0.0", "-args", `{"text":"first"}`)
+				return []string{"invoke", "-simulated", "-ledger", path, "-operation", "op-1", "-capability", "example.fail@1.0.0", "-args", `{"text":"first"}`}
+			},
+			code: 1, stderr: []string{"operation op-1 was recorded for capability example.echo@1.0.0, not example.fail@1.0.0"}},
+		{name: "operation reused/the same arguments continue it",
+			args: func(t *testing.T, l edgeLedger) []string {
+				path := invokedLedger(t, "-operation", "op-1", "-capability", "example.echo@1.0.0", "-args", `{"text":"first"}`)
+				return []string{"invoke", "-simulated", "-ledger", path, "-operation", "op-1", "-capability", "example.echo@1.0.0", "-args", `{"text":"first"}`}
+			},
+			code: 0, stdout: []string{"reconnected: the result was already accepted"}},
+		{name: "operation reused/other arguments, run",
+			args: func(t *testing.T, l edgeLedger) []string {
+				path := catalogueLedger(t, false)
+				run := []string{"run", "-simulated", "-ledger", path, "-org", "org-a", "-project", "proj-1", "-operation", "op-r"}
+				if r := zeoctl(t, append(run, "-args", `{"text":"first"}`, "example.echo@1.0.0")...); r.code != 0 {
+					t.Fatal(r)
+				}
+				return append(run, "-args", `{"text":"second"}`, "example.echo@1.0.0")
+			},
+			code: 1, stderr: []string{"zeoctl: run: the arguments differ from those operation op-r was recorded with"}},
 	}
+}
+
+// invokedLedger returns a new ledger file on which zeoctl invoke
+// -simulated ran once with args.
+func invokedLedger(t *testing.T, args ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	r := zeoctl(t, append([]string{"invoke", "-simulated", "-ledger", path}, args...)...)
+	if r.code != 0 && r.code != 3 {
+		t.Fatalf("invoke %v: %s", args, r)
+	}
+	return path
 }
 
 // textFile returns a file of text, which is no ledger.
