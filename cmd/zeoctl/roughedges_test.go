@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 // edgeLedger is a ledger file made once for TestCLIEdges by invoke with
@@ -257,7 +262,61 @@ func edgeCases() []edgeCase {
 				return append(run, "-args", `{"text":"second"}`, "example.echo@1.0.0")
 			},
 			code: 1, stderr: []string{"zeoctl: run: the arguments differ from those operation op-r was recorded with"}},
+		// A binding refused for its size says it is too large, not that it
+		// is not strict JSON; a duplicate key is told apart.
+		{name: "binding/10k capabilities is too large",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-binding", manyCapabilities(t, 10_000), "-capability", "example.echo1@1.0.0", "-args", `{"text":"x"}`}
+			},
+			code: 1, stderr: []string{"binding.json is too large: ", "bytes, and a binding travels whole in the host's launch context, which holds at most 1048576 (1 MiB); split its capabilities"},
+			notStderr: []string{"not strict JSON"}},
+		{name: "binding/100k capabilities is too large",
+			args: func(t *testing.T, l edgeLedger) []string {
+				if os.Getenv("ZEO_LONG_TESTS") != "1" {
+					t.Skip("a 100k-capability binding is 100 MB: set ZEO_LONG_TESTS=1 to write it (the 10k row runs the same path)")
+				}
+				return []string{"capabilities", "list", "-simulated", "-binding", manyCapabilities(t, 100_000)}
+			},
+			code: 1, stderr: []string{"binding.json is too large: "}, notStderr: []string{"not strict JSON"}},
+		{name: "binding/a duplicate key is not strict JSON",
+			args: func(t *testing.T, l edgeLedger) []string {
+				path := filepath.Join(t.TempDir(), "binding.json")
+				if err := os.WriteFile(path, []byte(`{"distribution":"a","distribution":"b"}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return []string{"capabilities", "list", "-simulated", "-binding", path}
+			},
+			code: 1, stderr: []string{"not strict JSON: duplicate object key"}, notStderr: []string{"too large"}},
 	}
+}
+
+// manyCapabilities writes the simulated provider's binding with n copies
+// of its echo capability (example.echo0 … example.echoN-1) and returns
+// its file.
+func manyCapabilities(t *testing.T, n int) string {
+	t.Helper()
+	b := hostsim.DemoBinding()
+	var echo manifest.CapabilityManifest
+	for _, m := range b.Manifests {
+		if m.ID.Name == "echo" {
+			echo = m
+		}
+	}
+	b.Manifests = make([]manifest.CapabilityManifest, n)
+	for i := range b.Manifests {
+		b.Manifests[i] = echo
+		b.Manifests[i].ID.Name = fmt.Sprintf("echo%d", i)
+		b.Manifests[i].ProjectionName = nil
+	}
+	raw, err := canon.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "binding.json")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // invokedLedger returns a new ledger file on which zeoctl invoke
