@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -115,6 +116,12 @@ func readBinding(path string) (manifest.ProviderBinding, error) {
 		return manifest.ProviderBinding{}, fmt.Errorf("reading the provider binding: %w", err)
 	}
 	b, err := manifest.DecodeBinding(raw)
+	if errors.Is(err, canon.ErrTooLarge) {
+		// Said here once, with what to do; manifest's own text says the
+		// same size again.
+		return manifest.ProviderBinding{}, fmt.Errorf("provider binding %s is too large: %d bytes, and a binding travels whole in the host's launch context, which holds at most %d (1 MiB); split its capabilities across several providers",
+			path, len(raw), launch.MaxContextBytes)
+	}
 	if err != nil {
 		return manifest.ProviderBinding{}, fmt.Errorf("provider binding %s: %w", path, err)
 	}
