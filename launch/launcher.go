@@ -86,7 +86,8 @@ type Config struct {
 	// “What the credential check proves”). Starting a host as another
 	// user needs the privilege to change credentials (CAP_SETUID and
 	// CAP_SETGID, in practice root); Interpreter and Dir must be usable by
-	// that user. Nil runs the host as this process's user.
+	// that user, which New checks on Linux (see UserAccessError). Nil runs
+	// the host as this process's user.
 	User *User
 	// AllowRootHost lets the host run as root (uid 0) or with group 0:
 	// New refuses a Config that would start one (User naming uid or gid
@@ -225,6 +226,14 @@ func (c *Config) validate() error {
 			add("User {UID: %d, GID: %d} runs the host as root or group 0; set AllowRootHost to allow it", c.User.UID, c.User.GID)
 		case c.User == nil && os.Geteuid() == 0:
 			add("this process runs as root, so the host would too; set User to run it as another user, or AllowRootHost to allow a root host")
+		}
+	}
+	if c.User != nil && len(errs) == 0 {
+		// Before any process starts: a host that could not exec its
+		// interpreter or enter its directory as User fails in the child,
+		// with less to say.
+		if err := checkUserAccess(*c.User, c.Interpreter, c.Dir); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, c.Containment.validate()...)
