@@ -51,7 +51,8 @@ func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, clos
 	if f.org == "" || f.project == "" {
 		return nil, nil, usagef("-org and -project are required: the answers are for one project")
 	}
-	cfg := supervise.Config{SeatID: "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl"}
+	cfg := supervise.Config{SeatID: "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",
+		TracerProvider: e.telemetry.tracerProvider(), MeterProvider: e.telemetry.meterProvider()}
 	var cleanup func()
 	if f.runs {
 		if err := f.host.checkChoice(); err != nil {
