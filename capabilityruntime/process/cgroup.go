@@ -3,7 +3,6 @@
 package process
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -63,37 +62,24 @@ type Cgroup struct {
 	BestEffortLimits bool
 }
 
-func (c Cgroup) limits() cgroup.Limits {
-	return cgroup.Limits{Pids: c.Pids, MemoryBytes: c.MemoryBytes, SwapBytes: c.SwapBytes, CPUPercent: c.CPUPercent}
-}
-
-func (c Cgroup) hasLimits() bool { return c.limits() != cgroup.Limits{} }
-
 // openCgroup returns the parent the Backend's processes get their cgroups
 // under, or nil for the fallback.
 func openCgroup(c Cgroup, log *slog.Logger) (*cgroup.Parent, error) {
-	if c.Off {
-		if c.Required || c.hasLimits() {
-			return nil, errors.New("Cgroup.Off with Cgroup.Required or a limit set")
-		}
-		return nil, nil
-	}
-	p, err := cgroup.Open(cgroup.Options{Parent: c.Parent, Limits: c.limits(), BestEffort: c.BestEffortLimits})
+	p, fallback, err := cgroup.Resolve(cgroup.Config{Off: c.Off, Required: c.Required, Options: cgroup.Options{
+		Parent: c.Parent, BestEffort: c.BestEffortLimits,
+		Limits: cgroup.Limits{Pids: c.Pids, MemoryBytes: c.MemoryBytes, SwapBytes: c.SwapBytes, CPUPercent: c.CPUPercent},
+	}})
 	switch {
-	case err == nil:
-		if d := p.Dropped(); len(d) > 0 {
-			log.Warn("process: cgroup limits dropped: their controllers are not enabled", "parent", p.Dir(), "dropped", d)
-		}
-		return p, nil
-	case errors.Is(err, cgroup.ErrUnavailable) && c.Required:
-		return nil, fmt.Errorf("Cgroup.Required: %w", err)
-	case errors.Is(err, cgroup.ErrUnavailable) && c.hasLimits() && !c.BestEffortLimits:
-		return nil, fmt.Errorf("%w: limits of Cgroup asked, and no cgroup: %w", cgroup.ErrLimitUnavailable, err)
-	case errors.Is(err, cgroup.ErrUnavailable):
-		log.Debug("process: no cgroup layer; a descendant that leaves its process group outlives its runtime process", "why", err)
+	case err != nil:
+		return nil, fmt.Errorf("Cgroup: %w", err)
+	case fallback != nil:
+		log.Debug("process: no cgroup layer; a descendant that leaves its process group outlives its runtime process", "why", fallback)
 		return nil, nil
 	}
-	return nil, fmt.Errorf("Cgroup: %w", err)
+	if d := p.Dropped(); len(d) > 0 {
+		log.Warn("process: cgroup limits dropped: their controllers are not enabled", "parent", p.Dir(), "dropped", d)
+	}
+	return p, nil
 }
 
 // Cgroups returns the directory under which each runtime process gets

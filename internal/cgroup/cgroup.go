@@ -129,3 +129,41 @@ func (l Limits) files() []limitFile {
 }
 
 type limitFile struct{ file, controller, value string }
+
+// Config is the embedder's option as launch.Cgroup and process.Cgroup
+// spell it: the layer on by default where available.
+type Config struct {
+	// Off turns the layer off.
+	Off bool
+	// Required refuses where the layer is unavailable.
+	Required bool
+	// Options are the parent, the limits and BestEffort.
+	Options
+}
+
+// Resolve returns the Parent c asks for; or nil and the reason the layer
+// falls back (wrapping ErrUnavailable) when it is off or unavailable and
+// not required; or a refusal: Required where it is unavailable (wrapping
+// ErrUnavailable), limits asked without a cgroup or whose controller the
+// parent does not enable (wrapping ErrLimitUnavailable), a contradiction.
+func Resolve(c Config) (p *Parent, fallback, err error) {
+	hasLimits := c.Limits != Limits{}
+	if c.Off {
+		if c.Required || hasLimits {
+			return nil, nil, errors.New("cgroup: Off with Required or a limit set")
+		}
+		return nil, fmt.Errorf("%w: turned off", ErrUnavailable), nil
+	}
+	p, err = Open(c.Options)
+	switch {
+	case err == nil:
+		return p, nil, nil
+	case !errors.Is(err, ErrUnavailable):
+		return nil, nil, err
+	case c.Required:
+		return nil, nil, fmt.Errorf("cgroup layer required: %w", err)
+	case hasLimits && !c.BestEffort:
+		return nil, nil, fmt.Errorf("%w: cgroup limits asked, and %w", ErrLimitUnavailable, err)
+	}
+	return nil, err, nil
+}
