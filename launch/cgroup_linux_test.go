@@ -1,6 +1,7 @@
 package launch_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -293,5 +294,47 @@ func TestCgroupPidsStopsForkBomb(t *testing.T) {
 		Cgroup: launch.Cgroup{Parent: parent, Required: true, Pids: 16}}, nil, false, "forkbomb:200")
 	if !strings.Contains(got["forkbomb:200"], "resource temporarily unavailable") {
 		t.Errorf("forkbomb under pids.max 16: %q, want it stopped (EAGAIN)", got["forkbomb:200"])
+	}
+}
+
+// TestWarmChildThatCannotEnterItsCgroup: a forked child whose move into
+// its host's cgroup fails (simulated: the server program writes an
+// invalid pid, which the kernel refuses) never runs the host: it exits
+// 126 saying why on the host's stderr, and its cgroup is removed.
+func TestWarmChildThatCannotEnterItsCgroup(t *testing.T) {
+	e := newPyEnv(t)
+	parent := testCgroupParent(t)
+	source := bytes.Replace(launch.ZygoteSource, []byte(`os.write(fd, b"0")`), []byte(`os.write(fd, b"-1")`), 1)
+	if bytes.Equal(source, launch.ZygoteSource) {
+		t.Fatal("the server program no longer moves its child with os.write(fd, b\"0\")")
+	}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=setsid:"), Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := l.StartZygoteFrom(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding}, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	out, err := z.Invoke(testCtx(t), e.echo(t))
+	if out == nil || !out.Process.Warm {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	if out.Process.ExitCode != 126 || len(out.Process.Stdout) != 0 ||
+		!strings.Contains(string(out.Process.StderrTail), "could not enter its cgroup") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want 126, nothing, and why", out.Process.ExitCode, out.Process.Stdout, out.Process.StderrTail)
+	}
+	server := cgroupOf(t, z.Stats().ServerPID)
+	if left := cgroupChildren(t, parent); len(left) != 1 || left[0] != server {
+		t.Errorf("cgroups %v under the parent, want only the server's %s", left, server)
+	}
+	z.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(cgroupChildren(t, parent)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
 }
