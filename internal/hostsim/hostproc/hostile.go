@@ -5,6 +5,7 @@ package hostproc
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,8 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/internal/hostsim"
 )
 
 // hostile runs every action of spec and returns, for each, "ok" (with
@@ -265,4 +268,15 @@ func proxied(verb, arg string) (string, error) {
 		return "", fmt.Errorf("the proxy answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body))), nil
+}
+
+// hostileEcho is the echo capability of the hostile-echo scenario: it
+// tries the actions EnvHostile lists and answers {"text": the JSON report
+// {"actions": {...}}}.
+func hostileEcho(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
+	b, err := json.Marshal(map[string]any{"actions": hostile(os.Getenv(EnvHostile))})
+	if err != nil {
+		return hostsim.Outcome{Status: hostsim.OutcomeFailed, ErrorCode: "ZEO_DEMO_DOMAIN_FAILURE"}
+	}
+	return hostsim.Outcome{Status: hostsim.OutcomeSuccess, Response: map[string]any{"text": string(b)}}
 }

@@ -47,6 +47,7 @@ const (
 	scSleeper           scenario = "sleeper"
 	scHangBeforePublish scenario = "hang-before-publish"
 	scHostile           scenario = "hostile"
+	scHostileEcho       scenario = "hostile-echo"
 )
 
 // PausedPIDFile is the file, in the host's working directory, where the
@@ -83,6 +84,7 @@ func scenarioTable() []struct {
 		{scSleeper, "the grandchild role: ignore SIGTERM and sleep until killed"},
 		{scHangBeforePublish, "run until the capability returns, write the pid to " + PausedPIDFile + ", then block before result.publish"},
 		{scHostile, "try each action " + EnvHostile + " lists (reading, writing, connecting, signalling, forking, allocating as a hostile provider would) and write a JSON report of what each got instead of a result; no IPC"},
+		{scHostileEcho, "serve normally, but the echo capability tries each action " + EnvHostile + " lists first and answers, as its text, the JSON report (what a hostile provider does through the Supervisor)"},
 	}
 }
 
