@@ -320,7 +320,7 @@ func checkEgress(t *testing.T, what string, rows, got map[string]string) {
 				t.Errorf("%s, %s: %q, want %q", what, a, res, want)
 			}
 		case want == "403":
-			if !strings.Contains(res, "403 Forbidden") {
+			if !strings.Contains(res, "403") || !strings.Contains(strings.ToLower(res), "forbidden") {
 				t.Errorf("%s, %s: %q, want the proxy's 403", what, a, res)
 			}
 		default:
@@ -557,6 +557,76 @@ func TestContainedWarm(t *testing.T) {
 	out, _ := z.Invoke(testCtx(t), inv)
 	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
 		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
+	}
+}
+
+// TestContainedEgressWarm runs the egress rows with the Python hostile
+// host (the real host is Python: urllib's GET through HTTP_PROXY,
+// http.client's CONNECT tunnel through HTTPS_PROXY) cold, and through a
+// zygote: an invocation allowed the network is launched cold, contained
+// the same, and the log says why; one not allowed the network is forked
+// warm and gets no route.
+func TestContainedEgressWarm(t *testing.T) {
+	e := newPyEnv(t)
+	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	rows := egressTable(t, allowed, other, dns)
+	var actions []string
+	for a := range rows {
+		actions = append(actions, a)
+	}
+	logs := &logRecords{}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs),
+		Containment: launch.Containment{WorkspaceRoot: openDir(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	report := func(out *launch.Outcome) map[string]string {
+		t.Helper()
+		var r struct {
+			Actions map[string]string `json:"actions"`
+		}
+		if out == nil {
+			t.Fatal("no outcome")
+		}
+		if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+			t.Fatalf("report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
+		}
+		return r.Actions
+	}
+	for _, through := range []string{"cold", "zygote"} {
+		inv := e.echo(t)
+		inv.Context.NetworkAllowed = true
+		inv.Context.NetworkHosts = []string{allowed}
+		var out *launch.Outcome
+		if through == "cold" {
+			out, _ = l.Invoke(testCtx(t), inv)
+		} else {
+			out, _ = z.Invoke(testCtx(t), inv)
+		}
+		got := report(out)
+		checkEgress(t, "python, "+through, rows, got)
+		t.Logf("%s: %v", through, got)
+		if out.Process.Warm {
+			t.Errorf("%s: launched warm, want cold", through)
+		}
+	}
+	if st := z.Stats(); st.Cold != 1 {
+		t.Errorf("zygote stats %+v, want the one invocation allowed the network launched cold", st)
+	}
+	if !logs.find("launching the host cold", "network_hosts through its own egress proxy") {
+		t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+	}
+	out, _ := z.Invoke(testCtx(t), e.echo(t))
+	if out == nil || !out.Process.Warm {
+		t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
+	}
+	for a, res := range report(out) {
+		if res == "" || strings.HasPrefix(res, "ok") {
+			t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
+		}
 	}
 }
 
