@@ -27,6 +27,9 @@ type Zygote struct {
 	l      *Launcher
 	spec   zygoteSpec
 	source []byte // the server program
+	// pwSource is the provider-warm server program (with source beside
+	// it), used when spec.pw is set.
+	pwSource []byte
 	// groupFlag reports that the kernel signals a process group through a
 	// pidfd (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9); without it the
 	// server signals its children's groups.
@@ -76,7 +79,7 @@ func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []b
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, zs.cfg.Provider); err != nil {
 		return nil, err
 	}
-	z := &Zygote{l: l, spec: zs, source: source, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{},
+	z := &Zygote{l: l, spec: zs, source: source, pwSource: provwarmSource, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{},
 		noDiscovery: map[canon.Digest]bool{}}
 	s, err := z.start(ctx, zs.cfg.Provider)
 	if err != nil {
@@ -158,6 +161,7 @@ func (z *Zygote) Stats() ZygoteStats {
 	st := z.stats
 	if z.cur != nil {
 		st.ServerPID, st.Preloaded, st.Discovered = z.cur.pid, slices.Clone(z.cur.preloaded), z.cur.discovered
+		st.ProviderWarm = z.cur.pw.clone()
 	}
 	return st
 }

@@ -1,0 +1,245 @@
+//go:build linux
+
+package launch_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch"
+)
+
+// standInHost pins the stand-in host's sources, the one host version the
+// tests' provider-warm servers recognise.
+func standInHost() launch.HostVersion {
+	files := map[string]canon.Digest{}
+	for k, v := range testpyhost.HostFiles() {
+		files[k] = canon.Digest(v)
+	}
+	return launch.HostVersion{Name: "stand-in", Files: files}
+}
+
+// providerWarm is the provider-warm setting of the fixture's tenant.
+func providerWarm() *launch.ProviderWarm {
+	return &launch.ProviderWarm{OrganizationID: "org-a", ProjectID: "project-a", Hosts: []launch.HostVersion{standInHost()}}
+}
+
+// provWarmZygote starts a provider-warm zygote of the fixture's binding
+// for l, closed when the test ends.
+func (e pyEnv) provWarmZygote(t testing.TB, l *launch.Launcher, cfg launch.ZygoteConfig) *launch.Zygote {
+	t.Helper()
+	if cfg.Provider.Factory == "" {
+		cfg.Provider = e.f.binding
+	}
+	if cfg.ProviderWarm == nil {
+		cfg.ProviderWarm = providerWarm()
+	}
+	z, err := l.StartZygote(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	return z
+}
+
+// TestProviderWarmEcho runs the echo provider-warm three times: each host
+// is forked from the server that activated the generation, which said
+// how long each step took.
+func TestProviderWarmEcho(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	l := e.launcher(t, hostModule, nil, e.env()...)
+	z := e.provWarmZygote(t, l, launch.ZygoteConfig{})
+	for i := range 3 {
+		out, err := z.Invoke(testCtx(t), e.echo(t))
+		mustSucceed(t, out, err)
+		if !out.Process.Warm || out.Session.Frames != 3 {
+			t.Fatalf("invocation %d: warm %v, %d frames", i, out.Process.Warm, out.Session.Frames)
+		}
+	}
+	st := z.Stats()
+	if st.Starts != 1 || st.Forks != 3 || st.Cold != 0 || st.ProviderWarm == nil || st.ProviderWarm.Host != "stand-in" {
+		t.Fatalf("stats %+v", st)
+	}
+	for _, phase := range []string{"validating the inventory", "importing the provider", "activating the generation"} {
+		if _, ok := st.ProviderWarm.Phases[phase]; !ok {
+			t.Errorf("no phase %q in %v", phase, st.ProviderWarm.Phases)
+		}
+	}
+}
+
+// scriptPeer is a Runtime peer that records every request frame and
+// answers each method with the state its script names (allowed when it
+// names none): effect requests by their order, the others by method.
+type scriptPeer struct {
+	states  map[string]string // method, or "effect.request#N" (1-based), to the reply state
+	mu      sync.Mutex
+	bodies  [][]byte
+	effects int
+}
+
+func (p *scriptPeer) serve(ctx context.Context, conn net.Conn, pid int, _ canon.Digest) error {
+	defer conn.Close()
+	for {
+		body, err := ipc.ReadFrame(conn, ipc.MaxMessageBytes)
+		if err != nil {
+			return nil
+		}
+		p.mu.Lock()
+		p.bodies = append(p.bodies, body)
+		p.mu.Unlock()
+		req, digest, err := ipc.DecodeRequest(body, ipc.MaxMessageBytes)
+		if err != nil {
+			return err
+		}
+		state := p.states[string(req.Method)]
+		data := map[string]any{}
+		switch req.Method {
+		case ipc.MethodEffect:
+			p.effects++
+			state = p.states[string(req.Method)+"#"+strconv.Itoa(p.effects)]
+			e, ed, err := req.DecodeEffect()
+			if err != nil {
+				return err
+			}
+			data = map[string]any{"logical_effect_id": e.LogicalEffectID, "effect_request_digest": ed,
+				"receipt_id": "receipt-" + e.LogicalEffectID, "authorization_id": "auth-" + e.LogicalEffectID, "effect_disposition": "confirmed"}
+		case ipc.MethodPublish:
+			_, dd, err := req.DecodePublish()
+			if err != nil {
+				return err
+			}
+			data = map[string]any{"data_digest": dd, "artifact_refs": []string{"artifact-" + string(dd)[7:19]}}
+		}
+		if state == "" {
+			state = "allowed"
+		}
+		if state == "lose" {
+			return nil // the reply is never sent
+		}
+		if state != "allowed" {
+			data = map[string]any{}
+		}
+		reply, err := canon.Marshal(map[string]any{
+			"protocol_version": 1, "sequence": req.Sequence, "host_nonce": req.HostNonce, "binding": req.Binding,
+			"request_digest": digest, "state": state, "data": data,
+		})
+		if err != nil {
+			return err
+		}
+		if err := ipc.WriteFrame(conn, reply, ipc.MaxMessageBytes); err != nil {
+			return err
+		}
+	}
+}
+
+// TestProviderWarmMatchesCold runs every scenario of the stand-in host
+// cold and provider-warm, alternately, through a recording peer: the
+// frames (but for the bootstrap's pid), the stdout line, the exit status
+// and how the host was stopped are byte for byte the same.
+func TestProviderWarmMatchesCold(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	nonce := strings.Repeat("6e", 32)
+	l := e.launcherGrace(t, 300*time.Millisecond, hostModule, nil, e.env("ZEO_TESTHOST_NONCE="+nonce)...)
+	z := e.provWarmZygote(t, l, launch.ZygoteConfig{})
+	for _, sc := range []struct {
+		name       string
+		capability string
+		args       map[string]any
+		states     map[string]string
+		mutate     func(*launch.Invocation)
+		deadline   time.Duration // a deadline this far ahead
+		cancel     time.Duration // cancel the invocation after this long
+	}{
+		{name: "echo"},
+		{name: "effects", capability: "two_effects", args: map[string]any{"target": "doc-1"}},
+		{name: "uncertain effect", capability: "two_effects", args: map[string]any{"target": "doc-2"},
+			states: map[string]string{"effect.request#2": "needs_reconciliation"}},
+		{name: "lost effect reply", capability: "two_effects", args: map[string]any{"target": "doc-3"},
+			states: map[string]string{"effect.request#1": "lose"}},
+		{name: "effect refused", capability: "two_effects", args: map[string]any{"target": "doc-4"},
+			states: map[string]string{"effect.request#1": "refused"}},
+		{name: "bootstrap refused", states: map[string]string{"bootstrap": "refused"}},
+		{name: "admission cancelled", states: map[string]string{"invoke.admit": "cancelled"}},
+		{name: "publication waits", states: map[string]string{"result.publish": "waiting_approval"}},
+		{name: "failure", capability: "fail"},
+		{name: "not admitted", mutate: func(inv *launch.Invocation) { inv.Context.AdmittedCapabilities = []string{"example.other@1.0.0"} }},
+		{name: "deadline kill", capability: "hang", deadline: 1500 * time.Millisecond},
+		{name: "cancellation", capability: "hang", cancel: 1500 * time.Millisecond},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			name, args := sc.capability, sc.args
+			if name == "" {
+				name = "echo"
+			}
+			if args == nil {
+				args = map[string]any{"text": "hello"}
+			}
+			// One invocation, run cold and provider-warm at once: the same
+			// context (its deadline included) and the same timing.
+			inv := e.f.invocation(t, name, args, nil)
+			if sc.mutate != nil {
+				sc.mutate(&inv)
+			}
+			if sc.deadline > 0 {
+				inv.Context.DeadlineUnixMS = time.Now().Add(sc.deadline).UnixMilli()
+			}
+			type ran struct {
+				out  *launch.Outcome
+				err  error
+				peer *scriptPeer
+			}
+			run := func(invoke func(context.Context, launch.Invocation, func(context.Context, net.Conn, int, canon.Digest) error) (*launch.Outcome, error), to *ran) {
+				ctx := testCtx(t)
+				if sc.cancel > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, sc.cancel)
+					defer cancel()
+				}
+				to.peer = &scriptPeer{states: sc.states}
+				to.out, to.err = invoke(ctx, inv, to.peer.serve)
+			}
+			var w, c ran
+			var wg sync.WaitGroup
+			wg.Go(func() { run(z.InvokeWithPeer, &w) })
+			wg.Go(func() { run(l.InvokeWithPeer, &c) })
+			wg.Wait()
+			if w.out == nil || c.out == nil {
+				t.Fatalf("provider-warm: %v; cold: %v", w.err, c.err)
+			}
+			wout, wp, cout, cp := w.out, w.peer, c.out, c.peer
+			if !wout.Process.Warm || cout.Process.Warm {
+				t.Fatalf("warm %v, cold %v", wout.Process.Warm, cout.Process.Warm)
+			}
+			pid := func(p int) []byte { return []byte(`"pid":` + strconv.Itoa(p) + `}`) }
+			if len(wp.bodies) != len(cp.bodies) {
+				t.Fatalf("%d frames provider-warm, %d cold:\nwarm %s\ncold %s", len(wp.bodies), len(cp.bodies), wp.bodies, cp.bodies)
+			}
+			for i := range cp.bodies {
+				w := bytes.Replace(wp.bodies[i], pid(wout.Process.PID), []byte(`"pid":PID}`), 1)
+				c := bytes.Replace(cp.bodies[i], pid(cout.Process.PID), []byte(`"pid":PID}`), 1)
+				if !bytes.Equal(w, c) {
+					t.Errorf("frame %d differs:\nwarm %s\ncold %s", i+1, wp.bodies[i], cp.bodies[i])
+				}
+			}
+			wpr, cpr := wout.Process, cout.Process
+			if !bytes.Equal(wpr.Stdout, cpr.Stdout) || wpr.ExitCode != cpr.ExitCode || wpr.Signal != cpr.Signal ||
+				wpr.Stopped != cpr.Stopped || wout.Result.State != cout.Result.State {
+				t.Errorf("provider-warm: stdout %q exit %d signal %v stopped %v state %s\ncold: stdout %q exit %d signal %v stopped %v state %s\nwarm stderr %s",
+					wpr.Stdout, wpr.ExitCode, wpr.Signal, wpr.Stopped, wout.Result.State,
+					cpr.Stdout, cpr.ExitCode, cpr.Signal, cpr.Stopped, cout.Result.State, wpr.StderrTail)
+			}
+			t.Logf("%s: state %s, exit %d, %d frames", sc.name, cout.Result.State, cpr.ExitCode, len(cp.bodies))
+		})
+	}
+}
