@@ -136,6 +136,13 @@ class ProviderServer(_z.Server):
         self.modules = set(sys.modules)
         refusal = self.loaded_state()
         if refusal:
+            for pid in _children():
+                if pid > 0:  # a child not yet reaped: its pid is still its own
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        os.waitpid(pid, 0)
+                    except OSError:
+                        pass
             _z._send(self.ctrl, {"op": "ready", "pid": os.getpid(), "refusal": refusal})
             return False
         if cfg.get("spare"):

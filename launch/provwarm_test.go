@@ -5,7 +5,11 @@ package launch_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +20,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 // standInHost pins the stand-in host's sources, the one host version the
@@ -241,5 +246,131 @@ func TestProviderWarmMatchesCold(t *testing.T) {
 			}
 			t.Logf("%s: state %s, exit %d, %d frames", sc.name, cout.Result.State, cpr.ExitCode, len(cp.bodies))
 		})
+	}
+}
+
+// writeProvider writes a provider module into e's modules directory and
+// returns the fixture's binding with its factory.
+func (e pyEnv) writeProvider(t testing.TB, name, src string) manifest.ProviderBinding {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.modules, name+".py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := e.f.binding
+	b.Factory = name + ":factory"
+	return b
+}
+
+// errorCode is the result's error code, "" when it has none.
+func errorCode(out *launch.Outcome) string {
+	if out == nil || out.Result.ErrorCode == nil {
+		return ""
+	}
+	return *out.Result.ErrorCode
+}
+
+// TestProviderWarmRefusesLoadedState: a provider whose import leaves a
+// thread running, a file open or a child process is refused warm, the
+// server says which, and the provider runs cold; so does a host that is
+// not a pinned version.
+func TestProviderWarmRefusesLoadedState(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	for _, tt := range []struct {
+		name, module, src string
+		hosts             []launch.HostVersion
+		want              string
+	}{
+		{"thread", "zeotestpwthread", "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\nfrom demo_provider import factory\n",
+			nil, "loading left 2 threads running"},
+		{"file", "zeotestpwfile", "KEPT = open(__file__, 'rb')\nfrom demo_provider import factory\n",
+			nil, "loading left descriptors open"},
+		{"child", "zeotestpwchild", "import subprocess\nCHILD = subprocess.Popen(['sleep', '3600'])\nfrom demo_provider import factory\n",
+			nil, "loading left child processes"},
+		{"unknown host", "zeotestpwplain", "from demo_provider import factory\n",
+			[]launch.HostVersion{{Name: "other", Files: map[string]canon.Digest{"host.py": canon.Sum([]byte("a")), "catalogue.py": canon.Sum([]byte("b"))}}},
+			"the host is not a version this server was checked against"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := e.writeProvider(t, tt.module, tt.src)
+			l := e.launcher(t, hostModule, nil, e.env()...)
+			pw := providerWarm()
+			if tt.hosts != nil {
+				pw.Hosts = tt.hosts
+			}
+			_, err := l.StartZygote(testCtx(t), launch.ZygoteConfig{Provider: b, ProviderWarm: pw})
+			if !errors.Is(err, launch.ErrZygoteStart) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("StartZygote: %v, want ErrZygoteStart saying %q", err, tt.want)
+			}
+			inv := e.echo(t)
+			inv.Context.Provider = b
+			out, err := l.Invoke(testCtx(t), inv)
+			mustSucceed(t, out, err)
+		})
+	}
+}
+
+// TestProviderWarmColdForOthers: an invocation of another tenant, or of
+// another binding than the one the server activated (a newer generation),
+// is launched cold, with a warning saying why, and never reaches the
+// server.
+func TestProviderWarmColdForOthers(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	var log logBuffer
+	l := e.launcher(t, hostModule, slog.New(slog.NewTextHandler(&log, nil)), e.env()...)
+	z := e.provWarmZygote(t, l, launch.ZygoteConfig{})
+	for _, tt := range []struct {
+		name   string
+		mutate func(*launch.Invocation)
+		log    string
+	}{
+		{"another organization", func(inv *launch.Invocation) { inv.Context.Attempt.OrganizationID = "org-b" }, "tenant"},
+		{"another project", func(inv *launch.Invocation) { inv.Context.Attempt.ProjectID = "project-b" }, "tenant"},
+		{"another generation", func(inv *launch.Invocation) { inv.Context.Provider.Generation++ }, "is not the one the provider-warm server activated"},
+	} {
+		inv := e.echo(t)
+		tt.mutate(&inv)
+		out, err := z.Invoke(testCtx(t), inv)
+		mustSucceed(t, out, err)
+		if out.Process.Warm {
+			t.Fatalf("%s: launched warm", tt.name)
+		}
+		if !strings.Contains(log.String(), tt.log) {
+			t.Fatalf("%s: the log does not say %q:\n%s", tt.name, tt.log, log.String())
+		}
+	}
+	if st := z.Stats(); st.Forks != 0 || st.Cold != 3 || st.Starts != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestProviderWarmModuleState: a provider that writes module state at
+// invocation time leaves it in its own child; every later child of the
+// same server starts from the server's state.
+func TestProviderWarmModuleState(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	b := e.writeProvider(t, "zeotestpwstate", `
+CALLS = []
+
+
+def echo(args, ctx):
+    CALLS.append(args["text"])
+    raise RuntimeError("STATE_CALLS_%d" % len(CALLS))
+
+
+def factory():
+    return {"echo": echo}
+`)
+	l := e.launcher(t, hostModule, nil, e.env()...)
+	z := e.provWarmZygote(t, l, launch.ZygoteConfig{Provider: b})
+	for i := range 3 {
+		inv := e.echo(t)
+		inv.Context.Provider = b
+		out, err := z.Invoke(testCtx(t), inv)
+		if err != nil || !out.Process.Warm || errorCode(out) != "STATE_CALLS_1" {
+			t.Fatalf("invocation %d: err %v, warm %v, error code %q", i, err, out != nil && out.Process.Warm, errorCode(out))
+		}
 	}
 }
