@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -371,6 +375,243 @@ def factory():
 		out, err := z.Invoke(testCtx(t), inv)
 		if err != nil || !out.Process.Warm || errorCode(out) != "STATE_CALLS_1" {
 			t.Fatalf("invocation %d: err %v, warm %v, error code %q", i, err, out != nil && out.Process.Warm, errorCode(out))
+		}
+	}
+}
+
+// copyHostDeps copies the third-party packages the stand-in host imports
+// (pydantic, jsonschema and what they import) from python's environment
+// into dir, where testpyhost.Install wrote the host, so that another interpreter of the same version, run by
+// another user, finds them there.
+func copyHostDeps(t *testing.T, python, dir string) {
+	t.Helper()
+	script := `
+import os, shutil, sys, sysconfig
+sys.path.insert(0, sys.argv[1])
+import pydantic, jsonschema, zeotestlarge
+import zeo_core.adapters.runtime_host.host
+jsonschema.Draft202012Validator.check_schema({"type": "object"})
+site = os.path.realpath(sysconfig.get_paths()["purelib"])
+tops = set()
+for m in list(sys.modules.values()):
+    f = getattr(m, "__file__", None)
+    if f and os.path.realpath(f).startswith(site + os.sep):
+        tops.add(os.path.relpath(os.path.realpath(f), site).split(os.sep)[0])
+for top in sorted(tops):
+    src = os.path.join(site, top)
+    if os.path.isdir(src):
+        shutil.copytree(src, os.path.join(sys.argv[1], top), ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        shutil.copy(src, sys.argv[1])
+`
+	if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot copy the host's dependencies for another interpreter: %v: %s", err, out)
+	}
+	if err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		return os.Chmod(p, 0o644)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serverChildren returns the pids of the children of process pid.
+func serverChildren(pid int) []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for f := range strings.FieldsSeq(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestProviderWarmMemoryIsolation runs a provider-warm server and its
+// hosts as uid 65534: a host reads its own memory, but neither its
+// server's (non-dumpable) nor a sibling host's (another Landlock domain)
+// while that sibling runs.
+func TestProviderWarmMemoryIsolation(t *testing.T) {
+	requireRoot(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("needs %s, which uid %d can run: %v", python, nobody, err)
+	}
+	e := newPyEnv(t)
+	version := func(p string) string {
+		out, _ := exec.Command(p, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").Output()
+		return strings.TrimSpace(string(out))
+	}
+	if v, w := version(python), version(e.python); v == "" || v != w {
+		t.Skipf("%s is Python %q, not %q as %s, whose packages it would load", python, v, w, e.python)
+	}
+	modules := openDir(t)
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	copyHostDeps(t, e.python, modules)
+	e.python, e.modules = python, modules
+	b := e.writeProvider(t, "zeotestpwpeek", `
+import os
+
+from demo_provider import hang
+
+
+def _read(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            lo = int(f.readline().split("-")[0], 16)
+        with open("/proc/%d/mem" % pid, "rb") as f:
+            f.seek(lo)
+            f.read(16)
+        return "READ"
+    except PermissionError:
+        return "DENIED"
+    except OSError as e:
+        return "ERROR_%d" % e.errno
+
+
+def echo(args, ctx):
+    sibling = int(args["text"].split()[1])
+    raise RuntimeError("SELF_%s_SERVER_%s_SIBLING_%s" % (_read(os.getpid()), _read(os.getppid()), _read(sibling)))
+
+
+def factory():
+    return {"echo": echo, "hang": hang}
+`)
+	l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", hostModule}, Env: e.env(),
+		Dir: openDir(t), Verifier: launch.TrustEnvironment{}, User: &launch.User{UID: nobody, GID: nobody},
+		WaitDelay: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.provWarmZygote(t, l, launch.ZygoteConfig{Provider: b})
+	server := z.Stats().ServerPID
+
+	hangCtx, stop := context.WithCancel(testCtx(t))
+	defer stop()
+	hang := e.f.invocation(t, "hang", map[string]any{"text": "wait"}, nil)
+	hang.Context.Provider = b
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		z.Invoke(hangCtx, hang)
+	}()
+	var sibling int
+	for range 500 {
+		if kids := serverChildren(server); len(kids) > 0 {
+			sibling = kids[0]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if sibling == 0 {
+		t.Fatal("the hanging host never appeared")
+	}
+	time.Sleep(200 * time.Millisecond) // let it become the host
+	peek := e.f.invocation(t, "echo", map[string]any{"text": "peek " + strconv.Itoa(sibling)}, nil)
+	peek.Context.Provider = b
+	out, err := z.Invoke(testCtx(t), peek)
+	if err != nil || !out.Process.Warm {
+		t.Fatalf("err %v, warm %v, stderr %s", err, out != nil && out.Process.Warm, out.Process.StderrTail)
+	}
+	if got, want := errorCode(out), "SELF_READ_SERVER_DENIED_SIBLING_DENIED"; got != want {
+		t.Fatalf("the host read %q, want %q", got, want)
+	}
+	if !alive(sibling) {
+		t.Fatal("the sibling was not running while it was read")
+	}
+	stop()
+	<-done
+}
+
+// TestProviderWarmNoLeaks runs provider-warm invocations four at a time
+// (1,000 with ZEO_LONG_TESTS=1, else 40), then closes the zygote: this
+// process's descriptors, goroutines and child processes are back where
+// they started, and no host or server is left.
+func TestProviderWarmNoLeaks(t *testing.T) {
+	n := 40
+	if os.Getenv("ZEO_LONG_TESTS") == "1" {
+		n = 1000
+	}
+	const parallel = 4
+	e := newPyEnv(t)
+	l := e.launcher(t, hostModule, nil, e.env()...)
+	inv := e.echo(t)
+	inv.Context.DeadlineUnixMS = time.Now().Add(30 * time.Minute).UnixMilli()
+	ctx := context.Background() // each invocation is bounded by its deadline
+	if _, err := l.Invoke(ctx, inv); err != nil { // the runtime's poller and timers, once
+		t.Fatal(err)
+	}
+	fds0, gr0, ch0 := leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
+	z, err := l.StartZygote(ctx, launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm(), Spare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := z.Stats().ServerPID
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	pids := map[int]bool{}
+	next := make(chan int)
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				out, err := z.Invoke(ctx, inv)
+				mu.Lock()
+				switch {
+				case err != nil || out.Result.State != launch.StateSucceeded:
+					failures = append(failures, fmt.Sprintf("invocation %d: %v", i, err))
+				case !out.Process.Warm:
+					failures = append(failures, fmt.Sprintf("invocation %d was not warm", i))
+				default:
+					pids[out.Process.PID] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	elapsed := time.Since(start)
+	st := z.Stats()
+	z.Close()
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d failed; first: %s", len(failures), n, failures[0])
+	}
+	if len(pids) != n || st.Forks != n || st.Cold != 0 || st.Starts != 1 {
+		t.Fatalf("%d distinct pids over %d invocations; stats %+v", len(pids), n, st)
+	}
+	waitDead(t, server)
+	var fds, gr int
+	var ch []int
+	for range 200 {
+		fds, gr, ch = leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
+		if fds <= fds0 && gr <= gr0 && len(ch) <= len(ch0) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("%d provider-warm invocations, %d at a time, in %v (%v each); fds %d→%d, goroutines %d→%d, children %d→%d",
+		n, parallel, elapsed, elapsed/time.Duration(n), fds0, fds, gr0, gr, len(ch0), len(ch))
+	if fds > fds0 || gr > gr0 || len(ch) > len(ch0) {
+		t.Fatalf("leak after %d provider-warm invocations: fds %d→%d, goroutines %d→%d, children %v→%v", n, fds0, fds, gr0, gr, ch0, ch)
+	}
+	for pid := range pids {
+		if alive(pid) {
+			t.Fatalf("host %d is still alive", pid)
 		}
 	}
 }
