@@ -547,7 +547,7 @@ func TestProviderWarmNoLeaks(t *testing.T) {
 	l := e.launcher(t, hostModule, nil, e.env()...)
 	inv := e.echo(t)
 	inv.Context.DeadlineUnixMS = time.Now().Add(30 * time.Minute).UnixMilli()
-	ctx := context.Background() // each invocation is bounded by its deadline
+	ctx := context.Background()                   // each invocation is bounded by its deadline
 	if _, err := l.Invoke(ctx, inv); err != nil { // the runtime's poller and timers, once
 		t.Fatal(err)
 	}
