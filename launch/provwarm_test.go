@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -613,5 +614,66 @@ func TestProviderWarmNoLeaks(t *testing.T) {
 		if alive(pid) {
 			t.Fatalf("host %d is still alive", pid)
 		}
+	}
+}
+
+// TestProviderWarmServerLost: a provider-warm server that dies is
+// replaced by a fresh one, which activates the generation again; one that
+// hangs or lies fails closed (the invocation launches cold, with a
+// warning saying why) and is replaced.
+func TestProviderWarmServerLost(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	for _, tt := range []struct {
+		name   string
+		source []byte
+		act    func(t *testing.T, server int)
+		cold   bool
+		log    string
+	}{
+		{name: "dies", act: func(t *testing.T, server int) {
+			syscall.Kill(server, syscall.SIGKILL)
+			waitDead(t, server)
+		}},
+		{name: "hangs", act: func(t *testing.T, server int) { syscall.Kill(server, syscall.SIGSTOP) },
+			cold: true, log: "did not answer a fork request"},
+		{name: "lies", source: []byte(strings.Replace(string(launch.ProvwarmSource), "theirs = os.pidfd_open(pid)", "theirs = os.pidfd_open(os.getpid())", 1)),
+			cold: true, log: "names pid"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var log logBuffer
+			l := e.launcher(t, hostModule, slog.New(slog.NewTextHandler(&log, nil)), e.env()...)
+			cfg := launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm(), ReplyTimeout: time.Second}
+			source := tt.source
+			if source == nil {
+				source = launch.ProvwarmSource
+			}
+			z, err := l.StartProviderWarmFrom(testCtx(t), cfg, source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { z.Close() })
+			server := z.Stats().ServerPID
+			if tt.act != nil {
+				tt.act(t, server)
+			}
+			out, err := z.Invoke(testCtx(t), e.echo(t))
+			mustSucceed(t, out, err)
+			if out.Process.Warm == tt.cold {
+				t.Fatalf("warm %v, want %v", out.Process.Warm, !tt.cold)
+			}
+			waitDead(t, server)
+			if !strings.Contains(log.String(), tt.log) {
+				t.Fatalf("the log does not say %q:\n%s", tt.log, log.String())
+			}
+			if tt.source != nil {
+				return // a lying server is replaced by another liar
+			}
+			out, err = z.Invoke(testCtx(t), e.echo(t))
+			mustSucceed(t, out, err)
+			if st := z.Stats(); !out.Process.Warm || st.Starts != 2 || st.ServerPID == server || st.ProviderWarm == nil {
+				t.Fatalf("after the loss: warm %v, stats %+v", out.Process.Warm, st)
+			}
+		})
 	}
 }

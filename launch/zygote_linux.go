@@ -69,6 +69,12 @@ func (l *Launcher) StartZygote(ctx context.Context, cfg ZygoteConfig) (*Zygote, 
 
 // startZygote is StartZygote with source as the server program.
 func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []byte) (*Zygote, error) {
+	return l.startZygoteWith(ctx, cfg, source, provwarmSource)
+}
+
+// startZygoteWith is startZygote with pwSource as the provider-warm
+// server program.
+func (l *Launcher) startZygoteWith(ctx context.Context, cfg ZygoteConfig, source, pwSource []byte) (*Zygote, error) {
 	zs, err := zygoteSpecFor(l.cfg, cfg)
 	if err != nil {
 		return nil, err
@@ -79,7 +85,7 @@ func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []b
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, zs.cfg.Provider); err != nil {
 		return nil, err
 	}
-	z := &Zygote{l: l, spec: zs, source: source, pwSource: provwarmSource, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{},
+	z := &Zygote{l: l, spec: zs, source: source, pwSource: pwSource, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{},
 		noDiscovery: map[canon.Digest]bool{}}
 	s, err := z.start(ctx, zs.cfg.Provider)
 	if err != nil {
