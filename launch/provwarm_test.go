@@ -677,3 +677,66 @@ func TestProviderWarmServerLost(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderWarmLargeProvider runs the large stand-in provider (tens of
+// capabilities with large schemas, whose generation costs the server real
+// work) cold and provider-warm at once: the same frames, stdout line and
+// exit status. Not under -short: a cold call of it takes seconds.
+func TestProviderWarmLargeProvider(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cold call of the large provider takes seconds")
+	}
+	t.Parallel()
+	e := newPyEnv(t)
+	raws, err := testpyhost.LargeManifests(e.python, e.modules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture{binding: e.f.binding, byName: map[string]manifest.CapabilityManifest{}}
+	f.binding.Manifests = nil
+	for _, r := range raws {
+		m, err := manifest.DecodeManifest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.binding.Manifests = append(f.binding.Manifests, m)
+		f.byName[m.ID.Name] = m
+	}
+	f.binding.Factory = testpyhost.LargeProvider
+	if f.binding.ManifestDigest, err = manifest.InventoryDigest(f.binding.Manifests); err != nil {
+		t.Fatal(err)
+	}
+	l := e.launcher(t, hostModule, nil, e.env("ZEO_TESTHOST_NONCE="+strings.Repeat("1a", 32))...)
+	z := e.provWarmZygote(t, l, launch.ZygoteConfig{Provider: f.binding})
+	if st := z.Stats(); st.ProviderWarm == nil || len(st.ProviderWarm.Phases) == 0 {
+		t.Fatalf("stats %+v", st)
+	} else {
+		t.Logf("the server's phases: %v", st.ProviderWarm.Phases)
+	}
+	inv := f.invocation(t, "cap_07", map[string]any{"text": "hello"}, nil)
+	var wp, cp scriptPeer
+	var wout, cout *launch.Outcome
+	var werr, cerr error
+	var wg sync.WaitGroup
+	wg.Go(func() { wout, werr = z.InvokeWithPeer(testCtx(t), inv, wp.serve) })
+	wg.Go(func() { cout, cerr = l.InvokeWithPeer(testCtx(t), inv, cp.serve) })
+	wg.Wait()
+	mustSucceed(t, wout, werr)
+	mustSucceed(t, cout, cerr)
+	if !wout.Process.Warm || cout.Process.Warm || len(cp.bodies) != 3 || len(wp.bodies) != 3 {
+		t.Fatalf("warm %v, cold %v, frames %d and %d", wout.Process.Warm, cout.Process.Warm, len(wp.bodies), len(cp.bodies))
+	}
+	pid := func(p int) []byte { return []byte(`"pid":` + strconv.Itoa(p) + `}`) }
+	for i := range cp.bodies {
+		w := bytes.Replace(wp.bodies[i], pid(wout.Process.PID), []byte(`"pid":PID}`), 1)
+		c := bytes.Replace(cp.bodies[i], pid(cout.Process.PID), []byte(`"pid":PID}`), 1)
+		if !bytes.Equal(w, c) {
+			t.Errorf("frame %d differs:\nwarm %s\ncold %s", i+1, wp.bodies[i], cp.bodies[i])
+		}
+	}
+	if !bytes.Equal(wout.Process.Stdout, cout.Process.Stdout) || wout.Process.ExitCode != cout.Process.ExitCode {
+		t.Errorf("provider-warm stdout %q exit %d; cold stdout %q exit %d", wout.Process.Stdout, wout.Process.ExitCode,
+			cout.Process.Stdout, cout.Process.ExitCode)
+	}
+	t.Logf("cold %v, provider-warm %v (elapsed in the host)", cout.Process.Elapsed, wout.Process.Elapsed)
+}
