@@ -360,7 +360,7 @@ func printOutcome(ctx context.Context, w io.Writer, l ledger.Ledger, o *supervis
 			fmt.Fprintf(w, "             %s\n", line)
 		}
 	}
-	return printArtifact(ctx, w, l, o)
+	return style{}.printArtifact(ctx, w, l, o)
 }
 
 // nextStep says what the caller may do after a non-success, one line
