@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -127,7 +128,8 @@ type User struct {
 type Launcher struct {
 	cfg     Config
 	log     *slog.Logger
-	contain *container // nil: no containment
+	contain *container     // nil: no containment
+	cg      *cgroup.Parent // nil: no cgroup layer
 }
 
 // New validates cfg and returns a Launcher. Errors wrap ErrInvalidConfig.
@@ -168,14 +170,21 @@ func New(cfg Config) (*Launcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	cg, err := openCgroup(&c)
+	if err != nil {
+		return nil, err
+	}
 	if !c.LeaveDumpable {
 		if err := setNotDumpable(); err != nil {
 			return nil, fmt.Errorf("launch: making this process non-dumpable (set Config.LeaveDumpable to skip it): %w", err)
 		}
 	}
-	l := &Launcher{cfg: c, log: c.Logger, contain: contain}
+	l := &Launcher{cfg: c, log: c.Logger, contain: contain, cg: cg}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
+	}
+	if cg != nil && len(cg.Dropped()) > 0 {
+		l.log.Warn("launch: cgroup limits dropped: their controllers are not enabled", "parent", cg.Dir(), "dropped", cg.Dropped())
 	}
 	return l, nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -328,25 +327,6 @@ func TestGrandchildHoldingStdout(t *testing.T) {
 		t.Errorf("returned after %v: hung past deadline + grace + WaitDelay", elapsed)
 	}
 	t.Logf("returned after %v (deadline %v + grace %v + WaitDelay %v = %v)", elapsed, deadline, grace, waitDelay, deadline+grace+waitDelay)
-}
-
-// TestGrandchildEscapingTheGroup: a grandchild that leaves the process group
-// (setsid) cannot be reached by the group kill and keeps stdout open; the
-// launcher still returns, WaitDelay after the host's exit, with the result
-// the host wrote and exec.ErrWaitDelay recorded.
-func TestGrandchildEscapingTheGroup(t *testing.T) {
-	f := newFixture(t)
-	l, dir := launcherWith(t, 200*time.Millisecond, 300*time.Millisecond, "ZEO_HOSTSIM_SCENARIO=grandchild-escape")
-	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
-	out, err := l.Invoke(testCtx(t), inv)
-	pid := grandchildPID(t, dir)
-	t.Cleanup(func() { unix.Kill(pid, unix.SIGKILL) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Result.State != launch.StateSucceeded || !errors.Is(out.Process.WaitErr, exec.ErrWaitDelay) {
-		t.Fatalf("state %s, wait error %v", out.Result.State, out.Process.WaitErr)
-	}
 }
 
 // TestNoLeaksAcrossLaunches launches the host 500 times (20 under -short;

@@ -148,7 +148,7 @@ func (h *fleetLog) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if strings.HasPrefix(r.Message, "supervise: recover: took over") {
-		b, _ := json.Marshal(takeoverRecord{At: r.Time, Operation: attrs["operation"], Attempt: attrs["attempt"], From: attrs["controller"], By: h.by})
+		b, _ := json.Marshal(takeoverRecord{At: r.Time, Operation: attrs[supervise.KeyOperation], Attempt: attrs[supervise.KeyAttempt], From: attrs[supervise.KeyController], By: h.by})
 		_, err := h.f.Write(append(b, '\n'))
 		return err
 	}

@@ -228,7 +228,7 @@ func demo(ctx context.Context, e *env, path string, verbose bool) (err error) {
 			return base, nil
 		},
 		SeatID: "seat-demo", RuntimeBindingID: "runtime-demo", Workspace: "workspace-demo",
-		Observer: d.tr.observe,
+		Observer: d.tr.observe, TracerProvider: e.telemetry.tracerProvider(), MeterProvider: e.telemetry.meterProvider(),
 	})
 	if err != nil {
 		return err

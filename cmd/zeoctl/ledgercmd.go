@@ -568,7 +568,7 @@ func ledgerUpgradeCommand() *command {
 		usageLine: "ledger upgrade -ledger PATH",
 		short:     "upgrade a bolt ledger file to this build's format, and check it",
 		long: `Ledger upgrade opens a bolt ledger file read-write, which upgrades a file of
-an earlier format (3 to 6) in place to this build's format 7, adding a
+an earlier format (3 to 7) in place to this build's format 8, adding a
 checksum to every record; then it checks the whole file: every record's
 checksum, every artifact against its digest, and the ledger's invariants.
 The other ledger commands open the file read-only and do not upgrade it.
@@ -594,7 +594,7 @@ The file must not be held by a running controller.
 				if err := l.(*bolt.Ledger).Check(ctx); err != nil {
 					return fmt.Errorf("checking the ledger: %w", err)
 				}
-				fmt.Fprintf(e.stdout, "%s: a format 7 bolt ledger; every record checked\n", *path)
+				fmt.Fprintf(e.stdout, "%s: a format 8 bolt ledger; every record checked\n", *path)
 				return nil
 			}
 		},

@@ -2,13 +2,16 @@
 `python -m zeotesthostile` cold or forked warm: instead of serving an
 invocation it tries each action ZEO_HOSTSIM_HOSTILE lists (";"-separated
 "verb:argument", as the simulated host's hostile scenario takes them:
-read, write, connect, signal, abstract) and writes one JSON line,
-{"actions": {action: "ok" or the error}}, on stdout."""
+read, write, connect, signal, abstract; and setsid, which starts a
+sleeping grandchild in a session of its own and reports its pid) and
+writes one JSON line, {"actions": {action: "ok" (with what it got, after
+a space) or the error}}, on stdout."""
 
 import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 
 
@@ -24,6 +27,10 @@ def _act(verb, arg):
         socket.create_connection((host, int(port)), timeout=3).close()
     elif verb == "signal":
         os.kill(os.getpid() if arg == "self" else int(arg), signal.SIGURG)
+    elif verb == "setsid":
+        p = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return str(p.pid)
     elif verb == "abstract":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -40,8 +47,8 @@ def main():
     for a in filter(None, os.environ.get("ZEO_HOSTSIM_HOSTILE", "").split(";")):
         verb, _, arg = a.partition(":")
         try:
-            _act(verb, arg)
-            out[a] = "ok"
+            got = _act(verb, arg)
+            out[a] = "ok" + (" " + got if got else "")
         except OSError as e:
             out[a] = (e.strerror or str(e)).lower()
     sys.stdout.write(json.dumps({"actions": out}) + "\n")
