@@ -166,7 +166,10 @@ func (a *demoAuthority) approve(operationID string) {
 
 // demoRun is one run of the demo: where it writes and what it runs on.
 type demoRun struct {
-	w    io.Writer
+	w io.Writer
+	// raw is w without the wrapping, for a command line, which is not
+	// broken even when a long -ledger makes it wider.
+	raw  io.Writer
 	st   style
 	tr   *tracer
 	sup  *supervise.Supervisor
@@ -200,7 +203,7 @@ func demo(ctx context.Context, e *env, path string, verbose bool) (err error) {
 		defer ww.Flush()
 		out = ww
 	}
-	d := &demoRun{w: out, st: style{short: !verbose}, l: l, disp: &demoDispatcher{}, path: path}
+	d := &demoRun{w: out, raw: e.stdout, st: style{short: !verbose}, l: l, disp: &demoDispatcher{}, path: path}
 	d.tr = &tracer{w: out, st: d.st}
 	authority := &demoAuthority{}
 	// One Supervisor for the whole demo, as one controller has: its two
@@ -417,9 +420,10 @@ func (d *demoRun) uncertain(ctx context.Context, c supervise.Call) error {
 	receipt := demoReceipt(unknown.AuthorizationID)
 	fmt.Fprintf(w, "   %s is unknown: it is never dispatched again until someone settles it. The\n", unknown.LogicalEffectID)
 	fmt.Fprintf(w, "   operator asks the service, which did consume it (receipt %s), and runs:\n", receipt)
-	fmt.Fprintf(w, "     zeoctl ledger resolve -ledger %s \\\n", shellQuote(displayLedger(d.path)))
-	fmt.Fprintf(w, "       -org %s -project %s -operation %s \\\n", c.Scope.OrganizationID, c.Scope.ProjectID, c.OperationID)
-	fmt.Fprintf(w, "       -effect %s -confirmed %s\n", unknown.LogicalEffectID, receipt)
+	fmt.Fprintf(d.raw, "     zeoctl ledger resolve -ledger %s \\\n"+
+		"       -org %s -project %s -operation %s \\\n"+
+		"       -effect %s -confirmed %s\n", shellQuote(displayLedger(d.path)),
+		c.Scope.OrganizationID, c.Scope.ProjectID, c.OperationID, unknown.LogicalEffectID, receipt)
 	fmt.Fprintln(w, "   (the demo, which holds the ledger, makes the same ledger call)")
 	res := ledger.Resolution{State: ledger.EffectConfirmed, ReceiptID: receipt}
 	if _, err := d.l.Resolve(ctx, c.Scope, c.OperationID, unknown.LogicalEffectID, unknown.RequestDigest, res); err != nil {
