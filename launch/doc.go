@@ -154,6 +154,21 @@
 // MaxAge bounds that. Its parent is the server, not this process, and
 // /proc/self/cmdline and /proc/self/environ show the server's.
 //
+// # Provider-warm launch
+//
+// With ZygoteConfig.ProviderWarm, the server also does once what the
+// host does before every call and what depends only on the provider
+// generation: with the host's own functions (recognised by the digests
+// of its sources, ProviderWarm.Hosts), it sets the managed-execution
+// latch, validates the admitted inventory, imports the provider and
+// activates its generation. It serves one binding and one tenant
+// (organization and project); each child receives its invocation on a
+// channel of its own, straight from the launcher, and starts from the
+// activated generation. An invocation of another binding or tenant, a
+// host the server does not recognise, and a provider whose loading left
+// threads, descriptors or child processes are launched cold, with a log
+// line saying why (doc/design.md, “Provider-warm launch”).
+//
 // # Containment
 //
 // On Linux every host is contained by default (Config.Containment): a

@@ -22,6 +22,11 @@ import (
 // host was started.
 func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 	l := z.l
+	if z.spec.pw != nil {
+		if err := z.spec.pw.match(s.lc); err != nil {
+			return nil, nil, err
+		}
+	}
 	srv, err := z.acquire(ctx, s.provider)
 	if errors.Is(err, ErrZygoteClosed) {
 		return nil, nil, err
@@ -89,7 +94,7 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 		files = append(files, procs)
 	}
 	start := time.Now()
-	c, err := srv.fork(req, files)
+	c, err := z.forkHost(srv, req, files)
 	// The server (and the child) hold their own copies now, or no one does.
 	for _, f := range files {
 		f.Close()
