@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/internal/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/longtest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -329,15 +330,12 @@ func TestGrandchildHoldingStdout(t *testing.T) {
 	t.Logf("returned after %v (deadline %v + grace %v + WaitDelay %v = %v)", elapsed, deadline, grace, waitDelay, deadline+grace+waitDelay)
 }
 
-// TestNoLeaksAcrossLaunches launches the host 500 times (20 under -short;
-// ZEO_LAUNCH_LEAK_N sets any other count) and checks that this process's
-// descriptors, goroutines and child processes are back to where they
-// started.
+// TestNoLeaksAcrossLaunches launches the host 500 times with
+// ZEO_LONG_TESTS=1 (20 by default; ZEO_LAUNCH_LEAK_N sets any other count)
+// and checks that this process's descriptors, goroutines and child
+// processes are back to where they started.
 func TestNoLeaksAcrossLaunches(t *testing.T) {
-	n := 500
-	if testing.Short() {
-		n = 20
-	}
+	n := longtest.Size(20, 500)
 	if s := os.Getenv("ZEO_LAUNCH_LEAK_N"); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil {
@@ -411,13 +409,14 @@ func TestChildClosesStrayDescriptors(t *testing.T) {
 	}
 }
 
-// TestNoStrayDescriptorsUnderConcurrency launches 1,000 hosts, two at a
-// time, while two goroutines keep opening descriptors without O_CLOEXEC
+// TestNoStrayDescriptorsUnderConcurrency launches 1,000 hosts with
+// ZEO_LONG_TESTS=1 (100 by default), two at a time, while two goroutines keep opening descriptors without O_CLOEXEC
 // (as cgo or raw syscalls do): descriptors created between the sweep and
 // the fork, which the sweep cannot mark. Every host must hold exactly FDs
 // 0–4 not close-on-exec.
 func TestNoStrayDescriptorsUnderConcurrency(t *testing.T) {
-	const launches, parallel = 1000, 2
+	const parallel = 2
+	launches := longtest.Size(100, 1000)
 	l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO=report")
 	f := newFixture(t)
 	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
