@@ -19,9 +19,22 @@ var (
 	ErrOperationMismatch = errors.New("supervise: operation id reused with another request")
 )
 
-// ErrPreflight is wrapped by every *PreflightError: a check made before
-// launch found that the host would refuse the attempt.
-var ErrPreflight = errors.New("supervise: preflight check failed")
+// Causes an *OutcomeError may carry besides its state's sentinel; test
+// them with errors.Is, and the typed errors with errors.As.
+var (
+	// ErrPreflight is wrapped by every *PreflightError: a check made
+	// before launch found that the host would refuse the attempt.
+	ErrPreflight = errors.New("supervise: preflight check failed")
+	// ErrDocument is wrapped by every *DocumentError: a value the host's
+	// strict parser would refuse, found before it was sent.
+	ErrDocument = errors.New("supervise: document the host would refuse")
+	// ErrIncoherent is the cause of a protocol_error Outcome whose host
+	// result is well-formed but contradicts the ledger: a claimed success
+	// with no accepted result, or a definite ending while an effect of the
+	// attempt is unknown. The claim is kept as evidence (Outcome.Host) and
+	// never becomes the outcome.
+	ErrIncoherent = errors.New("supervise: host result contradicts the ledger")
+)
 
 // PreflightError says which check refused an attempt before launch and
 // why. It comes as the Cause of an *OutcomeError whose State is what the
@@ -52,9 +65,6 @@ func (e *PreflightError) Unwrap() []error {
 	}
 	return []error{ErrPreflight, e.Err}
 }
-
-// ErrDocument is wrapped by every *DocumentError.
-var ErrDocument = errors.New("supervise: document the host would refuse")
 
 // DocumentError reports a value in an outgoing document that the host's
 // strict parser would refuse: sending it would poison the session (a
