@@ -5,18 +5,19 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// ErrProtocol is wrapped by every *ResultError: what the host left behind
-// does not prove an outcome. The Runtime must not redispatch; it keeps the
-// evidence and asks its ledger what happened to the operation
-// (doc/protocol.md, “Result check”; doc/design.md, “No retries on the wire”).
-var ErrProtocol = errors.New("launch: host result is a protocol failure")
-
 // These errors say which check of ParseResult failed. Each *ResultError wraps
-// exactly one of them (and ErrProtocol).
+// ErrProtocol and exactly one of the others.
 var (
+	// ErrProtocol is wrapped by every *ResultError: what the host left
+	// behind does not prove an outcome. The Runtime must not redispatch;
+	// it keeps the evidence and asks its ledger what happened to the
+	// operation (doc/protocol.md, “Result check”; doc/design.md, “No
+	// retries on the wire”).
+	ErrProtocol = errors.New("launch: host result is a protocol failure")
 	// ErrSignaled: the host was terminated by a signal (killed at the
 	// deadline, crashed, or killed by someone else).
 	ErrSignaled = errors.New("launch: host terminated by a signal")
@@ -122,7 +123,7 @@ func (e *ResultError) Unwrap() []error {
 // Is reports true for ErrProtocol, so that every ResultError matches it.
 func (e *ResultError) Is(target error) bool { return target == ErrProtocol }
 
-// These errors refuse a launch before any process starts.
+// These errors refuse a Launcher or a launch before the host runs.
 var (
 	// ErrInvalidContext: the LaunchContext breaks a rule of the host's model.
 	ErrInvalidContext = errors.New("launch: invalid launch context")
@@ -134,4 +135,25 @@ var (
 	// ErrUnsupported: this platform cannot launch a host (doc/design.md,
 	// “Platforms”).
 	ErrUnsupported = errors.New("launch: unsupported platform")
+	// ErrContainmentUnavailable is wrapped by every refusal to launch a
+	// host whose containment (Config.Containment) cannot be applied: a
+	// layer the kernel lacks (Landlock, user or network namespaces,
+	// seccomp), a program that did not call Init, or a containment init
+	// that failed before the host ran. The message names what is missing
+	// and the switch that turns that layer off. A host is never launched
+	// without a layer it was configured to get (doc/design.md,
+	// “Containment”).
+	ErrContainmentUnavailable = errors.New("launch: host containment unavailable")
+	// ErrCgroupUnavailable is wrapped by New's refusal when
+	// Containment.Cgroup is Required and no usable delegated cgroup v2
+	// exists (the message says why). It is the same error as
+	// process.ErrCgroupUnavailable.
+	ErrCgroupUnavailable = cgroup.ErrUnavailable
+	// ErrCgroupLimitUnavailable is wrapped by New's refusal when a limit of
+	// Containment.Cgroup cannot be set: no cgroup at all, or a parent that
+	// does not enable the limit's controller for its children (the message
+	// names the file, the controller and the parent).
+	// Cgroup.BestEffortLimits drops such a limit instead. It is the same
+	// error as process.ErrCgroupLimitUnavailable.
+	ErrCgroupLimitUnavailable = cgroup.ErrLimitUnavailable
 )
