@@ -7,6 +7,33 @@
 // supervises it to its deadline, and judges what it left behind — its one
 // stdout line and its exit status — with ParseResult.
 //
+// # First steps
+//
+// Most embedders never call this package beyond New: a
+// supervise.Supervisor builds each LaunchContext, invokes and judges
+// (see examples/quickstart). Driving a host directly takes:
+//
+//   - Init, the first statement of main (or TestMain) of every program
+//     that launches contained hosts (each host starts as that program
+//     re-executed, which applies the containment and then execs the
+//     interpreter);
+//   - New with a Config (Interpreter, Args, Env, Verifier, ...), which
+//     returns the Launcher;
+//   - a LaunchContext (supervise.BuildContext makes one from the ledger's
+//     operation), encoded once with LaunchContext.Encode, and the request
+//     (EncodeRequest);
+//   - Launcher.Invoke with an Invocation (the Encoded context, the
+//     request, the ipc.Handler that answers the host), which returns the
+//     Outcome: the HostResult (valid only with a nil error), the Process
+//     evidence and the session's summary and History.
+//
+// The rest is optional: warm launch (Launcher.StartZygote, ZygoteConfig,
+// Zygote.Invoke; “Warm launch” below), containment settings
+// (Config.Containment: Containment, Cgroup, Limits, Layers; on by
+// default, “Containment” below), another uid (Config.User), static
+// discovery (Launcher.Describe, ListCapabilities, DescribeCapability,
+// Doctor) and environment verification (TreeVerifier, DigestTree).
+//
 // # What a launch guarantees
 //
 // The five duties of the trusted launcher (doc/protocol.md,
