@@ -38,6 +38,7 @@ type starter struct {
 	active int
 	idle   *time.Timer
 	closed bool
+	pw     map[pwKey]*pwServer // its provider-warm servers (provwarm.go)
 }
 
 // starters is the Supervisor's set of starters by environment key.
@@ -47,6 +48,7 @@ type starters struct {
 	m     map[string]*starter
 	fixed *starter
 	done  bool
+	pwWG  sync.WaitGroup // provider-warm servers starting
 }
 
 // envKey is what makes two provider environments differ for a starter:
@@ -151,12 +153,16 @@ func (ss *starters) expire(st *starter) {
 	st.closed = true
 	z := st.zygote
 	st.zygote = nil
+	pws := takeProviderWarm(st)
 	st.mu.Unlock()
 	ss.mu.Unlock()
 	if z != nil {
 		if err := z.Close(); err != nil {
 			ss.s.log.Warn("supervise: closing an idle fork server failed", keyErr, err)
 		}
+	}
+	if err := closeZygotes(pws); err != nil {
+		ss.s.log.Warn("supervise: closing idle provider-warm servers failed", "err", err)
 	}
 	ss.s.log.Debug("supervise: idle starter closed")
 }
@@ -165,6 +171,10 @@ func (ss *starters) expire(st *starter) {
 // and the fork server started, cold otherwise. A fork server that cannot
 // start is logged once, with why, and the environment runs cold.
 func (ss *starters) invoke(ctx context.Context, st *starter, b manifest.ProviderBinding, inv launch.Invocation) (*launch.Outcome, error) {
+	if z, release := ss.providerWarm(st, b, inv); z != nil {
+		defer release()
+		return z.Invoke(ctx, inv)
+	}
 	if z := ss.zygote(ctx, st, b); z != nil {
 		lo, err := z.Invoke(ctx, inv)
 		ss.s.tel.started(ctx, lo, true)
@@ -215,13 +225,18 @@ func (ss *starters) closeAll() error {
 		}
 		z := st.zygote
 		st.zygote = nil
+		pws := takeProviderWarm(st)
 		st.mu.Unlock()
 		if z != nil {
 			if err := z.Close(); err != nil {
 				errs = append(errs, err)
 			}
 		}
+		if err := closeZygotes(pws); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	ss.pwWG.Wait() // a server still starting closes itself: its starter is closed
 	if len(errs) > 0 {
 		return fmt.Errorf("supervise: closing fork servers: %v", errs)
 	}

@@ -55,6 +55,11 @@ type Config struct {
 	// the starter. A fork server that cannot start is logged with why, and
 	// that environment launches cold. Nil means cold launches.
 	Warm *launch.ZygoteConfig
+	// ProviderWarm, when set, makes starters launch hosts provider-warm: a
+	// fork server per provider binding and tenant, which activated that
+	// generation once (see ProviderWarm). It excludes Zygote. Nil means
+	// none.
+	ProviderWarm *ProviderWarm
 	// StarterIdle is how long a starter without invocations is kept; zero
 	// means DefaultStarterIdle.
 	StarterIdle time.Duration
@@ -231,6 +236,16 @@ func New(cfg Config) (*Supervisor, error) {
 		add("Zygote was started from another Launcher")
 	case c.Zygote != nil && c.Warm != nil:
 		add("Zygote and Warm are both set: give one")
+	case c.Zygote != nil && c.ProviderWarm != nil:
+		add("Zygote and ProviderWarm are both set: provider-warm servers are the Supervisor's own")
+	}
+	if c.ProviderWarm != nil {
+		pw := *c.ProviderWarm
+		pw.Hosts = slices.Clone(pw.Hosts)
+		for _, bad := range pw.validate() {
+			add("%s", bad)
+		}
+		c.ProviderWarm = &pw
 	}
 	if c.Zygote != nil {
 		s.starters.fixed = &starter{launcher: c.Launcher, zygote: c.Zygote, fixed: true}

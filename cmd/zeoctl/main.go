@@ -245,7 +245,7 @@ func mainUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "\t%-26s %s\n", c.name, c.short)
 	}
-	fmt.Fprint(w, "\nRun 'zeoctl help <command>' for details, and 'zeoctl help exit' for the exit status.\n")
+	fmt.Fprint(w, "\nRun 'zeoctl help <command>' for details, 'zeoctl help exit' for the exit status, and\n'zeoctl help scope' for -org and -project.\n")
 }
 
 func commandHelp(w io.Writer, cmd *command) {
@@ -294,6 +294,9 @@ func help(e *env, args []string) int {
 	switch strings.Join(args, " ") {
 	case "exit":
 		fmt.Fprint(e.stdout, exitHelp)
+		return exitOK
+	case "scope":
+		fmt.Fprint(e.stdout, scopeHelp)
 		return exitOK
 	case "host", hostModeArg:
 		fmt.Fprint(e.stdout, hostHelp())
