@@ -44,13 +44,14 @@ const (
 	keyErrorType    = "error.type"
 
 	// Keys of log records only.
-	keyDistribution = "zeo.provider.distribution"
-	keyEnvironment  = "zeo.provider.environment_digest"
-	keyLeaseTTL     = "zeo.lease.ttl"
-	keyLeaseExpires = "zeo.lease.expires"
-	keyCount        = "zeo.count"
-	keyReason       = "reason"
-	keyErr          = "err"
+	keyDistribution       = "zeo.provider.distribution"
+	keyEnvironment        = "zeo.provider.environment_digest"
+	keyProviderGeneration = "zeo.provider.generation"
+	keyLeaseTTL           = "zeo.lease.ttl"
+	keyLeaseExpires       = "zeo.lease.expires"
+	keyCount              = "zeo.count"
+	keyReason             = "reason"
+	keyErr                = "err"
 )
 
 // scopeName is the instrumentation scope of the tracer and the meter.
@@ -151,7 +152,7 @@ const (
 
 // The reasons of a warm fallback (zeo.host.fallback.reason).
 const (
-	fallbackServer = "fork_server_failed"  // the fork server did not start: the environment runs cold
+	fallbackServer = "fork_server_failed"  // a fork server (warm or provider-warm) did not start
 	fallbackLaunch = "warm_launch_refused" // the fork server could not start this host warm
 )
 
