@@ -17,8 +17,9 @@ import (
 
 // The attribute keys of the package's spans, metrics and log records
 // (doc/design.md, “Telemetry”): one name per fact, wherever it appears.
-// Every value is an identifier, a state or a count, never an argument, a
-// result or an error's text, which can quote them.
+// The value of a span or metric attribute is an identifier, a state or a
+// count, never an argument, a result or an error's text, which can quote
+// them; only log records carry reasons and errors.
 const (
 	keyOrganization = "zeo.organization.id"
 	keyProject      = "zeo.project.id"
@@ -480,8 +481,8 @@ func (t *telemetry) started(ctx context.Context, lo *launch.Outcome, warm bool) 
 	}
 }
 
-// fallback counts an environment that runs cold because its fork server
-// did not start.
+// serverFailed counts a warm fallback: a fork server (warm, or a
+// binding's provider-warm one) did not start, and its hosts start cold.
 func (t *telemetry) serverFailed() {
 	if t == nil || !t.meter {
 		return
