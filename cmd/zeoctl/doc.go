@@ -163,6 +163,18 @@
 // catalogue: a capability outside its audience does not exist for them,
 // not even in an error's wording.
 //
+// # Telemetry
+//
+// demo, invoke, run and mcp take -telemetry stdout|stderr|otlp: the
+// Supervisor's OpenTelemetry spans (one per invocation, attempt, IPC
+// method, ledger write and dispatch) and its zeo.runtime.* metrics
+// (doc/design.md, “Telemetry”). stdout and stderr get one JSON object per
+// span as it ends and the metrics when the command ends (mcp, whose
+// standard output is its protocol, refuses stdout); otlp sends them to
+// the endpoint the standard OTEL_EXPORTER_OTLP_* variables name
+// (http/protobuf, or grpc with OTEL_EXPORTER_OTLP_PROTOCOL=grpc), with
+// service.name zeoctl unless OTEL_SERVICE_NAME says otherwise.
+//
 // # Exit status
 //
 //	0  the command did what was asked
