@@ -12,10 +12,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
@@ -558,6 +560,69 @@ func TestContainedWarm(t *testing.T) {
 	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
 		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
 	}
+}
+
+// TestContainedEgressUnprivileged runs the egress rows from a controller
+// that is not root (this test binary again, as uid 65534), the common
+// case: its host's user namespace has no mapping, so the init gets the
+// capability to bring the loopback up as an ambient one. The rows hold as
+// for a root controller, and the host itself has no capability left.
+func TestContainedEgressUnprivileged(t *testing.T) {
+	requireRoot(t)
+	dir := openDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "launch.test")
+	if err := copyFile(self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	rows := egressTable(t, allowed, other, dns)
+	actions := []string{"caps:"}
+	for a := range rows {
+		actions = append(actions, a)
+	}
+	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{allowed}
+	b, err := json.Marshal(struct {
+		Context launch.LaunchContext
+		Request []byte
+	}{inv.Context, inv.Request})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invPath := filepath.Join(dir, "invocation.json")
+	if err := os.WriteFile(invPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(testCtx(t), bin, "-test.run=^$")
+	cmd.Env = []string{controllerEnv + "=" + invPath, "ZEO_HOSTSIM_PATH=" + hostsimPath, "ZEO_LAUNCH_DIR=" + dir,
+		controllerHostileEnv + "=" + strings.Join(actions, ";")}
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("controller as uid %d: %v\n%s", nobody, err, stderr.String())
+	}
+	var r struct {
+		Actions map[string]string `json:"actions"`
+	}
+	if err := json.Unmarshal(stdout, &r); err != nil {
+		t.Fatalf("report %q: %v\n%s", stdout, err, stderr.String())
+	}
+	checkEgress(t, "unprivileged controller", rows, r.Actions)
+	caps := r.Actions["caps:"]
+	for _, set := range []string{"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"} {
+		if !strings.Contains(caps, set+"0000000000000000") {
+			t.Errorf("the host's %s is not empty: %q", set, caps)
+		}
+	}
+	t.Logf("unprivileged: %v", r.Actions)
 }
 
 // TestContainedEgressWarm runs the egress rows with the Python hostile

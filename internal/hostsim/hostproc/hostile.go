@@ -59,6 +59,7 @@ func hostile(spec string) map[string]any {
 //	forkbomb:N         start copies of this program (sleepers) until one fails or N run
 //	alloc:BYTES        map and touch BYTES of private memory
 //	bigfile:PATH:BYTES write BYTES to PATH (SIGXFSZ ignored, so the limit is an error)
+//	caps:              the capability sets of /proc/self/status: "ok CapInh=… CapPrm=… CapEff=… CapBnd=… CapAmb=…"
 //	proxyget:URL       GET the http:// URL through the proxy HTTP_PROXY names; "ok STATUS BODY"
 //	tunnel:HOST:PORT   CONNECT to HOST:PORT through the proxy HTTPS_PROXY names, then GET / in
 //	                   the tunnel; "ok STATUS BODY"
@@ -66,6 +67,18 @@ func hostileAction(verb, arg string) (string, error) {
 	switch verb {
 	case "proxyget", "tunnel":
 		return proxied(verb, arg)
+	case "caps":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return "", err
+		}
+		var caps []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "Cap") {
+				caps = append(caps, strings.Join(strings.Fields(line), ""))
+			}
+		}
+		return strings.Join(caps, " "), nil
 	case "read":
 		f, err := os.Open(arg)
 		if err != nil {
