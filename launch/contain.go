@@ -165,6 +165,11 @@ type Containment struct {
 	// ErrContainmentUnavailable). cmd/zeo-launch-init is such a program
 	// for embedders that cannot call Init in their own main.
 	InitPath string
+	// Cgroup is the cgroup layer: by default, where this process has a
+	// usable delegated cgroup v2, each host runs in a cgroup of its own,
+	// killed as a whole when the host ends, so that no descendant
+	// outlives it. It is independent of Off.
+	Cgroup Cgroup
 	// AssumeNoLandlock makes the launcher behave as on a kernel without
 	// Landlock: a Config that needs it (LayerFilesystem or LayerScope on)
 	// is refused. For tests of that refusal.

@@ -203,7 +203,7 @@ func readSysctl(path string) (string, error) {
 func (l *Launcher) ContainmentSummary() string {
 	k := l.contain
 	if k == nil {
-		return "containment: none (Containment.Off is AllLayers)"
+		return "containment: none (Containment.Off is AllLayers)" + l.cgroupSummary()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "containment: %s", k.on)
@@ -222,6 +222,7 @@ func (l *Launcher) ContainmentSummary() string {
 	if off := k.cfg.Off; off != 0 {
 		fmt.Fprintf(&b, "; off: %s", off)
 	}
+	b.WriteString(l.cgroupSummary())
 	return b.String()
 }
 

@@ -2,9 +2,11 @@
 `python -m zeotesthostile` cold or forked warm: instead of serving an
 invocation it tries each action ZEO_HOSTSIM_HOSTILE lists (";"-separated
 "verb:argument", as the simulated host's hostile scenario takes them:
-read, write, connect, signal, abstract, and proxyget, tunnel and resolve
-for the network's egress rows) and writes one JSON line,
-{"actions": {action: "ok" or the error}}, on stdout."""
+read, write, connect, signal, abstract; setsid, which starts a sleeping
+grandchild in a session of its own and reports its pid; and proxyget,
+tunnel and resolve for the network's egress rows) and writes one JSON
+line, {"actions": {action: "ok" (with what it got, after a space) or the
+error}}, on stdout."""
 
 import http.client
 import json
@@ -12,6 +14,7 @@ import os
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import urllib.parse
 import urllib.request
@@ -29,6 +32,10 @@ def _act(verb, arg):
         socket.create_connection((host, int(port)), timeout=3).close()
     elif verb == "signal":
         os.kill(os.getpid() if arg == "self" else int(arg), signal.SIGURG)
+    elif verb == "setsid":
+        p = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return "ok %d" % p.pid
     elif verb == "abstract":
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
