@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/internal/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
@@ -348,10 +349,16 @@ func TestContainedEgress(t *testing.T) {
 		actions = append(actions, a)
 	}
 	logs := &logRecords{}
+	fds, checkGoroutines := leaktest.OpenFDs(t), leaktest.Goroutines(t)
 	got := hostileRunContext(t, launch.Containment{}, nil, slog.New(logs), func(c *launch.LaunchContext) {
 		c.NetworkAllowed = true
 		c.NetworkHosts = []string{allowed}
 	}, actions...)
+	// The proxy ended with the host: no goroutine, no descriptor left.
+	checkGoroutines()
+	if n := leaktest.OpenFDs(t); n != fds {
+		t.Errorf("%d descriptors open after the launch, %d before", n, fds)
+	}
 	checkEgress(t, "egress", rows, got)
 	t.Logf("egress: %v", got)
 	if !logs.find("egress refused", "host=127.0.0.1", "port="+port(t, other)) || !logs.find("egress refused", "host=localhost") {
