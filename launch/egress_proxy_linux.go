@@ -384,13 +384,16 @@ func (p *egressProxy) admitted(host string, port int) (lit netip.Addr, ok bool) 
 // neverByName reports whether a is an address the proxy never dials for a
 // host name, whatever the name resolves to: loopback (this machine's
 // services: PostgreSQL, the ledger's database), link-local (cloud
-// metadata at 169.254.169.254), unspecified and multicast addresses, and
-// AWS's IPv6 metadata address. An admitted IP literal is dialed as
-// admitted.
+// metadata at 169.254.169.254), unspecified, "this network" (0.0.0.0/8,
+// which Linux may route to this machine), broadcast and multicast
+// addresses, and AWS's IPv6 metadata address. Private addresses are
+// dialed: an admitted name may be an internal service. An admitted IP
+// literal is dialed as admitted.
 func neverByName(a netip.Addr) bool {
 	a = a.Unmap()
 	return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() ||
-		a.IsMulticast() || a.IsInterfaceLocalMulticast() || a == netip.MustParseAddr("fd00:ec2::254")
+		a.IsMulticast() || a.IsInterfaceLocalMulticast() || (a.Is4() && a.As4()[0] == 0) ||
+		a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) || a == netip.MustParseAddr("fd00:ec2::254")
 }
 
 // dial connects to an admitted host:port: an IP literal as is, a name

@@ -46,7 +46,7 @@ func TestEgressHosts(t *testing.T) {
 	}
 	for a, want := range map[string]bool{"127.0.0.1": true, "::1": true, "169.254.169.254": true, "fe80::1": true,
 		"0.0.0.0": true, "fd00:ec2::254": true, "::ffff:127.0.0.1": true, "224.0.0.1": true,
-		"10.0.0.1": false, "192.0.2.1": false, "2001:db8::1": false} {
+		"0.1.2.3": true, "255.255.255.255": true, "::ffff:0.0.0.1": true, "10.0.0.1": false, "fd12::1": false, "192.0.2.1": false, "2001:db8::1": false} {
 		if got := neverByName(netip.MustParseAddr(a)); got != want {
 			t.Errorf("neverByName(%s) = %v, want %v", a, got, want)
 		}
