@@ -239,11 +239,16 @@ func TestContainedNetwork(t *testing.T) {
 	}
 }
 
-// serveHTTP serves body on a local port until the test ends; it returns
+// serveHTTP serves body on a local port until the test ends, or a
+// redirect to the URL a request's "to" parameter names; it returns
 // host:port.
 func serveHTTP(t *testing.T, body string) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if to := r.URL.Query().Get("to"); to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
 		io.WriteString(w, body)
 	}))
 	t.Cleanup(srv.Close)
@@ -290,10 +295,13 @@ func (h *logRecords) find(sub ...string) bool {
 // beside other (answering "other"): what each action must get.
 func egressTable(t *testing.T, allowed, other, dns string) map[string]string {
 	rows := map[string]string{
-		"proxyget:http://" + allowed + "/":     "ok 200 allowed",
-		"tunnel:" + allowed:                    "ok 200 allowed",
-		"connect:" + allowed:                   "fail", // not directly
-		"proxyget:http://" + other + "/":       "403",
+		"proxyget:http://" + allowed + "/": "ok 200 allowed",
+		"tunnel:" + allowed:                "ok 200 allowed",
+		"connect:" + allowed:               "fail", // not directly
+		"proxyget:http://" + other + "/":   "403",
+		// A redirect is followed by a new request, checked like the first.
+		"proxyget:http://" + allowed + "/?to=http://" + other + "/":   "403",
+		"proxyget:http://" + allowed + "/?to=http://" + allowed + "/": "ok 200 allowed",
 		"tunnel:" + other:                      "403",
 		"connect:" + other:                     "fail",
 		"tunnel:127.0.0.1:5432":                "403",
