@@ -81,9 +81,11 @@
 // Every host is contained (package launch, “Containment”; doc/design.md,
 // “Containment”): Landlock lets it read only its interpreter, its
 // environment, the system directories and what -read PATH adds, and
-// write only its working directory; it has no network (zeoctl's contexts
-// do not allow it), runs under resource limits, no_new_privs and a
-// seccomp deny list, cold or warm. zeoctl prints one line naming the
+// write only its working directory; it has no network, unless -network
+// grants it to a capability that requires it, and then it reaches only
+// the hosts its manifest names and -network-host grants, through the
+// launcher's egress proxy (such a host is launched cold); it runs under
+// resource limits, no_new_privs and a seccomp deny list, cold or warm. zeoctl prints one line naming the
 // containment in force, and a warning when it runs as root (the host then
 // runs as root too). -user NAME (or UID[:GID]) runs the host as another
 // user, refused before launch, naming the path, when that user could not
