@@ -92,6 +92,8 @@ func TestProviderWarmEcho(t *testing.T) {
 // names none): effect requests by their order, the others by method.
 type scriptPeer struct {
 	states  map[string]string // method, or "effect.request#N" (1-based), to the reply state
+	// replied, when set, is called after each reply with its method.
+	replied func(method string)
 	mu      sync.Mutex
 	bodies  [][]byte
 	effects int
@@ -149,6 +151,9 @@ func (p *scriptPeer) serve(ctx context.Context, conn net.Conn, pid int, _ canon.
 		if err := ipc.WriteFrame(conn, reply, ipc.MaxMessageBytes); err != nil {
 			return err
 		}
+		if p.replied != nil {
+			p.replied(string(req.Method))
+		}
 	}
 }
 
@@ -169,7 +174,7 @@ func TestProviderWarmMatchesCold(t *testing.T) {
 		states     map[string]string
 		mutate     func(*launch.Invocation)
 		deadline   time.Duration // a deadline this far ahead
-		cancel     time.Duration // cancel the invocation after this long
+		cancel     bool          // cancel the invocation once it was admitted
 	}{
 		{name: "echo"},
 		{name: "effects", capability: "two_effects", args: map[string]any{"target": "doc-1"}},
@@ -184,8 +189,10 @@ func TestProviderWarmMatchesCold(t *testing.T) {
 		{name: "publication waits", states: map[string]string{"result.publish": "waiting_approval"}},
 		{name: "failure", capability: "fail"},
 		{name: "not admitted", mutate: func(inv *launch.Invocation) { inv.Context.AdmittedCapabilities = []string{"example.other@1.0.0"} }},
-		{name: "deadline kill", capability: "hang", deadline: 1500 * time.Millisecond},
-		{name: "cancellation", capability: "hang", cancel: 1500 * time.Millisecond},
+		// Far enough ahead for a cold start on a loaded machine: the host
+		// must be admitted and hang before its deadline.
+		{name: "deadline kill", capability: "hang", deadline: 8 * time.Second},
+		{name: "cancellation", capability: "hang", cancel: true},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			name, args := sc.capability, sc.args
@@ -210,13 +217,16 @@ func TestProviderWarmMatchesCold(t *testing.T) {
 				peer *scriptPeer
 			}
 			run := func(invoke func(context.Context, launch.Invocation, func(context.Context, net.Conn, int, canon.Digest) error) (*launch.Outcome, error), to *ran) {
-				ctx := testCtx(t)
-				if sc.cancel > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, sc.cancel)
-					defer cancel()
-				}
+				ctx, cancel := context.WithCancel(testCtx(t))
+				defer cancel()
 				to.peer = &scriptPeer{states: sc.states}
+				if sc.cancel {
+					to.peer.replied = func(method string) {
+						if method == string(ipc.MethodAdmit) {
+							cancel()
+						}
+					}
+				}
 				to.out, to.err = invoke(ctx, inv, to.peer.serve)
 			}
 			var w, c ran
