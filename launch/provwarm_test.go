@@ -91,7 +91,7 @@ func TestProviderWarmEcho(t *testing.T) {
 // answers each method with the state its script names (allowed when it
 // names none): effect requests by their order, the others by method.
 type scriptPeer struct {
-	states  map[string]string // method, or "effect.request#N" (1-based), to the reply state
+	states map[string]string // method, or "effect.request#N" (1-based), to the reply state
 	// replied, when set, is called after each reply with its method.
 	replied func(method string)
 	mu      sync.Mutex
