@@ -3,8 +3,11 @@
 package supervise_test
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,3 +184,45 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 	}
 	t.Fatalf("servers %+v and processes %v left after StarterIdle", s.ProviderWarmServers(), leaktest.Children(t))
 }
+
+// TestProviderWarmRefusedRunsCold: a provider whose import leaves a
+// thread running is refused provider-warm, with a warning saying why, and
+// its operations run cold.
+func TestProviderWarmRefusedRunsCold(t *testing.T) {
+	ln := pwLauncher(t, map[string]string{"zeotestpwthread": "import threading, time\n" +
+		"threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\nfrom demo_provider import factory\n"})
+	var log strings.Builder
+	var mu sync.Mutex
+	cfg := config(t, memory.New(), ln)
+	cfg.Provider = variant(t, "zeotestpwthread:factory", 1, "")
+	cfg.ProviderWarm = standInWarm()
+	cfg.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := newSupervisor(t, cfg)
+	said := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(log.String(), "loading left 2 threads running")
+	}
+	for i := 0; !said(); i++ {
+		if i == 200 {
+			t.Fatalf("no warning says why the server was refused:\n%s", log.String())
+		}
+		o, err := s.Invoke(testCtx(t), call(fmt.Sprintf("op-%d", i), "example.echo@1.0.0", map[string]any{"text": "hello"}, 0))
+		wantState(t, o, err, launch.StateSucceeded, nil)
+		if o.Launch.Process.Warm {
+			t.Fatal("launched warm")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if sv := s.ProviderWarmServers(); len(sv) != 0 {
+		t.Fatalf("servers %+v", sv)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
