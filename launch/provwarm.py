@@ -21,6 +21,7 @@ launcher to the child over that channel, never through this process.
       ready    {op, pid, python, phases, binding_digest, host, refusal}
                or {op, error}
       forked   {op, id, pid, spare} + [pidfd, the child's channel]
+      refused  {op, id, reason}
       exit     {op, pid, code}
     launcher -> child, on the child's channel
       job      {argv, env, dir, orig_argv, contain} + [stdin, stdout,
@@ -274,20 +275,6 @@ class ProviderServer(_z.Server):
         finally:
             os.close(theirs)
             chan.close()
-
-    def on_exit(self, pidfd):
-        _z.Server.on_exit(self, pidfd)
-
-    def on_spare(self):
-        pass  # a spare's channel is the launcher's; the server never reads it
-
-    def shutdown(self):
-        if self.spare is not None:
-            try:
-                os.kill(self.spare[0], signal.SIGKILL)
-            except OSError:
-                pass
-        os._exit(0)
 
 
 # -- in a child ----------------------------------------------------------
