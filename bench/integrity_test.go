@@ -45,6 +45,7 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 	}
 	b.Run("read/operation", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
 		i := 0
 		for b.Loop() {
 			if _, err := l.Operation(ctx, scope, fmt.Sprintf("op-%05d", i%1000)); err != nil {
@@ -55,6 +56,7 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 	})
 	b.Run("read/operation-missing", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			if _, err := l.Operation(ctx, scope, "op-nope"); err == nil {
 				b.Fatal("found")
@@ -63,6 +65,7 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 	})
 	b.Run("read/list-operations-100", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			if ops, err := l.ListOperations(ctx, ledger.OperationQuery{Scope: scope, Limit: 100}); err != nil || len(ops) != 100 {
 				b.Fatal(len(ops), err)
@@ -71,6 +74,7 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 	})
 	b.Run("read/evidence", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
 		i := 0
 		for b.Loop() {
 			if _, err := l.Evidence(ctx, scope, fmt.Sprintf("op-%05d", i%1000)); err != nil {
@@ -82,6 +86,7 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 	for _, size := range []int{256, 4 << 10, 64 << 10} {
 		b.Run(fmt.Sprintf("read/artifact-%dB", size), func(b *testing.B) {
 			b.ReportAllocs()
+			defer reportCPU(b, processCPU())
 			for b.Loop() {
 				if _, err := l.Artifact(ctx, scope, refs[size]); err != nil {
 					b.Fatal(err)

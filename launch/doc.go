@@ -185,8 +185,15 @@
 // # Limits of the containment
 //
 // A process group is not a cgroup: a descendant that calls setsid leaves
-// the group and survives the group kill (it still cannot hang the call,
-// because of WaitDelay); no cgroup limits are set. The environment check
+// the group and survives the group kill. Where this process has a usable
+// delegated cgroup v2, each host (cold or warm) and each zygote server
+// runs in a cgroup of its own, killed as a whole (cgroup.kill) and removed
+// before Invoke returns, so no descendant outlives its host; cgroup limits
+// are set only where asked and where the parent enables their controller
+// (Containment.Cgroup, Launcher.Cgroups). Without it (Cgroup.Off, no
+// usable cgroup v2, darwin) such a descendant survives the host and
+// Invoke (it still cannot hang the call, because of WaitDelay). The
+// environment check
 // is check-then-execute: the tree must not be writable by anyone the
 // Runtime does not trust.
 //

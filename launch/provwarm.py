@@ -293,10 +293,13 @@ def _child(server, mine, chan):
         os.close(server.ctrl.detach())
         os.setsid()
         msg, fds, flags, _ = socket.recv_fds(chan, _z._MAX_PACKET, _z._MAX_FDS, socket.MSG_CMSG_CLOEXEC)
-        if not msg or len(fds) != 5 or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        if not msg or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            os._exit(0)
+        m = json.loads(msg)
+        if len(fds) != _z._fork_fds(m):
             os._exit(0)
         chan.detach()  # its number is closed with every other above 4
-        job = _z._become_host(server, json.loads(msg), fds)
+        job = _z._become_host(server, m, fds)
         _serve_generation(server.host, server.generation, server.binding_digest)
         return job
     except BaseException:  # noqa: BLE001 -- a child never returns to the loop

@@ -192,13 +192,22 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		defer cs.close()
 		extra = append(extra, cs.files...)
 	}
+	// The server has a cgroup of its own (holding it, its spare, and each
+	// child until the child moves into its host's cgroup), ended with it.
+	cg, err := l.newCgroup("zygote")
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
+	}
 	cmd := l.command(argv, "", stdin, s.out, s.out, extra)
 	l.prepare(cmd)
 	if cs != nil {
 		cs.apply(cmd, l.cfg.User)
 	}
+	intoCgroup(cmd.SysProcAttr, cg)
 	if err := cmd.Start(); err != nil {
 		conn.Close()
+		l.endCgroup(cg)
 		return nil, fmt.Errorf("%w: starting %s: %w", ErrZygoteStart, l.cfg.Interpreter, cs.startError(err))
 	}
 	theirs.Close()
@@ -206,6 +215,7 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		cs.started()
 		if err := cs.await(ctx); err != nil {
 			_ = signalGroup(cmd.Process.Pid, unix.SIGKILL)
+			l.endCgroup(cg)
 			_ = cmd.Wait()
 			conn.Close()
 			return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
@@ -227,6 +237,7 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		// zygote, and a goroutine blocked in waitid all that time would
 		// hold a thread and keep the runtime's monitor polling.
 		_ = childproc.AwaitExit(cmd.Process)
+		l.endCgroup(cg)
 		err := cmd.Wait()
 		s.lose(fmt.Errorf("it exited (%v)%s", err, s.stderrHint()))
 		z.mu.Lock()

@@ -178,3 +178,45 @@ func TestNestedDecodeErrors(t *testing.T) {
 		t.Errorf("nested decode differs or invalid:\n%s", diff)
 	}
 }
+
+// TestDecodeRefusalsAreTold checks that a document refused before it is
+// decoded says why: too large (canon.ErrTooLarge, rule "json.size") is
+// told apart from the strict-JSON rules (a duplicate key here), by
+// errors.Is and in the text, for bindings, manifests and arguments.
+func TestDecodeRefusalsAreTold(t *testing.T) {
+	// A binding of many capabilities is one large document: past the
+	// limit, whatever it holds.
+	big := []byte(`{"manifests":[` + strings.Repeat(`{"id":{"namespace":"n","name":"x","version":"1.0.0"}},`, canon.DefaultMaxBytes/50) + `{}]}`)
+	dup := []byte(`{"distribution":"a","distribution":"b"}`)
+	echo := echoManifests(t)[0]
+	for _, tt := range []struct {
+		name     string
+		decode   func([]byte) error
+		sentinel error
+	}{
+		{"binding", func(b []byte) error { _, err := manifest.DecodeBinding(b); return err }, manifest.ErrInvalidBinding},
+		{"manifest", func(b []byte) error { _, err := manifest.DecodeManifest(b); return err }, manifest.ErrInvalidManifest},
+		{"arguments", func(b []byte) error {
+			_, err := manifest.NewValidator(0).PrepareRequestJSON(echo, b)
+			return err
+		}, manifest.ErrInvalidArguments},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.decode(big)
+			var ve *manifest.ValidationError
+			if !errors.Is(err, canon.ErrTooLarge) || !errors.Is(err, tt.sentinel) || !errors.As(err, &ve) {
+				t.Fatalf("%d bytes: %v, want %v wrapping canon.ErrTooLarge", len(big), err, tt.sentinel)
+			}
+			if !strings.HasSuffix(ve.Rule, "json.size") || !strings.Contains(err.Error(), "too large") || strings.Contains(err.Error(), "not strict JSON") {
+				t.Errorf("too large: rule %q, text %q; want rule json.size and the words too large", ve.Rule, err)
+			}
+			err = tt.decode(dup)
+			if !errors.Is(err, canon.ErrDuplicateKey) || errors.Is(err, canon.ErrTooLarge) {
+				t.Fatalf("duplicate key: %v, want canon.ErrDuplicateKey only", err)
+			}
+			if !strings.Contains(err.Error(), "not strict JSON: duplicate object key") {
+				t.Errorf("duplicate key: %q, want it named", err)
+			}
+		})
+	}
+}

@@ -1,8 +1,10 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
@@ -16,7 +18,7 @@ func DecodeManifest(data []byte) (CapabilityManifest, error) {
 	var m CapabilityManifest
 	v, err := canon.Parse(data)
 	if err != nil {
-		return m, &ValidationError{Err: ErrInvalidManifest, Rule: "json", Detail: "not strict JSON", Cause: err}
+		return m, parseError(ErrInvalidManifest, "", err)
 	}
 	err = m.UnmarshalCanon(&v)
 	return m, err
@@ -29,10 +31,26 @@ func DecodeBinding(data []byte) (ProviderBinding, error) {
 	var b ProviderBinding
 	v, err := canon.Parse(data)
 	if err != nil {
-		return b, &ValidationError{Err: ErrInvalidBinding, Rule: "json", Detail: "not strict JSON", Cause: err}
+		return b, parseError(ErrInvalidBinding, "", err)
 	}
 	err = b.UnmarshalCanon(&v)
 	return b, err
+}
+
+// parseError is the refusal of a document canon.Parse refused (err), as
+// sentinel: one too large has rule "json.size" and says so; any other has
+// rule "json" and says which strict-JSON rule it breaks, and where. Both
+// keep err as their Cause, so errors.Is(e, canon.ErrTooLarge) (or
+// canon.ErrDuplicateKey, ...) tells them apart.
+func parseError(sentinel error, id string, err error) *ValidationError {
+	var ce *canon.Error
+	if !errors.As(err, &ce) {
+		return &ValidationError{Err: sentinel, CapabilityID: id, Rule: "json", Detail: "not strict JSON: " + err.Error(), Cause: err}
+	}
+	if errors.Is(err, canon.ErrTooLarge) {
+		return &ValidationError{Err: sentinel, CapabilityID: id, Rule: "json.size", Detail: "too large: " + ce.Detail, Cause: err}
+	}
+	return &ValidationError{Err: sentinel, CapabilityID: id, Rule: "json", Detail: "not strict JSON: " + strings.TrimPrefix(ce.Error(), "canon: "), Cause: err}
 }
 
 // UnmarshalJSON decodes a manifest with the rules of [DecodeManifest], so

@@ -117,7 +117,9 @@ func (v *Validator) PrepareRequestJSON(m CapabilityManifest, args []byte) (Prepa
 	}
 	val, err := canon.Parse(args)
 	if err != nil {
-		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments are not strict JSON", Cause: err}
+		e := parseError(ErrInvalidArguments, id, err)
+		e.Rule = "arguments." + e.Rule
+		return Prepared{}, e
 	}
 	obj, ok := val.Interface().(map[string]any)
 	if !ok {

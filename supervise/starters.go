@@ -115,7 +115,7 @@ func (ss *starters) acquire(b manifest.ProviderBinding) (*starter, error) {
 		}
 		st = &starter{key: k, launcher: l}
 		ss.m[k] = st
-		ss.s.log.Debug("supervise: starter created", "distribution", b.Distribution, "environment", string(b.EnvironmentDigest))
+		ss.s.log.Debug("supervise: starter created", keyDistribution, b.Distribution, keyEnvironment, string(b.EnvironmentDigest))
 	}
 	st.mu.Lock()
 	st.active++
@@ -158,7 +158,7 @@ func (ss *starters) expire(st *starter) {
 	ss.mu.Unlock()
 	if z != nil {
 		if err := z.Close(); err != nil {
-			ss.s.log.Warn("supervise: closing an idle fork server failed", "err", err)
+			ss.s.log.Warn("supervise: closing an idle fork server failed", keyErr, err)
 		}
 	}
 	if err := closeZygotes(pws); err != nil {
@@ -176,9 +176,13 @@ func (ss *starters) invoke(ctx context.Context, st *starter, b manifest.Provider
 		return z.Invoke(ctx, inv)
 	}
 	if z := ss.zygote(ctx, st, b); z != nil {
-		return z.Invoke(ctx, inv)
+		lo, err := z.Invoke(ctx, inv)
+		ss.s.tel.started(ctx, lo, true)
+		return lo, err
 	}
-	return st.launcher.Invoke(ctx, inv)
+	lo, err := st.launcher.Invoke(ctx, inv)
+	ss.s.tel.started(ctx, lo, false)
+	return lo, err
 }
 
 // zygote returns st's fork server, starting it on first use when the
@@ -194,7 +198,8 @@ func (ss *starters) zygote(ctx context.Context, st *starter, b manifest.Provider
 	zc.Provider = b
 	z, err := st.launcher.StartZygote(ctx, zc)
 	if err != nil {
-		ss.s.log.Warn("supervise: the fork server did not start; this provider environment launches cold", "distribution", b.Distribution, "err", err)
+		ss.s.log.Warn("supervise: the fork server did not start; this provider environment launches cold", keyDistribution, b.Distribution, keyErr, err)
+		ss.s.tel.serverFailed()
 		return nil
 	}
 	st.zygote = z

@@ -297,10 +297,8 @@ func TestCatalogueUsageErrors(t *testing.T) {
 		{[]string{"catalogue", "admit", "-simulated", "-ledger", "l.db"}, "-audience is required"},
 		{[]string{"catalogue", "admit", "-simulated", "-ledger", "l.db", "-audience", "org/"}, "want ORG or ORG/PROJECT"},
 		{[]string{"catalogue", "admit", "-simulated", "-ledger", "l.db", "-only", "noequals"}, "want CAPABILITY=ORG[/PROJECT]"},
-		{[]string{"catalogue", "list", "-ledger", "l.db", "-org", "o"}, "give both -org and -project, or neither"},
 		{[]string{"catalogue", "generations", "-ledger", "l.db", "-factory", "f"}, "give both -distribution and -factory"},
-		{[]string{"catalogue", "consent", "grant", "-ledger", "l.db"}, "-org, -project and -account are required"},
-		{[]string{"search", "-ledger", "l.db"}, "-org and -project are required"},
+		{[]string{"catalogue", "consent", "grant", "-ledger", "l.db"}, "-account is required"},
 		{[]string{"describe-capability", "-ledger", "l.db", "-org", "o", "-project", "p"}, "want one capability ID"},
 		{[]string{"run", "-ledger", "l.db", "-org", "o", "-project", "p", "x@1.0.0"}, "choose the host"},
 		{[]string{"run", "-simulated", "-ledger", "l.db", "-org", "o", "-project", "p"}, "want one capability ID"},
@@ -314,5 +312,5 @@ func TestCatalogueUsageErrors(t *testing.T) {
 	}
 	// A ledger that does not exist is not created by a command that only reads.
 	wantRun(t, zeoctl(t, "search", "-ledger", filepath.Join(t.TempDir(), "none.db"), "-org", "o", "-project", "p"), 1, nil,
-		[]string{"admit a provider first"})
+		[]string{"catalogue admit -ledger PATH ...' admits a provider"})
 }

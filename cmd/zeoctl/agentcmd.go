@@ -29,11 +29,14 @@ type facadeFlags struct {
 	deadline time.Duration
 	budget   int64
 	wait     time.Duration
+	// store is the ledger facade opened, for reading what a run's error
+	// is about.
+	store catalogue.Store
 }
 
 func (f *facadeFlags) register(fs *flag.FlagSet, runs bool) {
 	f.runs = runs
-	f.ledgerFlags.register(fs, true)
+	f.ledgerFlags.register(fs, oneScope)
 	if !runs {
 		return
 	}
@@ -48,10 +51,8 @@ func (f *facadeFlags) register(fs *flag.FlagSet, runs bool) {
 // facade opens the ledger and the catalogue and returns the facade, and
 // the function that releases them.
 func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, closeAll func(*error), err error) {
-	if f.org == "" || f.project == "" {
-		return nil, nil, usagef("-org and -project are required: the answers are for one project")
-	}
-	cfg := supervise.Config{SeatID: "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl"}
+	cfg := supervise.Config{SeatID: "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",
+		TracerProvider: e.telemetry.tracerProvider(), MeterProvider: e.telemetry.meterProvider()}
 	var cleanup func()
 	if f.runs {
 		if err := f.host.checkChoice(); err != nil {
@@ -95,6 +96,7 @@ func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, clos
 		}
 	}
 	cfg.Ledger = l
+	f.store = l
 	fc, err := agent.New(agent.Config{Catalogue: cat, Supervisor: cfg, EffectBudget: f.budget, ReservationWait: f.wait})
 	if err != nil {
 		closeAll(&err)
@@ -117,7 +119,7 @@ func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, clos
 func searchCommand() *command {
 	return &command{
 		name:      "search",
-		usageLine: "search -ledger PATH -org ID -project ID [-limit N] [-cursor C] [-json] [WORD...]",
+		usageLine: "search -ledger PATH [-org ID] [-project ID] [-limit N] [-cursor C] [-json] [WORD...]",
 		short:     "search the capabilities a project may run",
 		long: `Search prints one page of the capabilities the project may run whose id,
 title, description or tags contain every WORD (in any case); with no WORD,
@@ -178,7 +180,7 @@ prints the cursor of the next page: pass it as -cursor with the same words.
 func describeCapabilityCommand() *command {
 	return &command{
 		name:      "describe-capability",
-		usageLine: "describe-capability -ledger PATH -org ID -project ID [-json] ID",
+		usageLine: "describe-capability -ledger PATH [-org ID] [-project ID] [-json] ID",
 		short:     "print a capability's manifest and request schema, as a project sees it",
 		long: `Describe-capability prints the manifest of a capability the project may run
 (as its host projects it) and the JSON Schema its arguments must satisfy.
@@ -256,7 +258,7 @@ func printJSONIndented(w io.Writer, v any, prefix string) error {
 func runCommand() *command {
 	return &command{
 		name:      "run",
-		usageLine: "run (-python PATH | -host PATH | -simulated) -ledger PATH -org ID -project ID [-args JSON|@FILE] [-operation ID] [-account NAME] [-deadline D] [-budget N] [-wait D] [-effects refuse|accept|uncertain] [-json] ID",
+		usageLine: "run (-python PATH | -host PATH | -simulated) -ledger PATH [-org ID] [-project ID] [-args JSON|@FILE] [-operation ID] [-account NAME] [-deadline D] [-budget N] [-wait D] [-effects refuse|accept|uncertain] [-json] ID",
 		short:     "run a capability from the catalogue, as a project",
 		long: `Run runs the capability ID as the project, through the agent facade: the
 catalogue decides whether the project sees it, whether it has consented to
@@ -295,12 +297,21 @@ the printed next step says what to do.
 				defer closeAll(&err)
 				res, rerr := fc.Run(ctx, f.scope(), agent.RunRequest{CapabilityID: args[0], Arguments: arguments,
 					OperationID: *operation, Account: *account})
+				if errors.Is(rerr, supervise.ErrOperationMismatch) {
+					return mismatchError(ctx, f.store, f.scope(), *operation, args[0], "", rerr)
+				}
 				if res.State == "" {
 					var ce *catalogue.ConsentError
 					if errors.As(rerr, &ce) {
 						return fmt.Errorf("%w\nto grant exactly that: %s", rerr, ce.GrantCommand(f.path))
 					}
 					return rerr
+				}
+				if where, ok := argumentsProblem(rerr); ok {
+					if !strings.Contains(res.Reason, where) {
+						res.Reason += ": " + where
+					}
+					rerr = fmt.Errorf("invalid_request: -args %s ('zeoctl describe-capability %s' prints the request schema)", where, args[0])
 				}
 				if f.json {
 					if err := printJSON(e.stdout, res); err != nil {
@@ -337,7 +348,7 @@ func printRunResult(w io.Writer, r agent.RunResult) {
 func mcpCommand() *command {
 	return &command{
 		name:      "mcp",
-		usageLine: "mcp (-python PATH | -host PATH | -simulated) -ledger PATH -org ID -project ID [-deadline D] [-budget N] [-wait D] [-effects refuse|accept|uncertain]",
+		usageLine: "mcp (-python PATH | -host PATH | -simulated) -ledger PATH [-org ID] [-project ID] [-deadline D] [-budget N] [-wait D] [-effects refuse|accept|uncertain]",
 		short:     "serve the catalogue to agents over MCP on stdin and stdout",
 		long: `Mcp serves the agent facade as a Model Context Protocol server on stdin and
 stdout (newline-delimited JSON-RPC), for one project, until stdin closes or
@@ -382,7 +393,8 @@ Inspector reads -e) need two: --simulated --ledger PATH --org ID ...
 				if err != nil {
 					return err
 				}
-				e.progress("serving MCP for %s/%s on stdin and stdout", f.org, f.project)
+				sc := f.scope()
+				e.progress("serving MCP for %s/%s on stdin and stdout", sc.OrganizationID, sc.ProjectID)
 				// A transport of our own: the SDK's stdio transport ends the
 				// session on the first malformed line.
 				err = srv.Run(ctx, &mcpserver.LineTransport{Reader: e.stdin, Writer: e.stdout, Logger: logger})

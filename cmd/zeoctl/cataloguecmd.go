@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,8 +33,8 @@ func openCatalogue(ctx context.Context, where string, create bool, discover cata
 		return nil, nil, usagef("-ledger is required: the bolt ledger file (or postgres:// DSN) that holds the catalogue")
 	}
 	if !create && !isDSN(where) {
-		if _, err := os.Stat(where); err != nil {
-			return nil, nil, fmt.Errorf("ledger %s: %w (admit a provider first: zeoctl catalogue admit -ledger PATH ...)", where, err)
+		if err := checkLedgerFile(where, true); err != nil {
+			return nil, nil, fmt.Errorf("%w; 'zeoctl catalogue admit -ledger PATH ...' admits a provider into a new one", err)
 		}
 	}
 	l, err := openLedger(ctx, where)
@@ -156,7 +155,7 @@ until consent is granted.
 			path := fs.String("ledger", "", "the bolt ledger `file` (required; created if needed), or a postgres:// DSN")
 			gen := fs.Int64("generation", 0, "the generation to admit (default: the binding's)")
 			var audience audienceFlag
-			fs.Var(&audience, "audience", "an `ORG` or ORG/PROJECT that may see and run the capabilities (repeatable)")
+			fs.Var(&audience, "audience", "an `ORG` or ORG/PROJECT that may see and run the capabilities (repeatable; required unless -only gives the audiences)")
 			only := onlyFlag{}
 			fs.Var(only, "only", "`ID=ORG[/PROJECT],...`: the audience of one capability instead (repeatable; ID= hides it)")
 			asJSON := fs.Bool("json", false, "print the admitted generation as JSON")
@@ -243,31 +242,29 @@ func printGeneration(w io.Writer, g catalogue.Generation) {
 func catalogueListCommand() *command {
 	return &command{
 		name:      "catalogue list",
-		usageLine: "catalogue list -ledger PATH [-org ID -project ID] [-json]",
+		usageLine: "catalogue list -ledger PATH [-org ID] [-project ID] [-json]",
 		short:     "list the admitted providers, or what one project sees",
 		long: `Catalogue list prints each provider's current generation with its
 capabilities and who may see them.
 
-With -org and -project it prints instead the catalogue as that project sees
-it: the capabilities it may run (nothing else exists for it), and what it
-has consented to per connection account.
+With -org or -project it prints instead the catalogue as that project sees
+it (the half not given defaulting to org-local or project-local; see 'zeoctl
+help scope'): the capabilities it may run (nothing else exists for it), and
+what it has consented to per connection account.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f ledgerFlags
-			f.register(fs, true)
+			f.register(fs, listingScope)
 			return func(ctx context.Context, e *env, args []string) (err error) {
 				if err := noArgs(args); err != nil {
 					return err
-				}
-				if (f.org == "") != (f.project == "") {
-					return usagef("give both -org and -project, or neither")
 				}
 				l, cat, err := openCatalogue(ctx, f.path, false, nil)
 				if err != nil {
 					return err
 				}
 				defer closeLedger(l, &err)
-				if f.org == "" {
+				if !f.filtered() {
 					return listProviders(ctx, e, cat, f.json)
 				}
 				return listScope(ctx, e, cat, f.scope(), f.json)
@@ -416,7 +413,7 @@ type consentFlags struct {
 }
 
 func (f *consentFlags) register(fs *flag.FlagSet) {
-	f.ledgerFlags.register(fs, true)
+	f.ledgerFlags.register(fs, oneScope)
 	fs.StringVar(&f.account, "account", "", "the connection `account` (required): an effect request's connection_ref")
 	fs.Var(&f.capabilities, "capability", "a capability `ID` that may run with the account (repeatable)")
 	fs.Var(&f.credentials, "credential", "a credential `name` (repeatable)")
@@ -466,7 +463,7 @@ run, the run must name one.
 	}
 	return &command{
 		name:      name,
-		usageLine: name + " -ledger PATH -org ID -project ID -account NAME [-capability ID]... [-credential NAME]... [-service NAME]... [-effect-kind KIND]... [-effect-operation OP]... [-json]",
+		usageLine: name + " -ledger PATH [-org ID] [-project ID] -account NAME [-capability ID]... [-credential NAME]... [-service NAME]... [-effect-kind KIND]... [-effect-operation OP]... [-json]",
 		short:     short,
 		long:      long,
 		flags: func(fs *flag.FlagSet) runFunc {
@@ -476,8 +473,8 @@ run, the run must name one.
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				if f.org == "" || f.project == "" || f.account == "" {
-					return usagef("-org, -project and -account are required")
+				if f.account == "" {
+					return usagef("-account is required: the connection account whose consent changes")
 				}
 				l, cat, err := openCatalogue(ctx, f.path, false, nil)
 				if err != nil {
@@ -496,7 +493,8 @@ run, the run must name one.
 				if f.json {
 					return printJSON(e.stdout, c)
 				}
-				fmt.Fprintf(e.stdout, "consent of %s/%s for account %s after %s:\n", f.org, f.project, f.account, verb)
+				sc := f.scope()
+				fmt.Fprintf(e.stdout, "consent of %s/%s for account %s after %s:\n", sc.OrganizationID, sc.ProjectID, f.account, verb)
 				printConsent(e.stdout, c)
 				return nil
 			}

@@ -30,8 +30,7 @@ type invokeFlags struct {
 	budget      int64
 	services    string
 	operationID string
-	org         string
-	project     string
+	scope       scopeFlags
 	effects     string
 	grants      grantFlags
 	warm        bool
@@ -41,7 +40,7 @@ type invokeFlags struct {
 func invokeCommand() *command {
 	return &command{
 		name:      "invoke",
-		usageLine: "invoke (-python PATH | -host PATH | -simulated) [-binding FILE] [-capability ID] [-args JSON|@FILE] [-ledger PATH] [-operation ID] [-deadline D] [-budget N] [-effects refuse|accept|uncertain] [-warm] [-json]",
+		usageLine: "invoke (-python PATH | -host PATH | -simulated) [-binding FILE] [-capability ID] [-args JSON|@FILE] [-ledger PATH] [-org ID] [-project ID] [-operation ID] [-deadline D] [-budget N] [-effects refuse|accept|uncertain] [-warm] [-json]",
 		short:     "run one capability operation on a provider, on a ledger",
 		long: `Invoke runs one capability operation end to end with package supervise:
 it records the operation in the ledger, starts an attempt with a new fence,
@@ -95,8 +94,7 @@ the outcome says what to do next:
 			fs.Int64Var(&f.budget, "budget", 0, "the operation's total effect budget: distinct logical effects across all attempts (a new operation only)")
 			fs.StringVar(&f.services, "services", supervise.EffectsService, "comma-separated services the Runtime offers; a capability requiring another is refused before launch")
 			fs.StringVar(&f.operationID, "operation", "", "the operation `ID`; the same id continues an operation (default: a new random id)")
-			fs.StringVar(&f.org, "org", "org-local", "the operation's organization id")
-			fs.StringVar(&f.project, "project", "project-local", "the operation's project id")
+			f.scope.register(fs, false)
 			registerEffects(fs, &f.effects)
 			f.grants.register(fs)
 			fs.BoolVar(&f.warm, "warm", false, "fork the host from a zygote (a fork server that preloaded the host's dependencies) instead of starting it cold; -python only")
@@ -216,14 +214,14 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 		Dispatcher: dispatcher,
 		Grants:     f.grants.grants(),
 		SeatID:     "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",
-		Observer: tr.observe,
+		Observer: tr.observe, TracerProvider: e.telemetry.tracerProvider(), MeterProvider: e.telemetry.meterProvider(),
 	})
 	if err != nil {
 		return err
 	}
 	defer closeSupervisor(sup, &err)
 	call := supervise.Call{
-		Scope:        ledger.Scope{OrganizationID: f.org, ProjectID: f.project},
+		Scope:        f.scope.scope(),
 		OperationID:  f.operationID,
 		CapabilityID: f.capability,
 		Arguments:    args,
@@ -240,8 +238,15 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 	}
 	e.progress("invoking %s as operation %s", f.capability, call.OperationID)
 	o, ierr := sup.Invoke(ctx, call)
+	if errors.Is(ierr, supervise.ErrOperationMismatch) {
+		return mismatchError(ctx, l, call.Scope, call.OperationID, f.capability, b.ManifestDigest, ierr)
+	}
 	if o == nil {
 		return ierr
+	}
+	if where, ok := argumentsProblem(ierr); ok {
+		o.Reason = "the arguments do not satisfy the capability's request schema: " + where
+		ierr = argumentsError(where, f.capability)
 	}
 	if f.json {
 		if err := printJSON(e.stdout, outcomeJSON(ctx, l, o)); err != nil {
@@ -254,6 +259,53 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 		return &outcomeError{ierr}
 	}
 	return nil
+}
+
+// mismatchError says in words what differs when an operation id is
+// reused for another request (supervise.ErrOperationMismatch): the
+// capability, the provider's manifests, or the arguments. manifestDigest
+// is "" when the caller does not choose the binding. When the recorded
+// operation cannot be read, err is returned as it is.
+func mismatchError(ctx context.Context, l ledger.Ledger, scope ledger.Scope, operationID, capability string, manifestDigest canon.Digest, err error) error {
+	v, rerr := l.Operation(ctx, scope, operationID)
+	if rerr != nil {
+		return err
+	}
+	op := v.Operation
+	const oneRequest = "an operation id names one request: repeat it to continue that request, or give a new -operation (or none) for this one"
+	switch {
+	case op.CapabilityID != capability:
+		return fmt.Errorf("operation %s was recorded for capability %s, not %s: %s", operationID, op.CapabilityID, capability, oneRequest)
+	case manifestDigest != "" && op.ManifestDigest != manifestDigest:
+		return fmt.Errorf("the provider binding differs from the one operation %s was recorded with (manifest digest %s, now %s): %s",
+			operationID, shortDigest(string(op.ManifestDigest)), shortDigest(string(manifestDigest)), oneRequest)
+	}
+	return fmt.Errorf("the arguments differ from those operation %s was recorded with (request digest %s): %s",
+		operationID, shortDigest(string(op.RequestDigest)), oneRequest)
+}
+
+// argumentsProblem says where and why the request schema refused the
+// arguments (“at /text: got number, want string”), when err is that
+// refusal.
+func argumentsProblem(err error) (string, bool) {
+	var ve *manifest.ValidationError
+	if !errors.As(err, &ve) || !errors.Is(ve.Err, manifest.ErrInvalidArguments) {
+		return "", false
+	}
+	where := "at " + ve.Pointer
+	if ve.Pointer == "" {
+		where = "at the top level"
+	}
+	if ve.Detail == "" {
+		return where + " (" + ve.Rule + ")", true
+	}
+	return where + ": " + ve.Detail, true
+}
+
+// argumentsError is the one-line error of -args refused by the request
+// schema at where.
+func argumentsError(where, capability string) error {
+	return fmt.Errorf("invalid_request: -args %s (the request schema: 'zeoctl capabilities describe %s' with the same host flags)", where, capability)
 }
 
 // printOutcome writes the host's result, the outcome and the artifact.
@@ -301,27 +353,50 @@ func printOutcome(ctx context.Context, w io.Writer, l ledger.Ledger, o *supervis
 			break
 		}
 	}
-	if next := nextStep(o, ledgerPath); next != "" {
-		fmt.Fprintf(w, "  next       %s\n", next)
+	for i, line := range nextStep(o, ledgerPath) {
+		if i == 0 {
+			fmt.Fprintf(w, "  next       %s\n", line)
+		} else {
+			fmt.Fprintf(w, "             %s\n", line)
+		}
 	}
 	return printArtifact(ctx, w, l, o)
 }
 
-// nextStep says what the caller may do after a non-success.
-func nextStep(o *supervise.Outcome, ledgerPath string) string {
-	again := "invoke again with -operation " + o.OperationID
+// nextStep says what the caller may do after a non-success, one line
+// each: for an effect to settle, the exact 'zeoctl ledger resolve'
+// command.
+func nextStep(o *supervise.Outcome, ledgerPath string) []string {
+	again := "invoke again with the same flags and -operation " + o.OperationID
 	if ledgerPath == "" {
 		again += " and a -ledger PATH (this memory ledger is gone at exit)"
 	}
 	switch o.State {
 	case launch.StateWaitingApproval:
-		return "approve, then " + again
-	case launch.StateNeedsReconciliation:
-		return "settle the unknown effect with 'zeoctl ledger resolve', then " + again
+		return []string{"approve, then " + again}
 	case launch.StateProtocolError:
-		return again + ": recorded effects are redelivered, never dispatched twice"
+		return []string{again + ": recorded effects are redelivered, never dispatched twice"}
+	case launch.StateNeedsReconciliation:
+	default:
+		return nil
 	}
-	return ""
+	var settle []string
+	for _, ef := range o.Effects {
+		if ef.State == ledger.EffectUnknown || ef.State == ledger.EffectAuthorized {
+			settle = append(settle, resolveCommandLine(ledgerPath, o.Scope, o.OperationID, ef.LogicalEffectID))
+		}
+	}
+	if ledgerPath == "" {
+		return []string{"nothing can settle its effects: this memory ledger is gone at exit; invoke with a -ledger PATH to rehearse 'zeoctl ledger resolve'"}
+	}
+	if len(settle) == 0 {
+		return []string{"settle its effects ('zeoctl ledger effects -unknown -ledger " + shellQuote(displayLedger(ledgerPath)) + "' prints the command for each), then " + again}
+	}
+	out := []string{"ask the service whether each effect was consumed, settle it with:"}
+	for _, c := range settle {
+		out = append(out, "  "+c)
+	}
+	return append(out, "then "+again)
 }
 
 // outcomeJSON is invoke's -json document.

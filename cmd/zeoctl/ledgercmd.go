@@ -15,54 +15,58 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
 
-// ledgerFlags name a ledger file and, for scoped commands, a scope.
+// ledgerFlags name a ledger and, for the commands that read or write
+// records of a scope, the scope.
 type ledgerFlags struct {
-	path, org, project string
-	json               bool
+	scopeFlags
+	path string
+	json bool
 }
 
-func (f *ledgerFlags) register(fs *flag.FlagSet, scoped bool) {
+// scopeMode says what -org and -project mean to a command.
+type scopeMode int
+
+const (
+	// noScope: the command takes no -org and -project.
+	noScope scopeMode = iota
+	// oneScope: the command acts within one scope; the flags default to
+	// org-local and project-local.
+	oneScope
+	// listingScope: the command lists every scope unless the flags are
+	// given (and acts within one when it names an operation).
+	listingScope
+)
+
+func (f *ledgerFlags) register(fs *flag.FlagSet, mode scopeMode) {
 	fs.StringVar(&f.path, "ledger", "", "the ledger: a bolt `file`, or a postgres:// DSN (required)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	if scoped {
-		fs.StringVar(&f.org, "org", "", "the operation's organization `id` (required)")
-		fs.StringVar(&f.project, "project", "", "the operation's project `id` (required)")
+	if mode != noScope {
+		f.scopeFlags.register(fs, mode == listingScope)
 	}
 }
 
-func (f *ledgerFlags) scope() ledger.Scope {
-	return ledger.Scope{OrganizationID: f.org, ProjectID: f.project}
-}
-
-// open checks the flags and opens the ledger; scoped also requires a
-// scope. Unless write, a bolt file is opened read-only (openLedgerReadOnly).
-func (f *ledgerFlags) open(ctx context.Context, scoped, write bool) (ledger.Ledger, error) {
+// open checks the flags and opens the ledger. Unless write, a bolt file
+// is opened read-only (openLedgerReadOnly).
+func (f *ledgerFlags) open(ctx context.Context, write bool) (ledger.Ledger, error) {
 	if f.path == "" {
 		return nil, usagef("-ledger PATH is required: the bolt ledger file (zeoctl demo -ledger PATH or invoke -ledger PATH writes one), or a postgres:// DSN")
 	}
-	if scoped && (f.org == "" || f.project == "") {
-		return nil, usagef("-org and -project are required: ledger records are read only within their organization and project")
-	}
 	if !isDSN(f.path) {
-		if _, err := os.Stat(f.path); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", f.path, err)
+		// Every command here works on an existing ledger.
+		if err := checkLedgerFile(f.path, true); err != nil {
+			return nil, err
 		}
 	}
-	open := openLedgerReadOnly
 	if write {
-		open = openLedger
+		return openLedger(ctx, f.path)
 	}
-	l, err := open(ctx, f.path)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openLedgerReadOnly(ctx, f.path)
 }
 
 func ledgerEffectsCommand() *command {
 	return &command{
 		name:      "ledger effects",
-		usageLine: "ledger effects -ledger PATH (-unknown | -in-flight | -org ID -project ID -operation ID) [-json]",
+		usageLine: "ledger effects -ledger PATH (-unknown | -in-flight | -operation ID) [-org ID] [-project ID] [-json]",
 		short:     "list an operation's effects, or every effect that needs reconciliation",
 		long: `Ledger effects prints logical effects as the ledger holds them: each with its
 state (authorized, confirmed, not_consumed, unknown), authorization id,
@@ -78,10 +82,14 @@ needs_reconciliation for it, and it is never dispatched again.
 With -in-flight it lists the effects authorized by attempts whose controller
 still holds a live lease: their dispatch may be under way, the controller
 records the outcome itself, and resolve refuses them until its lease ends.
+
+Both list every scope unless -org or -project keeps one. With -operation ID
+it lists that operation's effects, in the scope -org and -project name (by
+default org-local/project-local; see 'zeoctl help scope').
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f ledgerFlags
-			f.register(fs, true)
+			f.register(fs, listingScope)
 			unknown := fs.Bool("unknown", false, "list every effect that needs reconciliation, in every operation")
 			inFlight := fs.Bool("in-flight", false, "list every effect in flight under a live controller, in every operation")
 			operation := fs.String("operation", "", "the operation `id` whose effects to list")
@@ -96,10 +104,9 @@ records the outcome itself, and resolve refuses them until its lease ends.
 					}
 				}
 				if n != 1 {
-					return usagef("give one of -unknown, -in-flight, or -operation with -org and -project")
+					return usagef("give one of -unknown, -in-flight, or -operation ID")
 				}
-				all := *unknown || *inFlight
-				l, err := f.open(ctx, !all, false)
+				l, err := f.open(ctx, false)
 				if err != nil {
 					return err
 				}
@@ -108,15 +115,17 @@ records the outcome itself, and resolve refuses them until its lease ends.
 				switch {
 				case *unknown:
 					effects, err = l.ListUnknown(ctx)
+					effects = f.keep(effects)
 				case *inFlight:
 					effects, err = l.ListInFlight(ctx)
+					effects = f.keep(effects)
 				default:
 					var v ledger.OperationView
 					v, err = l.Operation(ctx, f.scope(), *operation)
 					effects = v.Effects
 				}
 				if err != nil {
-					return scopedHint(err)
+					return scopedHint(err, "-operation")
 				}
 				if f.json {
 					if effects == nil {
@@ -137,12 +146,56 @@ records the outcome itself, and resolve refuses them until its lease ends.
 				}
 				printEffects(e.stdout, effects)
 				if *unknown {
-					fmt.Fprintln(e.stdout, "\nSettle each with: zeoctl ledger resolve -ledger PATH -org ORG -project PROJECT -operation OP -effect ID (-confirmed RECEIPT | -not-consumed REASON)")
+					fmt.Fprintln(e.stdout, "\nSettle each, once the service says what happened, with:")
+					for _, ef := range effects {
+						fmt.Fprintf(e.stdout, "  %s\n", resolveCommandLine(f.path, ef.Scope, ef.OperationID, ef.LogicalEffectID))
+					}
 				}
 				return nil
 			}
 		},
 	}
+}
+
+// keep returns the effects of the scope the flags name, or all of them
+// when no -org or -project was given.
+func (f *ledgerFlags) keep(effects []ledger.Effect) []ledger.Effect {
+	if !f.filtered() {
+		return effects
+	}
+	scope := f.scope()
+	var out []ledger.Effect
+	for _, ef := range effects {
+		if ef.Scope == scope {
+			out = append(out, ef)
+		}
+	}
+	return out
+}
+
+// resolveCommandLine is the exact 'zeoctl ledger resolve' command that
+// settles one effect, for an operator to complete with the outcome.
+func resolveCommandLine(ledgerPath string, scope ledger.Scope, operationID, effectID string) string {
+	args := []string{"zeoctl", "ledger", "resolve", "-ledger", displayLedger(ledgerPath)}
+	args = append(args, "-org", scope.OrganizationID, "-project", scope.ProjectID, "-operation", operationID, "-effect", effectID)
+	return shellJoin(args) + " (-confirmed RECEIPT | -not-consumed REASON)"
+}
+
+// shellJoin joins args into a command line a POSIX shell reads back as
+// args: each argument that needs it in single quotes.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func ledgerLeasesCommand() *command {
@@ -159,12 +212,12 @@ the file can have a live lease.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f ledgerFlags
-			f.register(fs, false)
+			f.register(fs, noScope)
 			return func(ctx context.Context, e *env, args []string) (err error) {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				l, err := f.open(ctx, false, false)
+				l, err := f.open(ctx, false)
 				if err != nil {
 					return err
 				}
@@ -212,11 +265,13 @@ func printEffects(w io.Writer, effects []ledger.Effect) {
 	tw.Flush()
 }
 
-// scopedHint adds what to check to the errors of a scoped read.
-func scopedHint(err error) error {
+// scopedHint adds what to check to the errors of a scoped read; what
+// names the command's own argument that names the record ("-operation",
+// "the artifact REF").
+func scopedHint(err error, what string) error {
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return fmt.Errorf("%w (check -operation, -org and -project: records are found only in their own scope)", err)
+		return fmt.Errorf("%w (check %s, -org and -project: records are found only in their own scope; see 'zeoctl help scope')", err, what)
 	case errors.Is(err, ledger.ErrOutOfScope):
 		return fmt.Errorf("%w (it belongs to another organization or project; nothing outside the scope is given out)", err)
 	}
@@ -226,7 +281,7 @@ func scopedHint(err error) error {
 func ledgerResolveCommand() *command {
 	return &command{
 		name:      "ledger resolve",
-		usageLine: "ledger resolve -ledger PATH -org ID -project ID -operation ID -effect ID (-confirmed RECEIPT | -not-consumed REASON)",
+		usageLine: "ledger resolve -ledger PATH [-org ID] [-project ID] -operation ID -effect ID (-confirmed RECEIPT | -not-consumed REASON) [-json]",
 		short:     "settle an effect whose dispatch is uncertain",
 		long: `Ledger resolve records the outcome of an effect that needs reconciliation,
 once you have found out from the service what happened:
@@ -238,11 +293,13 @@ once you have found out from the service what happened:
 The next attempt of the operation then proceeds: a confirmed effect is
 redelivered with its receipt, a not-consumed one is answered with its reason.
 Resolving a settled effect to the same outcome is accepted again; to another
-outcome it is refused.
+outcome it is refused. The operation is looked up in the scope -org and
+-project name, by default org-local/project-local (see 'zeoctl help scope');
+'zeoctl ledger effects -unknown' prints the exact command for each effect.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f ledgerFlags
-			f.register(fs, true)
+			f.register(fs, oneScope)
 			operation := fs.String("operation", "", "the operation `id` (required)")
 			effect := fs.String("effect", "", "the logical effect `id` (required)")
 			confirmed := fs.String("confirmed", "", "the service's `receipt`: the effect was consumed")
@@ -251,8 +308,11 @@ outcome it is refused.
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				if *operation == "" || *effect == "" {
-					return usagef("-operation and -effect are required")
+				switch {
+				case *operation == "":
+					return usagef("-operation is required: the operation whose effect to settle ('zeoctl ledger effects -unknown' lists them)")
+				case *effect == "":
+					return usagef("-effect is required: the logical effect to settle ('zeoctl ledger effects -operation %s' lists them)", *operation)
 				}
 				var res ledger.Resolution
 				switch {
@@ -267,14 +327,14 @@ outcome it is refused.
 					}
 					res = ledger.Resolution{State: ledger.EffectNotConsumed, Reason: r}
 				}
-				l, err := f.open(ctx, true, true)
+				l, err := f.open(ctx, true)
 				if err != nil {
 					return err
 				}
 				defer closeLedger(l, &err)
 				v, err := l.Operation(ctx, f.scope(), *operation)
 				if err != nil {
-					return scopedHint(err)
+					return scopedHint(err, "-operation")
 				}
 				i := -1
 				for j, ef := range v.Effects {
@@ -305,29 +365,30 @@ outcome it is refused.
 func artifactGetCommand() *command {
 	return &command{
 		name:      "artifact get",
-		usageLine: "artifact get -ledger PATH -org ID -project ID [-o FILE] REF",
+		usageLine: "artifact get -ledger PATH [-org ID] [-project ID] [-o FILE] [-json] REF",
 		short:     "print an operation's accepted artifact",
 		long: `Artifact get writes the bytes of artifact REF (as an accepted result's
 artifact_refs name it) to stdout, or to -o FILE. The artifact is given out
-only within the organization and project of the operation that produced it:
-a digest or a ref alone grants nothing.
+only within the organization and project of the operation that produced it
+(-org and -project, by default org-local/project-local; see 'zeoctl help
+scope'): a digest or a ref alone grants nothing.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f ledgerFlags
-			f.register(fs, true)
+			f.register(fs, oneScope)
 			out := fs.String("o", "", "write the artifact to this `file` instead of stdout")
 			return func(ctx context.Context, e *env, args []string) (err error) {
 				if len(args) != 1 {
 					return usagef("want exactly one artifact REF")
 				}
-				l, err := f.open(ctx, true, false)
+				l, err := f.open(ctx, false)
 				if err != nil {
 					return err
 				}
 				defer closeLedger(l, &err)
 				a, err := l.Artifact(ctx, f.scope(), args[0])
 				if err != nil {
-					return scopedHint(err)
+					return scopedHint(err, "the artifact REF")
 				}
 				if f.json {
 					return printJSON(e.stdout, map[string]any{"ref": a.Ref, "organization_id": a.Scope.OrganizationID,
@@ -346,36 +407,35 @@ a digest or a ref alone grants nothing.
 func ledgerOperationsCommand() *command {
 	return &command{
 		name:      "ledger operations",
-		usageLine: "ledger operations -ledger PATH [-org ID -project ID] [-state open|completed|cancelled] [-operation ID] [-json]",
+		usageLine: "ledger operations -ledger PATH [-org ID] [-project ID] [-state open|completed|cancelled] [-operation ID] [-json]",
 		short:     "list the ledger's operations, or show one with its attempts' evidence",
 		long: `Ledger operations lists the operations the ledger holds, ordered by
 organization, project and operation id: each with its state, capability,
-current fencing generation, effect budget used and accepted result. -org and
--project (together) keep one scope, -state one state.
+current fencing generation, effect budget used and accepted result: every
+scope, unless -org or -project keeps one (see 'zeoctl help scope'); -state
+keeps one state.
 
-With -operation ID (and -org, -project) it shows that operation in full:
+With -operation ID it shows that operation of the scope -org and -project
+name (by default org-local/project-local) in full:
 its attempts and the evidence each left (the Runtime's verdict and why, the
 host's pid, exit status and its own result line, the IPC exchanges), its
 bootstrap ids and who redeemed them, its effects and its result.
 `,
 		flags: func(fs *flag.FlagSet) runFunc {
 			var f ledgerFlags
-			f.register(fs, true)
+			f.register(fs, listingScope)
 			state := fs.String("state", "", "keep operations in this `state`: open, completed or cancelled")
 			operation := fs.String("operation", "", "show this operation `id` in full")
 			return func(ctx context.Context, e *env, args []string) (err error) {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				if (f.org == "") != (f.project == "") {
-					return usagef("-org and -project go together")
-				}
 				switch ledger.OperationState(*state) {
 				case "", ledger.OperationOpen, ledger.OperationCompleted, ledger.OperationCancelled:
 				default:
 					return usagef("-state must be open, completed or cancelled, not %q", *state)
 				}
-				l, err := f.open(ctx, *operation != "", false)
+				l, err := f.open(ctx, false)
 				if err != nil {
 					return err
 				}
@@ -384,7 +444,11 @@ bootstrap ids and who redeemed them, its effects and its result.
 					return showOperation(ctx, e, l, f.scope(), *operation, f.json)
 				}
 				var ops []ledger.Operation
-				q := ledger.OperationQuery{Scope: f.scope(), State: ledger.OperationState(*state), Limit: ledger.MaxListLimit}
+				var scope ledger.Scope
+				if f.filtered() {
+					scope = f.scope()
+				}
+				q := ledger.OperationQuery{Scope: scope, State: ledger.OperationState(*state), Limit: ledger.MaxListLimit}
 				for {
 					page, err := l.ListOperations(ctx, q)
 					if err != nil {
@@ -424,7 +488,7 @@ bootstrap ids and who redeemed them, its effects and its result.
 func showOperation(ctx context.Context, e *env, l ledger.Ledger, scope ledger.Scope, id string, asJSON bool) error {
 	v, err := l.Operation(ctx, scope, id)
 	if err != nil {
-		return scopedHint(err)
+		return scopedHint(err, "-operation")
 	}
 	evs, err := l.Evidence(ctx, scope, id)
 	if err != nil {
@@ -504,7 +568,7 @@ func ledgerUpgradeCommand() *command {
 		usageLine: "ledger upgrade -ledger PATH",
 		short:     "upgrade a bolt ledger file to this build's format, and check it",
 		long: `Ledger upgrade opens a bolt ledger file read-write, which upgrades a file of
-an earlier format (3 to 6) in place to this build's format 7, adding a
+an earlier format (3 to 7) in place to this build's format 8, adding a
 checksum to every record; then it checks the whole file: every record's
 checksum, every artifact against its digest, and the ledger's invariants.
 The other ledger commands open the file read-only and do not upgrade it.
@@ -519,8 +583,8 @@ The file must not be held by a running controller.
 				if *path == "" || isDSN(*path) {
 					return usagef("-ledger PATH is required, and must be a bolt ledger file")
 				}
-				if _, err := os.Stat(*path); err != nil {
-					return fmt.Errorf("ledger %s: %w", *path, err)
+				if err := checkLedgerFile(*path, true); err != nil {
+					return err
 				}
 				l, err := openLedger(ctx, *path)
 				if err != nil {
@@ -530,7 +594,7 @@ The file must not be held by a running controller.
 				if err := l.(*bolt.Ledger).Check(ctx); err != nil {
 					return fmt.Errorf("checking the ledger: %w", err)
 				}
-				fmt.Fprintf(e.stdout, "%s: a format 7 bolt ledger; every record checked\n", *path)
+				fmt.Fprintf(e.stdout, "%s: a format 8 bolt ledger; every record checked\n", *path)
 				return nil
 			}
 		},

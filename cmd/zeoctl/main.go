@@ -43,6 +43,7 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	telemetry      *telemetry // -telemetry's providers (see withTelemetry); nil: none
 }
 
 // progress writes one progress line on stderr.
@@ -71,8 +72,8 @@ type command struct {
 // commands is the command table, in the order `zeoctl help` lists them.
 func commands() []*command {
 	return []*command{
-		demoCommand(),
-		invokeCommand(),
+		withTelemetry(demoCommand(), false),
+		withTelemetry(invokeCommand(), false),
 		describeCommand(),
 		doctorCommand(),
 		capabilitiesListCommand(),
@@ -90,8 +91,8 @@ func commands() []*command {
 		consentCommand(false),
 		searchCommand(),
 		describeCapabilityCommand(),
-		runCommand(),
-		mcpCommand(),
+		withTelemetry(runCommand(), false),
+		withTelemetry(mcpCommand(), true),
 	}
 }
 
@@ -244,7 +245,7 @@ func mainUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "\t%-26s %s\n", c.name, c.short)
 	}
-	fmt.Fprint(w, "\nRun 'zeoctl help <command>' for details, and 'zeoctl help exit' for the exit status.\n")
+	fmt.Fprint(w, "\nRun 'zeoctl help <command>' for details, 'zeoctl help exit' for the exit status, and\n'zeoctl help scope' for -org and -project.\n")
 }
 
 func commandHelp(w io.Writer, cmd *command) {
@@ -293,6 +294,9 @@ func help(e *env, args []string) int {
 	switch strings.Join(args, " ") {
 	case "exit":
 		fmt.Fprint(e.stdout, exitHelp)
+		return exitOK
+	case "scope":
+		fmt.Fprint(e.stdout, scopeHelp)
 		return exitOK
 	case "host", hostModeArg:
 		fmt.Fprint(e.stdout, hostHelp())

@@ -168,6 +168,31 @@ func TestMCPHoldsTheLedgerFile(t *testing.T) {
 // configuration says, with the ledger path replaced, and lists its tools
 // with the official Go SDK's client.
 func TestREADMEMCPConfig(t *testing.T) {
+	args := readmeMCPArgs(t, catalogueLedger(t, false))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.Command(zeoctlPath, args...)
+	cmd.Dir = t.TempDir()
+	client := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("starting %v: %v", args, err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 3 {
+		t.Errorf("tools/list: %v %v", tools, err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("closing: %v", err)
+	}
+}
+
+// readmeMCPArgs returns the arguments of the zeoctl server in the
+// README's MCP client configuration, with its ledger replaced by path;
+// every flag there must be double-dash (the Inspector's own -e would take
+// a single-dash -effects).
+func readmeMCPArgs(t *testing.T, path string) []string {
+	t.Helper()
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +215,6 @@ func TestREADMEMCPConfig(t *testing.T) {
 	if !ok || srv.Command != "zeoctl" {
 		t.Fatalf("README's configuration has no zeoctl server: %+v", cfg)
 	}
-	path := catalogueLedger(t, false)
 	args := slices.Clone(srv.Args)
 	for i, a := range args {
 		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
@@ -200,22 +224,7 @@ func TestREADMEMCPConfig(t *testing.T) {
 			args[i+1] = path
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.Command(zeoctlPath, args...)
-	cmd.Dir = t.TempDir()
-	client := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "v1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("starting %v: %v", args, err)
-	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 3 {
-		t.Errorf("tools/list: %v %v", tools, err)
-	}
-	if err := cs.Close(); err != nil {
-		t.Errorf("closing: %v", err)
-	}
+	return args
 }
 
 // TestConsentInOneAnswer: a capability that needs a connection account,

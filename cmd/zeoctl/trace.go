@@ -150,3 +150,14 @@ func printEvidence(ctx context.Context, w io.Writer, l ledger.Ledger, scope ledg
 	}
 	return nil
 }
+
+// shortDigest shortens a "sha256:<64 hex>" digest to its algorithm and
+// first 12 hex digits, enough to tell digests apart by eye; anything
+// else is returned as it is.
+func shortDigest(d string) string {
+	alg, hex, ok := strings.Cut(d, ":")
+	if !ok || len(hex) <= 12 {
+		return d
+	}
+	return alg + ":" + hex[:12] + "…"
+}

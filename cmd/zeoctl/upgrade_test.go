@@ -35,8 +35,8 @@ func TestLedgerUpgrade(t *testing.T) {
 	}
 	db.Close()
 	wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path), 1, nil,
-		[]string{"format 6 must be upgraded to format 7", "zeoctl ledger upgrade -ledger " + path})
-	wantRun(t, zeoctl(t, "ledger", "upgrade", "-ledger", path), 0, []string{"a format 7 bolt ledger; every record checked"}, nil)
+		[]string{"format 6 must be upgraded to format 8", "zeoctl ledger upgrade -ledger " + path})
+	wantRun(t, zeoctl(t, "ledger", "upgrade", "-ledger", path), 0, []string{"a format 8 bolt ledger; every record checked"}, nil)
 	wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path), 0, []string{"no operations"}, nil)
 	db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
 	if err != nil {
@@ -44,8 +44,8 @@ func TestLedgerUpgrade(t *testing.T) {
 	}
 	defer db.Close()
 	db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte("7")) {
-			t.Errorf("format after ledger upgrade: %q, want 7", v)
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); !bytes.Equal(v, []byte("8")) {
+			t.Errorf("format after ledger upgrade: %q, want 8", v)
 		}
 		return nil
 	})

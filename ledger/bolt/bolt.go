@@ -359,7 +359,7 @@ func initFile(db *bbolt.DB, readOnly bool) error {
 		case upgradable:
 			from = string(v)
 		default:
-			return fmt.Errorf("ledger file format %q, this build reads formats \"3\", \"4\", \"5\", \"6\" and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
+			return fmt.Errorf("ledger file format %q, this build reads formats \"3\" to \"7\" and %q (earlier pre-release formats are not migrated; recreate the ledger): %w", v, formatVersion, ledger.ErrCorrupt)
 		}
 		return nil
 	})
@@ -386,8 +386,10 @@ func initFile(db *bbolt.DB, readOnly bool) error {
 
 // upgrade turns the format from file of tx into the current format: it
 // creates the buckets from lacks, seals every record with its checksum
-// (seal.go), checks the whole ledger (core.CheckTx) and stamps the
-// format. The caller's transaction commits all of it or nothing; a check
+// (seal.go), the artifact bytes only after checking them against their
+// records' digests, checks the whole ledger (core.CheckTx) and stamps the
+// format. A format 7 file has every record but the artifact bytes sealed
+// already. The caller's transaction commits all of it or nothing; a check
 // that fails leaves the file as it was.
 func upgrade(tx *bbolt.Tx, from string) error {
 	for _, name := range formatsUpgradable[from] {
@@ -395,10 +397,21 @@ func upgrade(tx *bbolt.Tx, from string) error {
 			return fmt.Errorf("upgrading format %s to %s: creating bucket %q: %w", from, formatVersion, name, err)
 		}
 	}
-	for _, name := range sealedBuckets {
-		if err := resealBucket(tx.Bucket(name), name); err != nil {
-			return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
+	if from != "7" {
+		for _, name := range sealedBuckets {
+			if bytes.Equal(name, bucketBlobs) {
+				continue
+			}
+			if err := resealBucket(tx.Bucket(name), name); err != nil {
+				return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
+			}
 		}
+	}
+	if err := checkArtifacts(tx, false); err != nil {
+		return fmt.Errorf("upgrading format %s to %s: an artifact does not pass its check, so the file was left as it was; restore it from a backup: %w", from, formatVersion, err)
+	}
+	if err := resealBucket(tx.Bucket(bucketBlobs), bucketBlobs); err != nil {
+		return fmt.Errorf("upgrading format %s to %s: %w", from, formatVersion, err)
 	}
 	if err := core.CheckTx(newTx(tx, "")); err != nil {
 		return fmt.Errorf("upgrading format %s to %s: the file's records do not pass the ledger's check, so it was left as it was; restore it from a backup: %w", from, formatVersion, err)

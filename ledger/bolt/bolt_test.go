@@ -129,8 +129,8 @@ func TestCorruptFileRefused(t *testing.T) {
 	for _, tt := range []struct {
 		name, bucket, format, want string
 	}{
-		{"format 99", "meta", "99", `format "99", this build reads formats "3", "4", "5", "6" and "7"`},
-		{"format 2", "meta", "2", `format "2", this build reads formats "3", "4", "5", "6" and "7"`},
+		{"format 99", "meta", "99", `format "99", this build reads formats "3" to "7" and "8"`},
+		{"format 2", "meta", "2", `format "2", this build reads formats "3" to "7" and "8"`},
 		{"no format", "meta", "", "no format version"},
 		{"foreign", "accounts", "", `bucket "accounts" and no ledger format version`},
 	} {
@@ -405,17 +405,43 @@ func waitQueued(t *testing.T, l *bolt.Ledger, n int) {
 
 // TestUpgradeFormat: a format 3 file (format 6 without the evidence,
 // catalogue and leases buckets), 4 (without the catalogue and leases
-// buckets), 5 (without the leases bucket) or 6 (format 7 without the
-// record checksums, which none of them has) is upgraded in place at Open,
-// keeps everything it held, and then records evidence, catalogue records
-// and leases like a new one.
+// buckets), 5 (without the leases bucket), 6 (format 7 without the
+// record checksums, which none of them has) or 7 (format 8 without the
+// checksum of the artifact bytes) is upgraded in place at Open, keeps
+// everything it held, its artifact included, and then records evidence,
+// catalogue records and leases like a new one.
 func TestUpgradeFormat(t *testing.T) {
 	for _, tt := range []struct {
 		format  string
 		missing []string
-	}{{"3", []string{"evidence", "catalogue", "leases"}}, {"4", []string{"catalogue", "leases"}}, {"5", []string{"leases"}}, {"6", nil}} {
+	}{{"3", []string{"evidence", "catalogue", "leases"}}, {"4", []string{"catalogue", "leases"}}, {"5", []string{"leases"}}, {"6", nil}, {"7", nil}} {
 		t.Run("format"+tt.format, func(t *testing.T) { testUpgrade(t, tt.format, tt.missing) })
 	}
+}
+
+// completedOperation records operation op of scope, completed with an
+// artifact holding data, and returns the artifact's ref.
+func completedOperation(t *testing.T, l *bolt.Ledger, scope ledger.Scope, op string, data []byte) string {
+	t.Helper()
+	ctx := context.Background()
+	spec := ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap", RequestDigest: ledgertest.Digest("r"),
+		ManifestDigest: ledgertest.Digest("m"), EffectBudget: 1}
+	launch := ledgertest.Digest("launch")
+	f, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{Operation: spec, AttemptID: "att", Generation: 1, BootstrapID: "boot-" + op, LaunchDigest: launch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: launch, PID: 1, SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Admit(ctx, f, ledgertest.Digest("r")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.AcceptResult(ctx, f, ledgertest.Digest("data"), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ArtifactRefs[0]
 }
 
 func testUpgrade(t *testing.T, format string, missing []string) {
@@ -439,6 +465,8 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	artifact := bytes.Repeat([]byte("artifact bytes "), 100)
+	ref := completedOperation(t, l, scope, "done", artifact)
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +481,7 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 				return err
 			}
 		}
-		if err := stripChecksums(tx); err != nil {
+		if err := stripChecksums(tx, format == "7"); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte(format))
@@ -472,6 +500,12 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	}
 	if d := cmp.Diff(before, after); d != "" {
 		t.Fatalf("operation changed by the upgrade (-before +after):\n%s", d)
+	}
+	if a, err := l.Artifact(ctx, scope, ref); err != nil || !bytes.Equal(a.Bytes, artifact) {
+		t.Fatalf("artifact after the upgrade: %q, %v; want the bytes it held", a.Bytes, err)
+	}
+	if err := l.Check(ctx); err != nil {
+		t.Fatalf("Check after the upgrade: %v", err)
 	}
 	ev := ledger.AttemptEvidence{SeatID: "seat", RuntimeBindingID: "rb", PacketID: "pk", State: "protocol_error"}
 	if _, err := l.RecordAttempt(ctx, f, ev); err != nil {
@@ -492,8 +526,8 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	}
 	defer db.Close()
 	db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "7" {
-			t.Errorf("format after upgrade = %q, want 7", v)
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format")); string(v) != "8" {
+			t.Errorf("format after upgrade = %q, want 8", v)
 		}
 		if tx.Bucket([]byte("leases")).Stats().KeyN != 1 {
 			t.Errorf("leases bucket does not hold the one lease")
@@ -508,12 +542,12 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	})
 }
 
-// stripChecksums removes the 4-byte checksum format 7 ends every value
-// with, in every bucket but meta and blobs (the values stay in their
-// keys' order, so the cursor walks each once).
-func stripChecksums(tx *bbolt.Tx) error {
+// stripChecksums removes the 4-byte checksum format 8 ends every value
+// with, in every bucket but meta, or only in blobs (the values stay in
+// their keys' order, so the cursor walks each once).
+func stripChecksums(tx *bbolt.Tx, onlyBlobs bool) error {
 	return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
-		if string(name) == "meta" || string(name) == "blobs" {
+		if string(name) == "meta" || onlyBlobs && string(name) != "blobs" {
 			return nil
 		}
 		var keys, vals [][]byte
@@ -533,6 +567,87 @@ func stripChecksums(tx *bbolt.Tx) error {
 		}
 		return nil
 	})
+}
+
+// TestUpgradeRefusesDamagedArtifact: a format 7 file whose artifact bytes
+// no longer have their digest is not sealed: Open refuses it with
+// ErrCorrupt naming the artifact, and the file is left as it was.
+func TestUpgradeRefusesDamagedArtifact(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := completedOperation(t, l, ledger.Scope{OrganizationID: "org", ProjectID: "proj"}, "done", []byte("the artifact"))
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		if err := stripChecksums(tx, true); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte("blobs")).Put([]byte(ref), []byte("the artefact")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("7"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bolt.Open(path, bolt.Options{})
+	if !errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), ref) || !strings.Contains(err.Error(), "do not match its digest") {
+		t.Fatalf("Open of a format 7 file with a damaged artifact: %v, want ErrCorrupt naming %s", err, ref)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("the refused upgrade changed the file")
+	}
+}
+
+// TestCheckFindsResealedArtifact: artifact bytes replaced under a valid
+// checksum (which damage does not make; a writer of the file could) pass
+// the per-read checksum, but Check compares them with their digest.
+func TestCheckFindsResealedArtifact(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := completedOperation(t, l, ledger.Scope{OrganizationID: "org", ProjectID: "proj"}, "done", []byte("the artifact"))
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte("blobs")).Put([]byte(ref), bolt.Seal([]byte("blobs"), []byte(ref), []byte("the artefact")))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	l, err = bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if err := l.Check(ctx); !errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), ref) {
+		t.Fatalf("Check of a ledger whose artifact was resealed with other bytes: %v, want ErrCorrupt naming %s", err, ref)
+	}
 }
 
 // TestCatalogueChecked: Check (and Open with CheckRecords) verifies the

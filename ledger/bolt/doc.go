@@ -44,7 +44,7 @@
 //
 // # File format
 //
-// The file is format 7 (store.go): a batch of writes from many operations
+// The file is format 8 (store.go): a batch of writes from many operations
 // dirties few pages, because effects are keyed by a sequence number and so
 // appended together, and operation records are small and binary; attempt
 // evidence has a bucket of its own, so that it never weighs on those
@@ -53,10 +53,11 @@
 // format 3, 4 or 5 file (the same layout without the evidence, catalogue
 // and leases buckets, without the catalogue and leases buckets, or
 // without the leases bucket; their records read as records without
-// controllers) or 6 (without record checksums) in place, in one
-// transaction that adds what the file lacks, seals every record with its
-// checksum and commits only if the whole ledger then passes [Ledger.Check]'s
-// record check; it refuses any other format, including the earlier
+// controllers), 6 (without record checksums) or 7 (without the checksum
+// of the artifact bytes) in place, in one transaction that adds what the
+// file lacks, checks every artifact's bytes against its digest, seals
+// every record with its checksum and commits only if the whole ledger
+// then passes [Ledger.Check]'s record check; it refuses any other format, including the earlier
 // pre-release format 2, with an error that wraps [ledger.ErrCorrupt] and
 // names the versions it reads; there is no migration from those. Opening
 // a file of the current format reads it and writes nothing.
@@ -65,10 +66,13 @@
 //
 // Every record is checked when it is read, so that a damaged file gives
 // [ledger.ErrCorrupt], never a wrong answer, and no decision (a scope
-// check, a budget, a fence) is made on damaged data (seal.go). The
-// artifact bytes are checked against their record's digest (sha256),
-// which the ledger has anyway. Every other value ends with a CRC-32C
-// (Castagnoli) of the bucket's name, the key and the value. CRC-32C was
+// check, a budget, a fence) is made on damaged data (seal.go). Every
+// value, the artifact bytes included, ends with a CRC-32C (Castagnoli) of
+// the bucket's name, the key and the value; the artifact bytes are also
+// checked against their record's digest (sha256) by [Ledger.Check] and
+// when a file is upgraded to this format, which is where they are sealed
+// (a sha256 on every read would make reading a 64 KiB artifact almost
+// twice as slow; the checksum costs a few microseconds). CRC-32C was
 // chosen over a cryptographic hash or a 64-bit hash because the threat
 // is damage, not an adversary who can write the file (who could rewrite
 // any checksum): it is in the standard library, computed by the CPU's

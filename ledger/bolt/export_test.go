@@ -11,3 +11,6 @@ func SetFailFlush(l *Ledger, fn func() error) { l.failFlush.Store(&fn) }
 
 // QueuedWrites returns how many writes wait for the committer.
 func QueuedWrites(l *Ledger) int { return len(l.reqs) }
+
+// Seal returns payload sealed as the record stored under key in bucket.
+func Seal(bucket, key, payload []byte) []byte { return seal(nil, bucket, key, payload) }

@@ -106,7 +106,7 @@ func TestReadOnlyRefusesWhatItWouldWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bbolt.Tx) error {
-		if err := stripChecksums(tx); err != nil {
+		if err := stripChecksums(tx, false); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("6"))
@@ -115,7 +115,7 @@ func TestReadOnlyRefusesWhatItWouldWrite(t *testing.T) {
 	}
 	db.Close()
 	_, err = bolt.Open(path, ro)
-	if !errors.Is(err, bolt.ErrReadOnly) || !strings.Contains(err.Error(), "format 6 must be upgraded to format 7") {
+	if !errors.Is(err, bolt.ErrReadOnly) || !strings.Contains(err.Error(), "format 6 must be upgraded to format 8") {
 		t.Fatalf("read-only open of a format 6 file: %v, want ErrReadOnly saying to upgrade", err)
 	}
 	l, err := bolt.Open(path, bolt.Options{})

@@ -15,22 +15,28 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
-// Record checksums (format 7).
+// Record checksums (format 8).
 //
-// Every value the ledger stores, except the meta bucket's format stamp
-// and the artifact bytes, ends with a 4-byte checksum, big-endian: the
-// CRC-32C (Castagnoli) of the bucket's name, the key's length as a
-// uvarint, the key, and the value before the checksum. Every read checks
-// it before the value is decoded or used; the artifact bytes are checked
-// against their record's digest (sha256) instead, on every read. The key
-// is bound into the sum, so a record whose key was damaged, or one moved
-// under another key, fails just as a damaged value does. A lookup that
-// finds nothing also checks the records on either side of where the key
-// would be: a damaged key still sorts between its neighbours (the page
-// check at Open refuses keys out of order), so a record whose key was
-// changed is found as the neighbour that fails its sum, rather than
-// making the lookup answer "not found". A scan checks the neighbour on
-// either side of its range for the same reason. See sealed and lookup.
+// Every value the ledger stores, except the meta bucket's format stamp,
+// ends with a 4-byte checksum, big-endian: the CRC-32C (Castagnoli) of
+// the bucket's name, the key's length as a uvarint, the key, and the
+// value before the checksum. Every read checks it before the value is
+// decoded or used, the artifact bytes included: CRC-32C runs at many
+// gigabytes a second where sha256 runs at a few hundred megabytes, so a
+// read of a large artifact costs what it did before the checksum. The
+// artifact bytes are also checked against their record's digest (sha256)
+// by Check and by the upgrade that sealed them: damage after the write is
+// caught on the next read by the checksum; bytes that never had their
+// digest could only come from before the seal, and the upgrade refuses
+// them. The key is bound into the sum, so a record whose key was damaged,
+// or one moved under another key, fails just as a damaged value does. A
+// lookup that finds nothing also checks the records on either side of
+// where the key would be: a damaged key still sorts between its
+// neighbours (the page check at Open refuses keys out of order), so a
+// record whose key was changed is found as the neighbour that fails its
+// sum, rather than making the lookup answer "not found". A scan checks the
+// neighbour on either side of its range for the same reason. See sealed
+// and lookup.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sumSize is the size of a record's checksum trailer.
@@ -81,13 +87,12 @@ func sealed(bucket, key, raw []byte) ([]byte, error) {
 // bucket), or nil when there is none; on a miss it checks the records on
 // either side of key (see the comment at the top).
 func lookup(b *bbolt.Bucket, bucket, key []byte) ([]byte, error) {
-	if v := b.Get(key); v != nil {
-		return sealed(bucket, key, v)
-	}
+	// One seek serves the hit and the miss (a Get and then a seek for the
+	// neighbours would descend the tree twice on a miss).
 	c := b.Cursor()
 	k, v := c.Seek(key)
 	if k != nil && bytes.Equal(k, key) {
-		return sealed(bucket, k, v) // a value bbolt's Get does not give: a nested bucket
+		return sealed(bucket, k, v) // v is nil for a nested bucket: not a record
 	}
 	if k != nil {
 		if _, err := sealed(bucket, k, v); err != nil {
@@ -117,7 +122,8 @@ func scanSealed(b *bbolt.Bucket, bucket, start, prefix []byte, fn func(k, payloa
 		if _, err := sealed(bucket, pk, pv); err != nil {
 			return err
 		}
-		k, v = c.Seek(start)
+		// Back to k: one step costs less than a second descent of the tree.
+		k, v = c.Next()
 	}
 	for ; k != nil; k, v = c.Next() {
 		payload, err := sealed(bucket, k, v)
@@ -173,11 +179,25 @@ func checkSums(tx *bbolt.Tx) error {
 			return err
 		}
 	}
+	return checkArtifacts(tx, true)
+}
+
+// checkArtifacts checks the bytes of every artifact of tx against the
+// digest its record holds; sealedBlobs says whether the bytes carry their
+// checksum (format 8) or are stored bare (formats 3 to 7, during their
+// upgrade).
+func checkArtifacts(tx *bbolt.Tx, sealedBlobs bool) error {
 	blobs, arts := tx.Bucket(bucketBlobs), tx.Bucket(bucketArtifacts)
 	if blobs == nil {
 		return fmt.Errorf("ledger/bolt: bucket %q missing: %w", bucketBlobs, ledger.ErrCorrupt)
 	}
 	return blobs.ForEach(func(k, v []byte) error {
+		if sealedBlobs {
+			var err error
+			if v, err = sealed(bucketBlobs, k, v); err != nil {
+				return err
+			}
+		}
 		raw, err := lookup(arts, bucketArtifacts, k)
 		if err != nil {
 			return err

@@ -17,12 +17,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// File layout, format version 7. Every bucket is top level; tuple keys use
+// File layout, format version 8. Every bucket is top level; tuple keys use
 // an order-preserving, prefix-free encoding (see appendKey), so a prefix
 // scan over an operation's key yields its records in id order; seq keys are
 // 8-byte big-endian sequence numbers.
 //
-//	meta       "format" → "7"
+//	meta       "format" → "8"
 //	ops        (org, project, op)            → operation record (codec.go): core.OpRecord and the staged effect index
 //	effects    seq                           → effect record (codec.go)
 //	effidx     (org, project, op, effect)    → seq of the effect (flushed from the staged index)
@@ -73,6 +73,11 @@ import (
 // to 6 file by adding the missing buckets and sealing every record, in
 // one transaction, which commits only if the whole ledger then passes its
 // record check (core.CheckTx): a file is never sealed with damage in it.
+// Format 8 is format 7 with the artifact bytes sealed too: their
+// checksum is checked on every read, in place of the sha256 of their
+// digest, which Check and the upgrade still verify (seal.go). Open
+// upgrades a format 7 file by checking every artifact's bytes against its
+// digest and sealing them, in one transaction.
 // Format 2 files are refused (see initFile): the project had no deployed
 // data then, so there is no migration from it.
 var (
@@ -91,7 +96,7 @@ var (
 	allBuckets       = [][]byte{bucketMeta, bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence, bucketCatalogue, bucketLeases}
 
 	keyFormat     = []byte("format")
-	formatVersion = []byte("7")
+	formatVersion = []byte("8")
 	// formatsUpgradable are the earlier formats Open upgrades in place, and
 	// the buckets each lacks.
 	formatsUpgradable = map[string][][]byte{
@@ -99,9 +104,10 @@ var (
 		"4": {bucketCatalogue, bucketLeases},
 		"5": {bucketLeases},
 		"6": {},
+		"7": {},
 	}
 	// sealedBuckets are the buckets whose values carry a checksum (seal.go).
-	sealedBuckets = [][]byte{bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketEvidence, bucketCatalogue, bucketLeases}
+	sealedBuckets = [][]byte{bucketOps, bucketEffects, bucketEffIdx, bucketPending, bucketBootstraps, bucketBootIDs, bucketArtifacts, bucketBlobs, bucketEvidence, bucketCatalogue, bucketLeases}
 )
 
 // maxStaged and maxStagedBytes bound an operation's staged effect index
@@ -616,12 +622,12 @@ func (t *boltTx) Artifact(ref string) (ledger.Artifact, bool, error) {
 	if a.Ref != ref {
 		return ledger.Artifact{}, false, fmt.Errorf("ledger/bolt: bucket %q key %q: the record names artifact %q: %w", bucketArtifacts, ref, a.Ref, ledger.ErrCorrupt)
 	}
-	raw := b.Get([]byte(ref))
-	if raw == nil {
-		return ledger.Artifact{}, false, fmt.Errorf("ledger/bolt: artifact %q has no bytes: %w", ref, ledger.ErrCorrupt)
-	}
-	if err := checkArtifactBytes(ref, a.Digest, raw); err != nil {
+	raw, err := lookup(b, bucketBlobs, []byte(ref))
+	if err != nil {
 		return ledger.Artifact{}, false, err
+	}
+	if raw == nil {
+		return ledger.Artifact{}, false, fmt.Errorf("ledger/bolt: bucket %q key %q: artifact %q has no bytes: %w", bucketBlobs, ref, ref, ledger.ErrCorrupt)
 	}
 	a.Bytes = bytes.Clone(raw) // bbolt memory is valid only inside the transaction
 	if a.Bytes == nil {
@@ -638,13 +644,15 @@ func (t *boltTx) PutArtifact(a ledger.Artifact) error {
 	if data == nil {
 		data = []byte{}
 	}
-	// The bytes are checked against the record's digest, not a checksum
-	// (seal.go), so they are stored as they are.
 	b, err := t.bucket(bucketBlobs)
 	if err != nil {
 		return &storageError{err}
 	}
-	if err := b.Put([]byte(a.Ref), data); err != nil {
+	// The digest of the bytes was computed by the caller's write (the
+	// core checks it against them); the seal is what every later read
+	// checks (seal.go).
+	key := []byte(a.Ref)
+	if err := b.Put(key, seal(make([]byte, 0, len(data)+sumSize), bucketBlobs, key, data)); err != nil {
 		return &storageError{fmt.Errorf("put %s: %w", bucketBlobs, err)}
 	}
 	return nil
