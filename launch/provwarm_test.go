@@ -750,3 +750,29 @@ func TestProviderWarmLargeProvider(t *testing.T) {
 	}
 	t.Logf("cold %v, provider-warm %v (elapsed in the host)", cout.Process.Elapsed, wout.Process.Elapsed)
 }
+
+// TestProviderWarmLoadedStateCheckedOutside: a server that says it is
+// ready although loading left a thread, a descriptor or a child process
+// (its own check removed) is caught by the launcher's look at its /proc
+// entries, and refused.
+func TestProviderWarmLoadedStateCheckedOutside(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	liar := []byte(strings.Replace(string(launch.ProvwarmSource), "refusal = self.loaded_state()", "refusal = None", 1))
+	for _, tt := range []struct{ name, module, src, want string }{
+		{"thread", "zeotestpwthread2", "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\nfrom demo_provider import factory\n",
+			"it runs 2 threads"},
+		{"file", "zeotestpwfile2", "KEPT = open(__file__, 'rb')\nfrom demo_provider import factory\n", "it holds 5 descriptors"},
+		{"child", "zeotestpwchild2", "import subprocess\nCHILD = subprocess.Popen(['sleep', '3600'])\nfrom demo_provider import factory\n",
+			"it has 1 child processes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := e.writeProvider(t, tt.module, tt.src)
+			l := e.launcher(t, hostModule, nil, e.env()...)
+			_, err := l.StartProviderWarmFrom(testCtx(t), launch.ZygoteConfig{Provider: b, ProviderWarm: providerWarm()}, liar)
+			if !errors.Is(err, launch.ErrZygoteStart) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("StartZygote: %v, want ErrZygoteStart saying %q", err, tt.want)
+			}
+		})
+	}
+}
