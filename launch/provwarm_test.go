@@ -776,3 +776,35 @@ func TestProviderWarmLoadedStateCheckedOutside(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderWarmChildComparesBinding: a child whose server activated
+// another binding than the one its context carries (here a server patched
+// to remember a wrong one; the launcher compares digests before it forks,
+// so only a lying server gets there) refuses the call as the host refuses
+// a bad binding: a protocol error, with nothing of the provider run.
+func TestProviderWarmChildComparesBinding(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	old := "self.host, self.generation, self.binding = host, generation, binding"
+	src := string(launch.ProvwarmSource)
+	if strings.Count(src, old) != 1 {
+		t.Fatalf("the server program no longer holds %q once", old)
+	}
+	liar := strings.Replace(src, old, old+`.model_copy(update={"generation": binding.generation + 1})`, 1)
+	l := e.launcher(t, hostModule, nil, e.env()...)
+	z, err := l.StartProviderWarmFrom(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm()}, []byte(liar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	var p scriptPeer
+	out, err := z.InvokeWithPeer(testCtx(t), e.echo(t), p.serve)
+	if err != nil || !out.Process.Warm || out.Result.State != launch.StateProtocolError || errorCode(out) != "ZEO_HOST_PROTOCOL" {
+		t.Fatalf("err %v, warm %v, state %s, error code %q", err, out != nil && out.Process.Warm, out.Result.State, errorCode(out))
+	}
+	for _, b := range p.bodies {
+		if bytes.Contains(b, []byte(`"method":"invoke.admit"`)) {
+			t.Fatal("the call was admitted")
+		}
+	}
+}
