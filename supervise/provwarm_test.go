@@ -138,7 +138,9 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 	reg.admit(gen1)
 	cfg := config(t, memory.New(), ln)
 	cfg.Provider, cfg.Providers, cfg.ProviderWarm = manifest.ProviderBinding{}, reg, standInWarm()
-	cfg.StarterIdle = 2 * time.Second
+	// Long enough that a loaded machine's pauses between two steps never
+	// close a server this test is about to use.
+	cfg.StarterIdle = 6 * time.Second
 	s := newSupervisor(t, cfg)
 	run := func(op, text string) *supervise.Outcome {
 		c := call(op, "example.echo@1.0.0", map[string]any{"text": text}, 0)
@@ -176,7 +178,7 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 		t.Fatalf("servers %+v", servers)
 	}
 	// Idle: both servers are closed, and their processes gone.
-	for range 1000 {
+	for range 3000 {
 		if len(s.ProviderWarmServers()) == 0 && len(leaktest.Children(t)) == 0 {
 			return
 		}
