@@ -149,23 +149,6 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 	return Prepared{CapabilityID: id, Arguments: args, RequestDigest: canon.Sum(b)}, nil
 }
 
-// resolve follows local "$ref"s from schema until a schema without one
-// (or an unresolvable one, which gives nil).
-func resolve(root map[string]any, schema any) map[string]any {
-	for range maxRefChain {
-		m, ok := schema.(map[string]any)
-		if !ok {
-			return nil
-		}
-		ref, ok := m["$ref"].(string)
-		if !ok {
-			return m
-		}
-		schema = lookupPointer(root, ref)
-	}
-	return nil
-}
-
 // lookupPointer resolves a "#/a/b" fragment pointer in root; anchors and
 // anything else give nil.
 func lookupPointer(root map[string]any, ref string) any {

@@ -728,7 +728,6 @@ func View(tx Tx, s ledger.Scope, opID string) (ledger.OperationView, error) {
 
 // GetArtifact implements ledger.Ledger.Artifact.
 func GetArtifact(tx Tx, s ledger.Scope, ref string) (ledger.Artifact, error) {
-	const op = "Artifact"
 	if err := ValidateArtifact(s, ref); err != nil {
 		return ledger.Artifact{}, err
 	}
