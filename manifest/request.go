@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/pydantic"
 )
 
 // Prepared is a request ready to bind: what the host will recompute after it
@@ -24,10 +25,6 @@ type Prepared struct {
 	// {"capability_id": CapabilityID, "arguments": Arguments}.
 	RequestDigest canon.Digest
 }
-
-// maxRefChain bounds how many $ref hops are followed without descending
-// into the value, so that a self-referencing schema cannot loop.
-const maxRefChain = 32
 
 // PrepareRequest is [Validator.PrepareRequest] with a fresh Validator.
 func PrepareRequest(m CapabilityManifest, args map[string]any) (Prepared, error) {
@@ -133,12 +130,12 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 	if err := validateInstance(s, args, ErrInvalidArguments, id, "", "arguments.schema"); err != nil {
 		return Prepared{}, err
 	}
-	args, nerr := normalizeArguments(s.normPlan(), args, maxNormSteps)
+	args, nerr := s.normPlan().Normalize(args, pydantic.MaxSteps)
 	if nerr != nil {
-		if nerr.abort {
-			return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.normalize", Detail: nerr.detail}
+		if nerr.SchemaFault {
+			return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.normalize", Detail: nerr.Detail}
 		}
-		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Pointer: nerr.ptr, Rule: "pydantic." + nerr.rule, Detail: nerr.detail}
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Pointer: nerr.Pointer, Rule: "pydantic." + nerr.Rule, Detail: nerr.Detail}
 	}
 	av, _ := objectValue(args) // plain by construction
 	pre := obj(canon.Member{Key: "arguments", Value: av}, canon.Member{Key: "capability_id", Value: strValue(id)})
@@ -175,25 +172,6 @@ func lookupPointer(root map[string]any, ref string) any {
 		}
 	}
 	return cur
-}
-
-// deepCopy copies a plain JSON value.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, e := range x {
-			a[i] = deepCopy(e)
-		}
-		return a
-	}
-	return v
 }
 
 // ValidateResponse checks a capability's response data against m's
