@@ -9,7 +9,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"

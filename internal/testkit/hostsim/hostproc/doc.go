@@ -1,7 +1,7 @@
 // Package hostproc is the simulated ZEO runtime host as a process: the
 // command line, descriptors, stdout envelope and exit codes of upstream's
 // `zeo-capability` (see doc/protocol.md), driving an invocation with
-// internal/hostsim's scripted providers. [Main] is its whole program, so
+// internal/testkit/hostsim's scripted providers. [Main] is its whole program, so
 // that any executable of this module can become the simulated host: the
 // zeo-hostsim command is nothing else, and zeoctl runs it in a hidden mode
 // when it re-executes itself as the host of its demo. It exists so that the

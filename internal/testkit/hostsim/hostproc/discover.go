@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 

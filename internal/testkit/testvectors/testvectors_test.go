@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 )
 
 // TestFiles: the embedded folder holds what the packages' tests read.

@@ -3,7 +3,7 @@ package hostproc
 import (
 	"strings"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 )
 
 // The environment variables the simulated host reads (see the package

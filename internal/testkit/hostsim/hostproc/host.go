@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 )
 
 // maxBytes is the host's MAX_BYTES: the limit on the context, the binding,

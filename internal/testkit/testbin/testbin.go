@@ -34,7 +34,7 @@ func Build(dir, name, pkg string) (string, error) {
 }
 
 // HostsimPackage is the import path of the simulated host's executable.
-const HostsimPackage = "github.com/zeoruntime/runtimeipc/internal/hostsim/cmd/zeo-hostsim"
+const HostsimPackage = "github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/cmd/zeo-hostsim"
 
 // InitPackage is the import path of the containment init command.
 const InitPackage = "github.com/zeoruntime/runtimeipc/cmd/zeo-launch-init"

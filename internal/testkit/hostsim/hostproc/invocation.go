@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 

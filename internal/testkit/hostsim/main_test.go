@@ -29,7 +29,7 @@ func leakedGoroutines() string {
 		buf = buf[:runtime.Stack(buf, true)]
 		var leaked []string
 		for _, g := range strings.Split(string(buf), "\n\n") {
-			if (strings.Contains(g, "runtimeipc/ipc.") || strings.Contains(g, "runtimeipc/internal/hostsim")) &&
+			if (strings.Contains(g, "runtimeipc/ipc.") || strings.Contains(g, "runtimeipc/internal/testkit/hostsim")) &&
 				!strings.Contains(g, "leakedGoroutines") && !strings.Contains(g, "TestMain") {
 				leaked = append(leaked, g)
 			}

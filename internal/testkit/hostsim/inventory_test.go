@@ -11,14 +11,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite the example files in testdata/examples from DemoBinding")
 
 // examplesDir is the repository's folder of standalone example files.
-const examplesDir = "../../testdata/examples"
+const examplesDir = "../../../testdata/examples"
 
 // indented is the canonical JSON of v, indented for reading, with a final
 // newline.
@@ -82,7 +82,7 @@ func TestExampleFiles(t *testing.T) {
 	for name, data := range want {
 		got, err := os.ReadFile(filepath.Join(examplesDir, name))
 		if err != nil {
-			t.Fatalf("%v (run go test ./internal/hostsim -run TestExampleFiles -update)", err)
+			t.Fatalf("%v (run go test ./internal/testkit/hostsim -run TestExampleFiles -update)", err)
 		}
 		if diff := cmp.Diff(string(data), string(got)); diff != "" {
 			t.Errorf("%s differs from DemoBinding (-want +got; run with -update):\n%s", name, diff)
