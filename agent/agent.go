@@ -15,6 +15,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -145,8 +146,8 @@ type Description struct {
 	Title string `json:"title"`
 	// Provider and Generation name the provider generation a new run of
 	// the capability is pinned to.
-	Provider   ledger.ProviderKey `json:"provider"`
-	Generation int64              `json:"generation"`
+	Provider   cataloguestore.ProviderKey `json:"provider"`
+	Generation int64                      `json:"generation"`
 	// NeedsAccount reports that the capability runs only with a
 	// connection account the scope has consented to; run names one when
 	// several could serve.
@@ -337,7 +338,7 @@ func next(o *supervise.Outcome, err error) string {
 	case launch.StateProtocolError:
 		return again + ": effects already recorded are answered from the ledger, never dispatched twice"
 	case launch.StateRefused:
-		if errors.Is(err, ledger.ErrReserved) {
+		if errors.Is(err, cataloguestore.ErrReserved) {
 			return "another run holds the reservation this one needs; " + again + " once it ends"
 		}
 		return "the reason says who refused and why; do not retry unchanged"

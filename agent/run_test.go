@@ -12,6 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -44,8 +45,8 @@ func demoWorld(t *testing.T) (*world, *receipts) {
 }
 
 // twoEffectsConsent is what example.two_effects needs from account.
-func twoEffectsConsent(account string, ops ...string) ledger.Consent {
-	return ledger.Consent{Scope: scopeA, Account: account, Capabilities: []string{"example.two_effects@1.0.0"},
+func twoEffectsConsent(account string, ops ...string) cataloguestore.Consent {
+	return cataloguestore.Consent{Scope: scopeA, Account: account, Capabilities: []string{"example.two_effects@1.0.0"},
 		Services: []string{"runtime.effects"}, EffectKinds: []string{"write", "external_communication"}, EffectOperations: ops}
 }
 
@@ -82,7 +83,7 @@ func TestRunConsent(t *testing.T) {
 
 	// Consent for commit revoked: the second effect is held, nothing is
 	// dispatched for it, and the operation waits.
-	if _, err := w.cat.Revoke(ctx, ledger.Consent{Scope: scopeA, Account: "connection-a", EffectOperations: []string{"commit"}}); err != nil {
+	if _, err := w.cat.Revoke(ctx, cataloguestore.Consent{Scope: scopeA, Account: "connection-a", EffectOperations: []string{"commit"}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = run("op-2", "")
@@ -240,7 +241,7 @@ func TestRunReservationBusy(t *testing.T) {
 	}
 	// op-first holds the capability's reservation inside invoke.admit.
 	res, err := w.f.Run(ctx, scopeA, req("op-second"))
-	if !errors.Is(err, ledger.ErrReserved) || res.State != launch.StateRefused || res.Outcome.Launched ||
+	if !errors.Is(err, cataloguestore.ErrReserved) || res.State != launch.StateRefused || res.Outcome.Launched ||
 		!strings.Contains(res.Detail, "op-first") || !strings.Contains(res.Next, `call run again with operation_id "op-second"`) {
 		t.Fatalf("second run while the first holds the reservation: %+v, %v", res, err)
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // Errors of the catalogue's methods. Each is wrapped with what was refused
-// and where; test with errors.Is. Ledger errors (ledger.ErrStaleGeneration,
-// ledger.ErrReserved, storage failures) are wrapped as they come.
+// and where; test with errors.Is. Ledger errors (cataloguestore.ErrStaleGeneration,
+// cataloguestore.ErrReserved, storage failures) are wrapped as they come.
 var (
 	// ErrInvalidConfig is returned by New; the message lists every problem.
 	ErrInvalidConfig = errors.New("catalogue: invalid config")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -28,7 +29,7 @@ type Request struct {
 // Plan is what a run executes: the pinned generation's exact binding and
 // the capability's manifest in it.
 type Plan struct {
-	Pin      ledger.OperationPin
+	Pin      cataloguestore.OperationPin
 	Binding  manifest.ProviderBinding
 	Manifest manifest.CapabilityManifest
 	// Capability is the capability as the pinned generation holds it.
@@ -73,7 +74,7 @@ func (c *Catalogue) Prepare(ctx context.Context, r Request) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	want := ledger.OperationPin{Scope: r.Scope, OperationID: r.OperationID, CapabilityID: e.ID, Provider: e.Provider,
+	want := cataloguestore.OperationPin{Scope: r.Scope, OperationID: r.OperationID, CapabilityID: e.ID, Provider: e.Provider,
 		Generation: e.Generation, ManifestDigest: e.ManifestDigest, Account: account}
 	g, err := c.generation(ctx, e.Provider, e.Generation)
 	if err != nil {
@@ -108,7 +109,7 @@ func (c *Catalogue) chooseAccount(ctx context.Context, r Request, e *Capability)
 	}
 	switch len(serve) {
 	case 0:
-		return "", &ConsentError{Scope: r.Scope, CapabilityID: e.ID, Missing: missing(e, ledger.Consent{})}
+		return "", &ConsentError{Scope: r.Scope, CapabilityID: e.ID, Missing: missing(e, cataloguestore.Consent{})}
 	case 1:
 		return serve[0], nil
 	}
@@ -116,7 +117,7 @@ func (c *Catalogue) chooseAccount(ctx context.Context, r Request, e *Capability)
 }
 
 // pinned plans a run of an operation that has a pin.
-func (c *Catalogue) pinned(ctx context.Context, r Request, pin ledger.OperationPin) (Plan, error) {
+func (c *Catalogue) pinned(ctx context.Context, r Request, pin cataloguestore.OperationPin) (Plan, error) {
 	if pin.CapabilityID != r.CapabilityID {
 		return Plan{}, fmt.Errorf("%w: operation %q runs capability %q, not %q", ErrOperationMismatch, r.OperationID, pin.CapabilityID, r.CapabilityID)
 	}
@@ -135,7 +136,7 @@ func (c *Catalogue) pinned(ctx context.Context, r Request, pin ledger.OperationP
 
 // pinnedCapability returns the capability and generation a pin names,
 // ErrUnknownCapability if the scope may not see it there.
-func (c *Catalogue) pinnedCapability(ctx context.Context, pin ledger.OperationPin) (*Capability, *generation, error) {
+func (c *Catalogue) pinnedCapability(ctx context.Context, pin cataloguestore.OperationPin) (*Capability, *generation, error) {
 	g, err := c.generation(ctx, pin.Provider, pin.Generation)
 	if err != nil {
 		return nil, nil, err
@@ -167,7 +168,7 @@ func (c *Catalogue) CheckAdmission(ctx context.Context, op ledger.Operation) err
 // running returns the pin of the recorded operation op and its capability
 // in the pinned generation, refusing an operation never prepared, one
 // whose record disagrees with its pin, and one its scope may not see.
-func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (ledger.OperationPin, *Capability, error) {
+func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (cataloguestore.OperationPin, *Capability, error) {
 	pin, err := c.store.OperationPin(ctx, op.Scope, op.OperationID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return pin, nil, fmt.Errorf("%w: operation %q", ErrNotPinned, op.OperationID)
@@ -221,7 +222,7 @@ func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connec
 // operation keeps the generation it started on. An unknown provider or
 // generation wraps ledger.ErrNotFound. It decides no visibility or
 // consent: Prepare and the catalogue's Authority do.
-func (c *Catalogue) ProviderBinding(ctx context.Context, scope ledger.Scope, operationID string, p ledger.ProviderKey, gen int64) (manifest.ProviderBinding, error) {
+func (c *Catalogue) ProviderBinding(ctx context.Context, scope ledger.Scope, operationID string, p cataloguestore.ProviderKey, gen int64) (manifest.ProviderBinding, error) {
 	if gen == 0 {
 		pin, err := c.store.OperationPin(ctx, scope, operationID)
 		switch {

@@ -97,7 +97,7 @@
 // the binding's capability, request digest or manifest digest not the
 // operation's → refused; the Authority: Refuse → refused, Hold →
 // waiting_approval; with a Reserver, its Recheck: the attempt no longer
-// holds its reservations (ledger.ErrReserved) → refused; then ledger Admit, which checks the fence, the
+// holds its reservations (cataloguestore.ErrReserved) → refused; then ledger Admit, which checks the fence, the
 // deadline and the request digest and records the admission:
 // ErrCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
 // ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
@@ -169,8 +169,8 @@
 // attempt takes its capability's resource reservations before anything is
 // launched, waiting up to Call.ReservationWait for another attempt that
 // holds one; if it cannot, the attempt ends refused without launching, and
-// the error names the holder (errors.Is ledger.ErrReserved, errors.As
-// *ledger.ReservationError). The reservations are re-checked at
+// the error names the holder (errors.Is cataloguestore.ErrReserved, errors.As
+// *cataloguestore.ReservationError). The reservations are re-checked at
 // invoke.admit and released when the attempt ends, whatever its outcome
 // (a crash leaves them to be freed by the next attempt's fence, the
 // operation's end or its deadline).

@@ -11,6 +11,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -361,7 +362,7 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision
 	}
 	if h.cfg.Reserver != nil {
 		err := h.cfg.Reserver.Recheck(ctx, f, *h.cfg.Provider, *h.cfg.Manifest, req.Payload.Arguments)
-		if errors.Is(err, ledger.ErrReserved) {
+		if errors.Is(err, cataloguestore.ErrReserved) {
 			ev.Refusal = err
 			return answer(ipc.StateRefused, err.Error())
 		}

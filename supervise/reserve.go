@@ -9,6 +9,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -25,7 +26,7 @@ func (s *Supervisor) reserve(ctx context.Context, c Call, p *provider, m manifes
 	// Reserve takes all or nothing; a release makes sure of it whatever
 	// the error was.
 	s.release(ctx, fence)
-	if !errors.Is(err, ledger.ErrReserved) {
+	if !errors.Is(err, cataloguestore.ErrReserved) {
 		return true, nil, fmt.Errorf("supervise: operation %q: taking its reservations: %w", c.OperationID, err)
 	}
 	o.AttemptID, o.Generation = fence.AttemptID, fence.Generation

@@ -14,6 +14,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -284,7 +285,7 @@ type Call struct {
 	// An operation runs on one binding: a continuing call must resolve to
 	// the binding it was recorded with (else ErrOperationMismatch).
 	Binding    *manifest.ProviderBinding
-	Provider   ledger.ProviderKey
+	Provider   cataloguestore.ProviderKey
 	Generation int64
 	// Arguments are the request's arguments, sent to the host as given.
 	// The request digest binds them as the provider's validation leaves

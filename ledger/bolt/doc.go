@@ -48,7 +48,7 @@
 // dirties few pages, because effects are keyed by a sequence number and so
 // appended together, and operation records are small and binary; attempt
 // evidence has a bucket of its own, so that it never weighs on those
-// records, and so do the catalogue's records (the [ledger.CatalogueStore]
+// records, and so do the catalogue's records (the [cataloguestore.Store]
 // the ledger also is), and so do the controller leases. Open upgrades a
 // format 3, 4 or 5 file (the same layout without the evidence, catalogue
 // and leases buckets, without the catalogue and leases buckets, or

@@ -83,7 +83,7 @@
 //
 // # The catalogue's records
 //
-// The Ledger is also a [ledger.CatalogueStore]: admitted provider
+// The Ledger is also a [cataloguestore.Store]: admitted provider
 // generations, operation pins, consent and resource reservations, in one
 // table (migrations/0004_catalogue.sql) of records the ledger's shared core
 // decides, as for every backend. Each of those calls is one SERIALIZABLE

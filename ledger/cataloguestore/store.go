@@ -1,18 +1,19 @@
-package ledger
+package cataloguestore
 
 import (
 	"context"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
-// CatalogueStore is the durable half of package catalogue: admitted
-// provider generations, the generation each operation is pinned to,
-// consent, and resource reservations. Every backend implements it beside
-// [Ledger], in the same store, so that a reservation's fence is checked in
-// the same transaction that takes it and a catalogue is shared by every
-// controller that shares the ledger.
+// Store is the durable half of package catalogue: admitted provider
+// generations, the generation each operation is pinned to, consent, and
+// resource reservations. Every backend implements it beside
+// [ledger.Ledger], in the same store, so that a reservation's fence is
+// checked in the same transaction that takes it and a catalogue is shared
+// by every controller that shares the ledger.
 //
 // The store keeps the catalogue's documents opaque (a provider record's
 // Document is the catalogue's canonical JSON) and enforces only what must
@@ -20,14 +21,14 @@ import (
 // operation, consent as sets, and at most one live exclusive holder (or
 // any number of shared ones) per reservation key.
 //
-// Context, closing and the outcome of writes are as for [Ledger]: the same
-// ErrClosed, ErrInvalid, ErrNotApplied and ErrOutcomeUnknown, and every
-// write is idempotent so that repeating it after an unknown outcome is
-// safe.
+// Context, closing and the outcome of writes are as for [ledger.Ledger]:
+// the same [ledger.ErrClosed], [ledger.ErrInvalid], [ledger.ErrNotApplied]
+// and [ledger.ErrOutcomeUnknown], and every write is idempotent so that
+// repeating it after an unknown outcome is safe.
 //
 // Implementations must pass
 // [github.com/zeoruntime/runtimeipc/ledger/ledgertest.RunCatalogue].
-type CatalogueStore interface {
+type Store interface {
 	// AdmitProvider records generation rec.Generation of provider
 	// rec.Provider. It must be strictly greater than every generation of
 	// that provider recorded so far, else a *GenerationError wrapping
@@ -38,7 +39,7 @@ type CatalogueStore interface {
 	AdmitProvider(ctx context.Context, rec ProviderRecord) (ProviderRecord, error)
 
 	// ProviderGeneration returns generation gen of provider p, or its
-	// latest generation when gen is 0. ErrNotFound if there is none.
+	// latest generation when gen is 0. [ledger.ErrNotFound] if there is none.
 	ProviderGeneration(ctx context.Context, p ProviderKey, gen int64) (ProviderRecord, error)
 
 	// ProviderGenerations returns every recorded generation of p in
@@ -49,7 +50,7 @@ type CatalogueStore interface {
 	// generation of every provider, ordered by distribution then factory,
 	// documents included. Two calls that return the same revision return
 	// the same records.
-	LatestProviders(ctx context.Context) (CatalogueSnapshot, error)
+	LatestProviders(ctx context.Context) (Snapshot, error)
 
 	// CatalogueRevision returns the catalogue's revision: a counter that
 	// every AdmitProvider that records something increments. A reader that
@@ -63,9 +64,9 @@ type CatalogueStore interface {
 	// changed or removed.
 	PinOperation(ctx context.Context, p OperationPin) (OperationPin, error)
 
-	// OperationPin returns the pin of an operation, ErrNotFound if it has
-	// none.
-	OperationPin(ctx context.Context, scope Scope, operationID string) (OperationPin, error)
+	// OperationPin returns the pin of an operation, [ledger.ErrNotFound] if
+	// it has none.
+	OperationPin(ctx context.Context, scope ledger.Scope, operationID string) (OperationPin, error)
 
 	// GrantConsent adds c's sets to the consent recorded for (c.Scope,
 	// c.Account) and returns the result. Granting what is granted
@@ -78,12 +79,12 @@ type CatalogueStore interface {
 	RevokeConsent(ctx context.Context, c Consent) (Consent, error)
 
 	// Consents returns the consent recorded in scope, ordered by account.
-	Consents(ctx context.Context, scope Scope) ([]Consent, error)
+	Consents(ctx context.Context, scope ledger.Scope) ([]Consent, error)
 
 	// Reserve takes every claim for the fenced attempt, all or none, and
 	// returns the reservations it holds. The fence must be the current
 	// one of an open operation whose deadline has not passed (else
-	// *FenceError, ErrCancelled, ErrResultAlreadyAccepted or
+	// *ledger.FenceError, ledger.ErrCancelled, ErrResultAlreadyAccepted or
 	// ErrDeadlineExceeded, in the Ledger's error order). A claim conflicts
 	// with a live reservation of the same key in the same scope held by
 	// another attempt, unless both are shared; a conflict is a
@@ -93,24 +94,24 @@ type CatalogueStore interface {
 	// passed: a newer attempt of the holder's operation, its end, or its
 	// deadline frees it without any write. Taking what f already holds
 	// returns it (idempotent).
-	Reserve(ctx context.Context, f Fence, claims []Claim) ([]Reservation, error)
+	Reserve(ctx context.Context, f ledger.Fence, claims []Claim) ([]Reservation, error)
 
 	// HeldBy returns the live reservations the attempt f names holds,
 	// ordered by key; none once f is no longer live.
-	HeldBy(ctx context.Context, f Fence) ([]Reservation, error)
+	HeldBy(ctx context.Context, f ledger.Fence) ([]Reservation, error)
 
 	// Release removes every reservation the attempt f names holds, live
 	// or not, and returns how many it removed. It is not fenced: an attempt
 	// that was fenced off releases what it held. Releasing again returns 0.
-	Release(ctx context.Context, f Fence) (int, error)
+	Release(ctx context.Context, f ledger.Fence) (int, error)
 
 	// Reservations returns the live reservations of scope, ordered by
 	// key, then holder.
-	Reservations(ctx context.Context, scope Scope) ([]Reservation, error)
+	Reservations(ctx context.Context, scope ledger.Scope) ([]Reservation, error)
 }
 
 // MaxProviderDocument is the largest ProviderRecord.Document a store
-// accepts (64 MiB); larger ones are ErrInvalid.
+// accepts (64 MiB); larger ones are [ledger.ErrInvalid].
 const MaxProviderDocument = 64 << 20
 
 // ProviderKey identifies a provider across its generations: the installed
@@ -139,8 +140,8 @@ type ProviderRecord struct {
 	AdmittedAt time.Time `json:"admitted_at"`
 }
 
-// CatalogueSnapshot is LatestProviders' answer.
-type CatalogueSnapshot struct {
+// Snapshot is LatestProviders' answer.
+type Snapshot struct {
 	// Revision is the catalogue's revision these records are at.
 	Revision int64
 	// Providers holds the latest generation of each provider.
@@ -152,10 +153,10 @@ type CatalogueSnapshot struct {
 // any controller, runs the exact binding it started with even after a
 // newer generation is admitted.
 type OperationPin struct {
-	Scope        Scope       `json:"scope"`
-	OperationID  string      `json:"operation_id"`
-	CapabilityID string      `json:"capability_id"`
-	Provider     ProviderKey `json:"provider"`
+	Scope        ledger.Scope `json:"scope"`
+	OperationID  string       `json:"operation_id"`
+	CapabilityID string       `json:"capability_id"`
+	Provider     ProviderKey  `json:"provider"`
 	// Generation is >= 1.
 	Generation     int64        `json:"generation"`
 	BindingDigest  canon.Digest `json:"binding_digest"`
@@ -171,7 +172,7 @@ type OperationPin struct {
 // sorted and without duplicates in a recorded Consent; in a call, sets are
 // given in any order.
 type Consent struct {
-	Scope Scope `json:"scope"`
+	Scope ledger.Scope `json:"scope"`
 	// Account is a required identifier: the connection account (an
 	// effect request's connection_ref).
 	Account          string   `json:"account"`
@@ -199,7 +200,7 @@ type Claim struct {
 type Reservation struct {
 	Claim
 	// Holder is the fence of the attempt that holds it.
-	Holder Fence `json:"holder"`
+	Holder ledger.Fence `json:"holder"`
 	// Deadline is the holder operation's deadline, after which the
 	// reservation is free; zero for none.
 	Deadline time.Time `json:"deadline"`
