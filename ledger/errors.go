@@ -7,9 +7,11 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
-// Errors returned by every [Ledger] method. Backends wrap them with context
-// (what was refused and where), so test for them with [errors.Is]; the text
-// after the "ledger: " prefix may change and is not part of the contract.
+// Errors about the call and the store rather than the operation: every
+// [Ledger] method may return the first four, and a durable backend the
+// rest. Backends wrap them with context (what was refused and where), so
+// test for them with [errors.Is]; the text after the "ledger: " prefix may
+// change and is not part of the contract.
 var (
 	// ErrClosed is returned by every method called after Close has begun.
 	ErrClosed = errors.New("ledger: closed")
@@ -26,10 +28,43 @@ var (
 	// ErrCorrupt is returned when a stored record cannot be decoded. The
 	// ledger refuses to guess; restore the store from a backup.
 	ErrCorrupt = errors.New("ledger: stored record is corrupt")
+
+	// A durable backend returns ErrNotApplied or ErrOutcomeUnknown when a
+	// write's outcome is not the answer to the call: the call's context
+	// ended, or the store failed, before the write was known to be
+	// durable. Both wrap the cause (ctx's error, the storage error) as
+	// well. Every write is idempotent, so after either one the caller may
+	// repeat the identical call: it then gets the recorded outcome, or
+	// applies the write now.
+
+	// ErrNotApplied: the write certainly did not commit (it was never run,
+	// or its transaction was rolled back). Nothing changed.
+	ErrNotApplied = errors.New("ledger: write not applied")
+
+	// ErrOutcomeUnknown: the write may or may not have committed (the
+	// context ended while it was being made durable, or the commit itself
+	// failed). Repeat the call, or read the operation, to learn which.
+	ErrOutcomeUnknown = errors.New("ledger: write outcome unknown")
+
+	// Ownership of a durable store: opening it, and closing it.
+
+	// ErrLocked is returned when a durable ledger cannot be opened because
+	// another owner (process) holds it. The wrapping error names the path.
+	// Stop the other owner, or point this one at another file.
+	ErrLocked = errors.New("ledger: held by another owner")
+
+	// ErrCloseTimeout is returned by Close when writes were still in flight
+	// when its context ended. The ledger has entered fail-stop: ownership is
+	// NOT released, because a write could still land, and the process must
+	// exit so that the operating system releases it.
+	ErrCloseTimeout = errors.New("ledger: close timed out with writes in flight; ownership kept, exit the process")
 )
 
-// Errors that refuse a write because of the state the ledger already holds.
-// None of them is transient: retrying the same call gets the same answer.
+// Errors that refuse a call because of the state the ledger already
+// holds: the operation's, its attempts' and effects', or a controller's
+// lease. Retrying the same call gets the same answer until that state
+// changes, and most never change (a stale fence, an accepted result, a
+// lease that ended).
 var (
 	// ErrStaleFence is returned when a write presents a fence that is not the
 	// operation's current one: a newer attempt has started (the presenter is
@@ -85,37 +120,28 @@ var (
 	// marked not consumed, confirming with a second receipt, leaving unknown
 	// other than through Resolve.
 	ErrInvalidTransition = errors.New("ledger: effect state transition not allowed")
-)
 
-// Errors a durable backend returns when a write's outcome is not the
-// answer to the call: the call's context ended, or the store failed,
-// before the write was known to be durable. Both wrap the cause (ctx's
-// error, the storage error) as well; test with [errors.Is]. Every write is
-// idempotent, so after either one the caller may repeat the identical
-// call: it then gets the recorded outcome, or applies the write now.
-var (
-	// ErrNotApplied: the write certainly did not commit (it was never run,
-	// or its transaction was rolled back). Nothing changed.
-	ErrNotApplied = errors.New("ledger: write not applied")
+	// Controller leases (see [Lease]); a [*LeaseError] wraps each of them.
 
-	// ErrOutcomeUnknown: the write may or may not have committed (the
-	// context ended while it was being made durable, or the commit itself
-	// failed). Repeat the call, or read the operation, to learn which.
-	ErrOutcomeUnknown = errors.New("ledger: write outcome unknown")
-)
+	// ErrLeaseExpired is returned when a lease has expired or was released:
+	// by RenewLease, and by LaunchAttempt and BeginEffect (new effect) for
+	// an attempt whose controller's lease is not live. It is final for that
+	// controller id: stop acting for its attempts (fail-stop).
+	ErrLeaseExpired = errors.New("ledger: controller lease expired")
 
-// Errors about ownership of a durable store.
-var (
-	// ErrLocked is returned when a durable ledger cannot be opened because
-	// another owner (process) holds it. The wrapping error names the path.
-	// Stop the other owner, or point this one at another file.
-	ErrLocked = errors.New("ledger: held by another owner")
+	// ErrLeaseHeld is returned by AcquireLease when another live lease
+	// exists under the same controller id with another ttl.
+	ErrLeaseHeld = errors.New("ledger: controller lease held")
 
-	// ErrCloseTimeout is returned by Close when writes were still in flight
-	// when its context ended. The ledger has entered fail-stop: ownership is
-	// NOT released, because a write could still land, and the process must
-	// exit so that the operating system releases it.
-	ErrCloseTimeout = errors.New("ledger: close timed out with writes in flight; ownership kept, exit the process")
+	// ErrOwnerLive is returned by TakeOver when the attempt's controller
+	// still holds a live lease: its attempts are never touched.
+	ErrOwnerLive = errors.New("ledger: attempt's controller is live")
+
+	// ErrInFlight is returned by Resolve for an authorized effect whose
+	// controller still holds a live lease: the dispatch may be under way,
+	// and only that controller may record its outcome. Ask again after the
+	// controller has recorded it, or after its lease expired.
+	ErrInFlight = errors.New("ledger: effect in flight under a live controller")
 )
 
 // FenceError reports a write refused because its fence is not the

@@ -265,10 +265,6 @@ type Ledger interface {
 	Close(ctx context.Context) error
 }
 
-// MaxArtifactBytes is the largest artifact AcceptResult stores (16 MiB, far
-// above the wire's 1 MiB frame limit). Larger ones are ErrInvalid.
-const MaxArtifactBytes = 16 << 20
-
 // Scope is the organization and project an operation belongs to. Both
 // fields are required identifiers.
 type Scope struct {
