@@ -99,7 +99,7 @@ func New(cfg Config) (*Facade, error) {
 
 // Search returns one page of the capabilities scope sees that match
 // req.Query (see SearchRequest), ordered by relevance then id. Nothing
-// outside the scope is counted, listed or ranked. Errors: ErrInvalidRequest,
+// outside the scope is counted, listed or ranked. Errors: ErrInvalidCall,
 // ErrInvalidCursor, the catalogue's (an invalid scope, storage failures).
 func (f *Facade) Search(ctx context.Context, scope ledger.Scope, req SearchRequest) (SearchPage, error) {
 	q, err := parseQuery(req.Query)
@@ -234,13 +234,13 @@ type RunResult struct {
 // ran returns a zero RunResult and the refusal: an id outside the scope
 // exactly as an unknown id (catalogue.ErrUnknownCapability), a
 // *catalogue.ConsentError, a *catalogue.AccountError,
-// catalogue.ErrOperationMismatch, supervise.ErrOperationMismatch,
-// ErrInvalidRequest.
+// catalogue.ErrPinMismatch, supervise.ErrOperationMismatch,
+// ErrInvalidCall.
 func (f *Facade) Run(ctx context.Context, scope ledger.Scope, req RunRequest) (RunResult, error) {
 	if req.OperationID == "" {
 		req.OperationID = newOperationID()
 	} else if err := protocol.CheckIdentifier("operation_id", req.OperationID); err != nil {
-		return RunResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return RunResult{}, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	if req.Arguments == nil {
 		req.Arguments = map[string]any{}

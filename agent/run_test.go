@@ -177,14 +177,14 @@ func TestRunInvalid(t *testing.T) {
 		{CapabilityID: "example.echo@1.0.0", Account: strings.Repeat("a", 257)},
 	} {
 		res, err := w.f.Run(ctx, scopeA, req)
-		if res.State != "" || !(errors.Is(err, agent.ErrInvalidRequest) || errors.Is(err, catalogue.ErrInvalidRequest)) {
+		if res.State != "" || !(errors.Is(err, agent.ErrInvalidCall) || errors.Is(err, catalogue.ErrInvalidCall)) {
 			t.Errorf("Run(%.40v) = %+v, %v; want an invalid request", req, res, err)
 		}
 	}
 	if _, err := w.f.Search(ctx, ledger.Scope{}, agent.SearchRequest{}); err == nil {
 		t.Error("search with an empty scope succeeded")
 	}
-	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Limit: agent.MaxPageSize + 1}); !errors.Is(err, agent.ErrInvalidRequest) {
+	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Limit: agent.MaxPageSize + 1}); !errors.Is(err, agent.ErrInvalidCall) {
 		t.Errorf("limit past the maximum: %v", err)
 	}
 	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Query: "x", Cursor: "AQ"}); !errors.Is(err, agent.ErrInvalidCursor) {

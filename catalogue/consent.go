@@ -44,7 +44,7 @@ func (c *Catalogue) Revoke(ctx context.Context, r cataloguestore.Consent) (catal
 // Consents returns what scope has consented to, per account.
 func (c *Catalogue) Consents(ctx context.Context, scope ledger.Scope) ([]cataloguestore.Consent, error) {
 	if err := scope.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	out, err := c.store.Consents(ctx, scope)
 	if err != nil {
@@ -65,7 +65,7 @@ func checkConsent(g cataloguestore.Consent) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	return nil
 }

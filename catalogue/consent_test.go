@@ -108,7 +108,7 @@ func TestConsent(t *testing.T) {
 		// The operation keeps its account: another is a mismatch, none is
 		// the recorded one.
 		_, err = prepare(c, "op-3", "work")
-		wantIs(t, "another account for a pinned operation", err, catalogue.ErrOperationMismatch)
+		wantIs(t, "another account for a pinned operation", err, catalogue.ErrPinMismatch)
 		if p, err := prepare(c, "op-3", ""); err != nil || p.Pin.Account != "home" {
 			t.Fatalf("the pinned operation without an account: %+v, %v", p.Pin, err)
 		}
@@ -133,8 +133,8 @@ func TestConsent(t *testing.T) {
 		if err := c.CheckEffect(bg, op3, "home", "send"); err != nil {
 			t.Fatalf("a consented effect: %v", err)
 		}
-		wantIs(t, "an effect on another account", c.CheckEffect(bg, op3, "work", "send"), catalogue.ErrOperationMismatch)
-		wantIs(t, "an effect of a capability without account", c.CheckEffect(bg, operation(t, s, "op-1"), "home", "send"), catalogue.ErrOperationMismatch)
+		wantIs(t, "an effect on another account", c.CheckEffect(bg, op3, "work", "send"), catalogue.ErrPinMismatch)
+		wantIs(t, "an effect of a capability without account", c.CheckEffect(bg, operation(t, s, "op-1"), "home", "send"), catalogue.ErrPinMismatch)
 
 		// Revocation takes effect at the next check.
 		if _, err := c.Revoke(bg, cataloguestore.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail"}}); err != nil {

@@ -179,7 +179,7 @@ type View struct {
 // View returns the catalogue as scope sees it now.
 func (c *Catalogue) View(ctx context.Context, scope ledger.Scope) (*View, error) {
 	if err := scope.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	s, err := c.snapshot(ctx)
 	if err != nil {

@@ -48,12 +48,12 @@ func Claims(b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments
 		}
 		d, err := canon.DigestOf(map[string]any{"fields": m.Effects.ResourceKeyFields, "values": values})
 		if err != nil {
-			return nil, fmt.Errorf("%w: the resource key of %s: %w", ErrInvalidRequest, id, err)
+			return nil, fmt.Errorf("%w: the resource key of %s: %w", ErrInvalidCall, id, err)
 		}
 		out = append(out, cataloguestore.Claim{Key: key("resource:", name+":"+string(d)), CapabilityID: id})
 	case manifest.ParallelSafe:
 	default:
-		return nil, fmt.Errorf("%w: %s declares concurrency %q", ErrInvalidRequest, id, m.Effects.Concurrency)
+		return nil, fmt.Errorf("%w: %s declares concurrency %q", ErrInvalidCall, id, m.Effects.Concurrency)
 	}
 	for _, o := range b.Manifests {
 		if o.Effects.Concurrency == manifest.Exclusive {
@@ -177,7 +177,7 @@ func (c *Catalogue) Release(ctx context.Context, f ledger.Fence) error {
 // Reservations returns the live reservations in scope.
 func (c *Catalogue) Reservations(ctx context.Context, scope ledger.Scope) ([]cataloguestore.Reservation, error) {
 	if err := scope.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	out, err := c.store.Reservations(ctx, scope)
 	if err != nil {

@@ -43,17 +43,17 @@ type Plan struct {
 // written before any attempt, so that every attempt runs the same
 // binding.
 //
-// Errors: ErrInvalidRequest; ErrUnknownCapability (unknown, or outside the
-// scope: the same text); ErrOperationMismatch (the operation is pinned to
+// Errors: ErrInvalidCall; ErrUnknownCapability (unknown, or outside the
+// scope: the same text); ErrPinMismatch (the operation is pinned to
 // another capability or account); *ConsentError (ErrConsentRequired);
 // *AccountError (ErrAccountRequired); storage errors.
 func (c *Catalogue) Prepare(ctx context.Context, r Request) (Plan, error) {
 	if err := errors.Join(r.Scope.Validate(), protocol.CheckIdentifier("OperationID", r.OperationID),
 		protocol.CheckIdentifier("CapabilityID", r.CapabilityID)); err != nil {
-		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	if r.Account != "" && !protocol.ValidIdentifier(r.Account) {
-		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidRequest, protocol.CheckIdentifier("Account", r.Account))
+		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidCall, protocol.CheckIdentifier("Account", r.Account))
 	}
 	pin, err := c.store.OperationPin(ctx, r.Scope, r.OperationID)
 	switch {
@@ -119,14 +119,14 @@ func (c *Catalogue) chooseAccount(ctx context.Context, r Request, e *Capability)
 // pinned plans a run of an operation that has a pin.
 func (c *Catalogue) pinned(ctx context.Context, r Request, pin cataloguestore.OperationPin) (Plan, error) {
 	if pin.CapabilityID != r.CapabilityID {
-		return Plan{}, fmt.Errorf("%w: operation %q runs capability %q, not %q", ErrOperationMismatch, r.OperationID, pin.CapabilityID, r.CapabilityID)
+		return Plan{}, fmt.Errorf("%w: operation %q runs capability %q, not %q", ErrPinMismatch, r.OperationID, pin.CapabilityID, r.CapabilityID)
 	}
 	e, g, err := c.pinnedCapability(ctx, pin)
 	if err != nil {
 		return Plan{}, err
 	}
 	if r.Account != "" && e.NeedsAccount && r.Account != pin.Account {
-		return Plan{}, fmt.Errorf("%w: operation %q runs with connection account %q, not %q", ErrOperationMismatch, r.OperationID, pin.Account, r.Account)
+		return Plan{}, fmt.Errorf("%w: operation %q runs with connection account %q, not %q", ErrPinMismatch, r.OperationID, pin.Account, r.Account)
 	}
 	if err := c.checkConsentFor(ctx, r.Scope, e, pin.Account); err != nil {
 		return Plan{}, err
@@ -154,7 +154,7 @@ func (c *Catalogue) pinnedCapability(ctx context.Context, pin cataloguestore.Ope
 // records, visible to its scope in the pinned generation, and its account
 // still consented (a revocation since launch refuses it here). nil
 // means allow. An error wrapping ErrUnknownCapability, ErrNotPinned,
-// ErrOperationMismatch or ErrConsentRequired means refuse (answer the host
+// ErrPinMismatch or ErrConsentRequired means refuse (answer the host
 // refused); any other error means the catalogue could not decide.
 // Reservations are re-checked separately by Recheck.
 func (c *Catalogue) CheckAdmission(ctx context.Context, op ledger.Operation) error {
@@ -178,7 +178,7 @@ func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (catalogue
 	}
 	if pin.CapabilityID != op.CapabilityID || pin.ManifestDigest != op.ManifestDigest {
 		return pin, nil, fmt.Errorf("%w: operation %q is recorded for %s with manifest digest %s, pinned to %s with %s",
-			ErrOperationMismatch, op.OperationID, op.CapabilityID, op.ManifestDigest, pin.CapabilityID, pin.ManifestDigest)
+			ErrPinMismatch, op.OperationID, op.CapabilityID, op.ManifestDigest, pin.CapabilityID, pin.ManifestDigest)
 	}
 	e, _, err := c.pinnedCapability(ctx, pin)
 	return pin, e, err
@@ -190,7 +190,7 @@ func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (catalogue
 // must still cover the capability and effectOperation. nil means allow.
 // An error wrapping ErrConsentRequired means a person must grant consent
 // first (answer waiting_approval: nothing is recorded and a later attempt
-// asks again); ErrUnknownCapability, ErrNotPinned or ErrOperationMismatch
+// asks again); ErrUnknownCapability, ErrNotPinned or ErrPinMismatch
 // mean refuse; any other error means the catalogue could not decide.
 func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connectionRef, effectOperation string) error {
 	pin, e, err := c.running(ctx, op)
@@ -199,7 +199,7 @@ func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connec
 	}
 	if !e.NeedsAccount || connectionRef != pin.Account {
 		return fmt.Errorf("%w: operation %q runs with connection account %q; its capability may not request effects on %q",
-			ErrOperationMismatch, op.OperationID, pin.Account, connectionRef)
+			ErrPinMismatch, op.OperationID, pin.Account, connectionRef)
 	}
 	g, _, err := c.consentOf(ctx, op.Scope, pin.Account)
 	if err != nil {

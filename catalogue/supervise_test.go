@@ -66,7 +66,7 @@ func verdict(err error, holdForConsent bool) (supervise.Verdict, error) {
 	case holdForConsent && errors.Is(err, catalogue.ErrConsentRequired):
 		return supervise.Verdict{Decision: supervise.Hold, Reason: err.Error()}, nil
 	case errors.Is(err, catalogue.ErrConsentRequired), errors.Is(err, catalogue.ErrUnknownCapability),
-		errors.Is(err, catalogue.ErrNotPinned), errors.Is(err, catalogue.ErrOperationMismatch):
+		errors.Is(err, catalogue.ErrNotPinned), errors.Is(err, catalogue.ErrPinMismatch):
 		return supervise.Verdict{Decision: supervise.Refuse, Reason: err.Error()}, nil
 	}
 	return supervise.Verdict{}, err

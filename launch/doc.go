@@ -90,7 +90,7 @@
 // signal, an unknown exit status, empty, oversized, multi-line or malformed
 // stdout, an incoherent HostResult, a foreign or null binding and an exit
 // status that disagrees with the state are each a distinct *ResultError
-// wrapping ErrProtocol. Invoke also refuses a result that what its own
+// wrapping ErrBadResult. Invoke also refuses a result that what its own
 // session saw contradicts (ErrSessionMismatch; History.Check holds the
 // rules): a waiting_approval, cancelled, refused or needs_reconciliation
 // that no reply and no ending of the host's own explains, a success whose

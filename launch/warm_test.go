@@ -427,7 +427,7 @@ func TestWarmServerCrash(t *testing.T) {
 		unix.Kill(server, unix.SIGKILL)
 	}()
 	out, err := z.Invoke(testCtx(t), inv)
-	if !errors.Is(err, launch.ErrExitUnknown) || !errors.Is(err, launch.ErrProtocol) {
+	if !errors.Is(err, launch.ErrExitUnknown) || !errors.Is(err, launch.ErrBadResult) {
 		t.Fatalf("err = %v", err)
 	}
 	if !out.Process.Warm || out.Process.Stopped != launch.StopNone {

@@ -102,7 +102,7 @@
 // of any idempotency key with another fingerprint ([ErrChangedInput]), new
 // effects past the budget ([ErrBudgetExhausted]) or the deadline
 // ([ErrDeadlineExceeded]), advancing a cancelled operation
-// ([ErrCancelled]) or one whose result was accepted
+// ([ErrOperationCancelled]) or one whose result was accepted
 // ([ErrResultAlreadyAccepted]), calls out of protocol order
 // ([ErrOutOfOrder]), new work for a controller whose lease ended
 // ([ErrLeaseExpired]), taking over a live controller's attempt

@@ -96,11 +96,13 @@ var (
 	// organization or project other than the one it was stored under.
 	ErrOutOfScope = errors.New("ledger: out of scope")
 
-	// ErrCancelled is returned when an operation is cancelled and the call
-	// would advance it (new attempt, bootstrap, admission, new effect,
-	// result). Recording the outcome of an effect that was already authorized
-	// stays allowed, so that the truth about the outside world is not lost.
-	ErrCancelled = errors.New("ledger: operation cancelled")
+	// ErrOperationCancelled is returned when an operation is cancelled and
+	// the call would advance it (new attempt, bootstrap, admission, new
+	// effect, result). Recording the outcome of an effect that was already
+	// authorized stays allowed, so that the truth about the outside world
+	// is not lost. (A Supervisor reports such an operation with the
+	// outcome cancelled, supervise.ErrCancelled.)
+	ErrOperationCancelled = errors.New("ledger: operation cancelled")
 
 	// ErrDeadlineExceeded is returned by Admit and by BeginEffect for a new
 	// effect once the operation's deadline has passed.

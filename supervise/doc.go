@@ -87,7 +87,7 @@
 //
 // bootstrap: the in-process cancel signal → cancelled; RedeemBootstrap with
 // the child's pid (checked by the Session against the kernel's
-// credentials) and the Session's ID → allowed. ledger.ErrCancelled → cancelled;
+// credentials) and the Session's ID → allowed. ledger.ErrOperationCancelled → cancelled;
 // ledger.ErrStaleFence (a newer attempt, or an id issued to an older one),
 // ErrBootstrapRedeemed (replay), ErrChangedInput (another launch digest),
 // ErrNotFound, ErrResultAlreadyAccepted → refused.
@@ -99,14 +99,14 @@
 // waiting_approval; with a Reserver, its Recheck: the attempt no longer
 // holds its reservations (cataloguestore.ErrReserved) → refused; then ledger Admit, which checks the fence, the
 // deadline and the request digest and records the admission:
-// ErrCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
+// ErrOperationCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
 // ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
 //
 // effect.request: the cancel signal → cancelled. A logical effect id the
 // ledger does not hold yet is new: with no Dispatcher → refused; the
 // Authority: Refuse → refused, Hold → waiting_approval (nothing recorded,
 // no budget spent, so a later attempt asks again). Then BeginEffect:
-// ErrCancelled → cancelled; ErrChangedInput (same id, other request),
+// ErrOperationCancelled → cancelled; ErrChangedInput (same id, other request),
 // ErrBudgetExhausted, ErrDeadlineExceeded, ErrStaleFence, ErrOutOfOrder →
 // refused. A new effect is dispatched and its outcome recorded under
 // context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
@@ -127,8 +127,8 @@
 //
 // result.publish: the cancel signal → cancelled; data not valid against the
 // admitted response schema → refused; AcceptResult stores the data's
-// canonical bytes as the artifact → allowed with its refs. ErrCancelled →
-// cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
+// canonical bytes as the artifact → allowed with its refs.
+// ErrOperationCancelled → cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
 // ErrOutOfOrder → refused.
 //
 // # Invoke

@@ -243,7 +243,7 @@ func reasonData(reason string) map[string]any {
 // so that the Session answers needs_reconciliation.
 func refusal(err error) (state ipc.ReplyState, ok bool) {
 	switch {
-	case errors.Is(err, ledger.ErrCancelled):
+	case errors.Is(err, ledger.ErrOperationCancelled):
 		return ipc.StateCancelled, true
 	case errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrBootstrapRedeemed),
 		errors.Is(err, ledger.ErrChangedInput), errors.Is(err, ledger.ErrBudgetExhausted),

@@ -562,7 +562,7 @@ func (s *Supervisor) launchRefused(ctx context.Context, c Call, o *Outcome, err 
 	switch {
 	case errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrChangedInput):
 		return nil, true, err
-	case errors.Is(err, ledger.ErrCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted):
+	case errors.Is(err, ledger.ErrOperationCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted):
 		if view, verr := s.cfg.Ledger.Operation(ctx, c.Scope, c.OperationID); verr == nil {
 			if done, res, serr := s.settled(view, o); done {
 				return res, false, serr

@@ -152,7 +152,7 @@ func TestDecodeStrict(t *testing.T) {
 		"{\"capability_id\":\"e\xff@1.0.0\"}",
 	} {
 		var a runArgs
-		if err := decode(ToolRun, []byte(raw), &a); !errors.Is(err, agent.ErrInvalidRequest) {
+		if err := decode(ToolRun, []byte(raw), &a); !errors.Is(err, agent.ErrInvalidCall) {
 			t.Errorf("decode(%q) = %v, want ErrInvalidRequest", raw, err)
 		}
 	}
@@ -182,7 +182,7 @@ func FuzzDecodeArguments(f *testing.F) {
 		for _, name := range []string{ToolSearch, ToolDescribe, ToolRun} {
 			v := argsFor(name)
 			if err := decode(name, raw, v); err != nil {
-				if !errors.Is(err, agent.ErrInvalidRequest) {
+				if !errors.Is(err, agent.ErrInvalidCall) {
 					t.Fatalf("%s: error %v does not wrap ErrInvalidRequest", name, err)
 				}
 				continue

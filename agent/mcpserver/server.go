@@ -196,7 +196,7 @@ func (a *searchArgs) check() (agent.SearchRequest, error) {
 	r := agent.SearchRequest{Query: a.Query, Cursor: a.Cursor}
 	if a.Limit != nil {
 		if *a.Limit < 1 || *a.Limit > agent.MaxPageSize {
-			return r, fmt.Errorf("%w: search arguments: limit %d is outside 1..%d", agent.ErrInvalidRequest, *a.Limit, agent.MaxPageSize)
+			return r, fmt.Errorf("%w: search arguments: limit %d is outside 1..%d", agent.ErrInvalidCall, *a.Limit, agent.MaxPageSize)
 		}
 		r.Limit = *a.Limit
 	}
@@ -214,7 +214,7 @@ func (a *runArgs) check() (agent.RunRequest, error) {
 			continue
 		}
 		if *f.v == "" {
-			return r, fmt.Errorf("%w: run arguments: %s is empty; leave it out instead", agent.ErrInvalidRequest, f.name)
+			return r, fmt.Errorf("%w: run arguments: %s is empty; leave it out instead", agent.ErrInvalidCall, f.name)
 		}
 		*f.dst = *f.v
 	}
@@ -228,7 +228,7 @@ func decode(tool string, raw json.RawMessage, v any) error {
 		raw = json.RawMessage("{}")
 	}
 	if err := canon.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: %s arguments (see the tool's input schema): %w", agent.ErrInvalidRequest, tool, err)
+		return fmt.Errorf("%w: %s arguments (see the tool's input schema): %w", agent.ErrInvalidCall, tool, err)
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ type Store interface {
 	// Reserve takes every claim for the fenced attempt, all or none, and
 	// returns the reservations it holds. The fence must be the current
 	// one of an open operation whose deadline has not passed (else
-	// *ledger.FenceError, ledger.ErrCancelled, ErrResultAlreadyAccepted or
+	// *ledger.FenceError, ledger.ErrOperationCancelled, ErrResultAlreadyAccepted or
 	// ErrDeadlineExceeded, in the Ledger's error order). A claim conflicts
 	// with a live reservation of the same key in the same scope held by
 	// another attempt, unless both are shared; a conflict is a

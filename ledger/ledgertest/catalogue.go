@@ -415,7 +415,7 @@ func testReservationLiveness(t *testing.T, l CatalogueLedger) {
 	}
 	mustReserve(t, l, f1b, claim("k", false))
 	_, err = l.Reserve(bg, f2, []cataloguestore.Claim{claim("other", false)})
-	wantErr(t, "Reserve for a cancelled operation", err, ledger.ErrCancelled)
+	wantErr(t, "Reserve for a cancelled operation", err, ledger.ErrOperationCancelled)
 	// Accepting the holder's result frees it.
 	ready(t, l, f1b)
 	if _, err := l.AcceptResult(bg, f1b, Digest("data"), []byte("{}")); err != nil {

@@ -63,7 +63,7 @@ func (m *rmModel) reserve(f ledger.Fence, claims []cataloguestore.Claim) error {
 		return ledger.ErrStaleFence
 	}
 	if o.cancelled {
-		return ledger.ErrCancelled
+		return ledger.ErrOperationCancelled
 	}
 	keys := m.recs[f.Scope]
 	for _, c := range claims {
@@ -173,7 +173,7 @@ func testReservationModel(t *testing.T, l CatalogueLedger) {
 				case o == nil:
 					wantClass(rt, "StartAttempt", err, ledger.ErrNotFound)
 				case o.cancelled:
-					wantClass(rt, "StartAttempt", err, ledger.ErrCancelled)
+					wantClass(rt, "StartAttempt", err, ledger.ErrOperationCancelled)
 				case err != nil:
 					rt.Fatalf("StartAttempt: %v", err)
 				default:
