@@ -19,8 +19,10 @@ import (
 // (internal/testkit/testpyhost; Python, skipped without python3 and pydantic).
 // Modes:
 //
-//   - off: Containment{Off: AllLayers};
-//   - self: the default, the host started as this test binary
+//   - off: Containment{Off: AllLayers}, without the cgroup layer either
+//     (Cgroup.Off): a launch as before containment existed;
+//   - self: the default (the cgroup layer included where this machine
+//     has one, see BenchmarkCgroup), the host started as this test binary
 //     re-executed (launch.Init), whose package inits every launch pays;
 //   - init: Containment.InitPath set to cmd/zeo-launch-init;
 //   - init-nonet: the same without the network layer (what the empty
@@ -49,7 +51,7 @@ func BenchmarkContainment(b *testing.B) {
 		for _, m := range []struct {
 			name string
 			c    launch.Containment
-		}{{"off", launch.Containment{Off: launch.AllLayers}}, {"self", launch.Containment{}},
+		}{{"off", launch.Containment{Off: launch.AllLayers, Cgroup: launch.Cgroup{Off: true}}}, {"self", launch.Containment{}},
 			{"init", launch.Containment{InitPath: initBin}},
 			{"init-nonet", launch.Containment{InitPath: initBin, Off: launch.LayerNetwork}}} {
 			c := cfg

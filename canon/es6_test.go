@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 )
 
 // es6Sequence yields the deterministic float64 test sequence described in
@@ -170,13 +171,14 @@ func TestES6Number1M(t *testing.T) {
 }
 
 // TestES6ThroughCanonicalize feeds the first 1,000,000 values of the ES6
-// stream (200,000 under the race detector, or with -short) to the canonicalizer as float tokens, in exponent form and (for
+// stream with ZEO_LONG_TESTS=1 (200,000 by default or under the race
+// detector) to the canonicalizer as float tokens, in exponent form and (for
 // magnitudes where it is short) in fixed form, and expects the stream's
 // expected text, which is also AppendFloat's (checked by the hashes above).
 // This covers the token fast path on the same values.
 func TestES6ThroughCanonicalize(t *testing.T) {
 	n := 1000000
-	if raceEnabled || testing.Short() {
+	if raceEnabled || !longtest.Enabled() {
 		n = 200000
 	}
 	var seq es6Sequence

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 )
 
 // The float fast path (shortest.go) must be invisible: on every token,
@@ -282,13 +283,19 @@ func halfwayTokens(r *rand.Rand, n int) []string {
 }
 
 // TestFastFloatEdgeCases checks the canonical form of every edge-case double
-// and all the spellings around it, and halfway decimals.
+// and all the spellings around it, and halfway decimals. By default, and
+// under the race detector, it takes every 8th edge case (every kind of
+// edge case is still reached); with ZEO_LONG_TESTS=1 every one.
 func TestFastFloatEdgeCases(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	xs := edgeFloats()
-	if testing.Short() || raceEnabled {
-		xs = xs[:len(xs)/8]
+	if !longtest.Enabled() || raceEnabled {
+		var every8th []float64
+		for i := 0; i < len(xs); i += 8 {
+			every8th = append(every8th, xs[i])
+		}
+		xs = every8th
 	}
 	var canonical []string
 	for _, x := range xs {
@@ -313,10 +320,12 @@ func TestFastFloatEdgeCases(t *testing.T) {
 // exponent is as likely) and a few spellings near each; it also holds the
 // fast path to its purpose: on canonical forms of random doubles it must
 // decline (and leave the work to the exact reader) less than 1% of the time.
+// It takes 100,000 doubles with ZEO_LONG_TESTS=1, 10,000 by default or
+// under the race detector.
 func TestFastFloatRandom(t *testing.T) {
 	t.Parallel()
 	n := 100000
-	if testing.Short() || raceEnabled {
+	if !longtest.Enabled() || raceEnabled {
 		n = 10000
 	}
 	r := rand.New(rand.NewPCG(9, 10))

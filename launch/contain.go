@@ -28,9 +28,11 @@ const (
 	// Containment.ReadPaths; read-write access to the attempt's workspace
 	// and Containment.WritePaths; nothing else.
 	LayerFilesystem Layers = 1 << iota
-	// LayerNetwork is an empty network namespace (only a loopback
-	// interface, down) for every host whose context does not allow the
-	// network, inside a new user namespace.
+	// LayerNetwork is a network namespace of its own for every host,
+	// inside a new user namespace: empty (only a loopback interface,
+	// down) when its context does not allow the network; otherwise with
+	// one listener on its loopback, the egress proxy (EgressPort), which
+	// reaches only the context's network_hosts.
 	LayerNetwork
 	// LayerScope is Landlock's IPC scoping (ABI 6): no signal to, and no
 	// abstract unix socket of, any process outside the host's own tree.
@@ -119,9 +121,12 @@ const (
 // line of provider code. A zygote's server is started the same way, and
 // each child it forks adds its own Landlock layer before the host runs.
 //
-// network_allowed true launches the host without the network namespace:
-// the host then reaches whatever this machine reaches, and network_hosts
-// is not enforced (doc/design.md, “Containment”).
+// A host whose context allows the network reaches only its network_hosts,
+// through an egress proxy the launcher runs for it (HTTP CONNECT and
+// plain-HTTP forwarding, named by the host's HTTP_PROXY, HTTPS_PROXY and
+// ALL_PROXY); with network_allowed and no network_hosts it reaches
+// nothing. Turn LayerNetwork off for a host that may reach everything
+// this machine reaches (doc/design.md, “Containment”).
 type Containment struct {
 	// Off turns layers off. Zero keeps every layer on; AllLayers turns
 	// containment off entirely.
@@ -160,6 +165,11 @@ type Containment struct {
 	// ErrContainmentUnavailable). cmd/zeo-launch-init is such a program
 	// for embedders that cannot call Init in their own main.
 	InitPath string
+	// Cgroup is the cgroup layer: by default, where this process has a
+	// usable delegated cgroup v2, each host runs in a cgroup of its own,
+	// killed as a whole when the host ends, so that no descendant
+	// outlives it. It is independent of Off.
+	Cgroup Cgroup
 	// AssumeNoLandlock makes the launcher behave as on a kernel without
 	// Landlock: a Config that needs it (LayerFilesystem or LayerScope on)
 	// is refused. For tests of that refusal.

@@ -24,7 +24,9 @@ func Init() { initCalled.Store(true) }
 
 // ContainmentSummary says, in one line, what containment the Launcher applies to
 // its hosts: none on darwin.
-func (l *Launcher) ContainmentSummary() string { return "containment: none (Linux only)" }
+func (l *Launcher) ContainmentSummary() string {
+	return "containment: none (Linux only)" + l.cgroupSummary()
+}
 
 type containStart struct{ files []*os.File }
 

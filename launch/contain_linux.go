@@ -203,7 +203,7 @@ func readSysctl(path string) (string, error) {
 func (l *Launcher) ContainmentSummary() string {
 	k := l.contain
 	if k == nil {
-		return "containment: none (Containment.Off is AllLayers)"
+		return "containment: none (Containment.Off is AllLayers)" + l.cgroupSummary()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "containment: %s", k.on)
@@ -222,6 +222,7 @@ func (l *Launcher) ContainmentSummary() string {
 	if off := k.cfg.Off; off != 0 {
 		fmt.Fprintf(&b, "; off: %s", off)
 	}
+	b.WriteString(l.cgroupSummary())
 	return b.String()
 }
 
@@ -267,10 +268,11 @@ func (k *container) launchPolicy(path string, argv, env []string, dir string, lc
 	return p
 }
 
-// netns reports whether a launch serving lc gets an empty network
-// namespace.
+// netns reports whether a launch serving lc gets its own network
+// namespace: every launch when the network layer is on; one whose
+// context allows the network also gets the egress proxy (egress).
 func (k *container) netns(lc *LaunchContext) bool {
-	return k.on&LayerNetwork != 0 && (lc == nil || !lc.NetworkAllowed)
+	return k.on&LayerNetwork != 0
 }
 
 // containStart is one contained start in progress: the policy and status
@@ -282,6 +284,7 @@ type containStart struct {
 	files    []*os.File
 	status   *os.File // read end
 	userns   bool
+	eg       *egressStart // nil without the egress proxy
 }
 
 // containPrepare prepares a contained start of the host s describes,
@@ -296,6 +299,10 @@ func (l *Launcher) containPrepare(s spec, argv []string, dir string, firstFree i
 		return nil, nil
 	}
 	p := k.launchPolicy(l.cfg.Interpreter, argv, l.cfg.Env, dir, s.lc, s.workspace)
+	eg, err := l.egressPrepare(&p, s.lc)
+	if err != nil {
+		return nil, err
+	}
 	if u := l.cfg.User; u != nil {
 		p.User = &containinit.User{UID: u.UID, GID: u.GID}
 	}
@@ -305,18 +312,25 @@ func (l *Launcher) containPrepare(s spec, argv []string, dir string, firstFree i
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
+		eg.close()
 		return nil, fmt.Errorf("launch: encoding the containment policy: %w", err)
 	}
 	pf, err := sealedFile("zeo-launch-policy", b)
 	if err != nil {
+		eg.close()
 		return nil, fmt.Errorf("launch: containment policy descriptor: %w", err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		eg.close()
 		pf.Close()
 		return nil, fmt.Errorf("launch: containment status pipe: %w", err)
 	}
-	return &containStart{k: k, policyFD: firstFree, files: []*os.File{pf, w}, status: r, userns: k.netns(s.lc)}, nil
+	cs := &containStart{k: k, policyFD: firstFree, files: []*os.File{pf, w}, status: r, userns: k.netns(s.lc), eg: eg}
+	if eg != nil {
+		cs.files = append(cs.files, eg.child) // the descriptor after the status pipe
+	}
+	return cs, nil
 }
 
 // apply turns cmd, prepared to start the host, into the start of the
@@ -335,6 +349,7 @@ func (cs *containStart) apply(cmd *exec.Cmd, user *User) {
 	}
 	a := cmd.SysProcAttr
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+	cs.eg.apply(a)
 	if os.Geteuid() != 0 {
 		// An unprivileged controller cannot write the maps: its child is
 		// non-dumpable until it execs (New marks this process so), which
@@ -365,10 +380,12 @@ func (cs *containStart) started() {
 	}
 }
 
-// close releases everything; safe after started.
+// close releases everything, the egress proxy included; safe after
+// started.
 func (cs *containStart) close() {
 	cs.started()
 	cs.status.Close()
+	cs.eg.close()
 }
 
 // await waits until the init has execed the host (its status pipe's
@@ -391,7 +408,7 @@ func (cs *containStart) await(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("%w: waiting for the containment init: %w", ErrContainmentUnavailable, err)
 	}
-	return nil
+	return cs.eg.serve(ctx)
 }
 
 // startError wraps a start failure of a contained host: a user namespace

@@ -6,11 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
@@ -24,14 +29,21 @@ import (
 // or the error text.
 func hostileRun(t *testing.T, contain launch.Containment, user *launch.User, networkAllowed bool, actions ...string) map[string]string {
 	t.Helper()
+	return hostileRunContext(t, contain, user, nil, func(c *launch.LaunchContext) { c.NetworkAllowed = networkAllowed }, actions...)
+}
+
+// hostileRunContext is hostileRun with the context set by setContext and
+// the launcher's log written to log (when not nil).
+func hostileRunContext(t *testing.T, contain launch.Containment, user *launch.User, log *slog.Logger, setContext func(*launch.LaunchContext), actions ...string) map[string]string {
+	t.Helper()
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: launch.TrustEnvironment{},
 		Env:  []string{hostproc.EnvScenario + "=hostile", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
-		User: user, AllowRootHost: user == nil, Containment: contain})
+		User: user, AllowRootHost: user == nil, Containment: contain, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
-	inv.Context.NetworkAllowed = networkAllowed
+	setContext(&inv.Context)
 	out, err := l.Invoke(testCtx(t), inv)
 	if out == nil {
 		t.Fatalf("the hostile host did not start: %v", err)
@@ -195,11 +207,12 @@ func listenTCP(t *testing.T) string {
 // TestContainedNetwork: with network_allowed false the host has no
 // network: a TCP connection to a local server (and to PostgreSQL on
 // 127.0.0.1:5432 when one is there) and a name resolution against a
-// local DNS server fail. With network_allowed true (the control) both
-// succeed: host filtering (network_hosts) is not enforced yet.
+// local DNS server fail, and there is no proxy to ask. The control: with
+// the network layer off both succeed. The egress rows are
+// TestContainedEgress's.
 func TestContainedNetwork(t *testing.T) {
 	tcp, dns := listenTCP(t), serveDNS(t)
-	actions := []string{"connect:" + tcp, "resolve:provider.example@" + dns}
+	actions := []string{"connect:" + tcp, "resolve:provider.example@" + dns, "proxyget:http://" + tcp + "/"}
 	if c, err := net.Dial("tcp", "127.0.0.1:5432"); err == nil {
 		c.Close()
 		actions = append(actions, "connect:127.0.0.1:5432")
@@ -212,14 +225,148 @@ func TestContainedNetwork(t *testing.T) {
 			t.Errorf("network_allowed false, %s: %q, want a failure", a, got[a])
 		}
 	}
-	got = hostileRun(t, launch.Containment{}, nil, true, actions...)
-	for _, a := range actions {
+	got = hostileRun(t, launch.Containment{Off: launch.LayerNetwork}, nil, true, actions[0], actions[1])
+	for _, a := range actions[:2] {
 		if !strings.HasPrefix(got[a], "ok") {
-			t.Errorf("network_allowed true (the control), %s: %q, want ok", a, got[a])
+			t.Errorf("network layer off (the control), %s: %q, want ok", a, got[a])
 		}
 	}
 	if got[actions[1]] != "ok 192.0.2.1" {
 		t.Errorf("the control's resolution: %q, want ok 192.0.2.1", got[actions[1]])
+	}
+}
+
+// serveHTTP serves body on a local port until the test ends; it returns
+// host:port.
+func serveHTTP(t *testing.T, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// logRecords is a slog handler that keeps every record's message and
+// attributes as text.
+type logRecords struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+	h.mu.Lock()
+	h.lines = append(h.lines, b.String())
+	h.mu.Unlock()
+	return nil
+}
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecords) WithGroup(string) slog.Handler      { return h }
+
+func (h *logRecords) find(sub ...string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range h.lines {
+		all := true
+		for _, s := range sub {
+			all = all && strings.Contains(l, s)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// egressTable is the egress rows of the hostile table, for a host
+// admitted to allowed (served by a local HTTP server answering "allowed")
+// beside other (answering "other"): what each action must get.
+func egressTable(t *testing.T, allowed, other, dns string) map[string]string {
+	rows := map[string]string{
+		"proxyget:http://" + allowed + "/":     "ok 200 allowed",
+		"tunnel:" + allowed:                    "ok 200 allowed",
+		"connect:" + allowed:                   "fail", // not directly
+		"proxyget:http://" + other + "/":       "403",
+		"tunnel:" + other:                      "403",
+		"connect:" + other:                     "fail",
+		"tunnel:127.0.0.1:5432":                "403",
+		"connect:127.0.0.1:5432":               "fail",
+		"tunnel:localhost:" + port(t, allowed): "403", // a name resolving to loopback
+		"resolve:provider.example@" + dns:      "fail",
+	}
+	return rows
+}
+
+func port(t *testing.T, hostport string) string {
+	_, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkEgress compares a hostile report with egressTable's rows.
+func checkEgress(t *testing.T, what string, rows, got map[string]string) {
+	t.Helper()
+	for a, want := range rows {
+		res := got[a]
+		switch {
+		case strings.HasPrefix(want, "ok"):
+			if res != want {
+				t.Errorf("%s, %s: %q, want %q", what, a, res, want)
+			}
+		case want == "403":
+			if !strings.Contains(res, "403") || !strings.Contains(strings.ToLower(res), "forbidden") {
+				t.Errorf("%s, %s: %q, want the proxy's 403", what, a, res)
+			}
+		default:
+			if res == "" || strings.HasPrefix(res, "ok") {
+				t.Errorf("%s, %s: %q, want a failure", what, a, res)
+			}
+		}
+	}
+}
+
+// TestContainedEgress: a host allowed the network with network_hosts
+// naming one local HTTP server reaches it through the egress proxy (a
+// plain GET and a CONNECT tunnel), and nothing else: not that server
+// directly, not a second local server directly or through the proxy,
+// not 127.0.0.1:5432, not a name resolving to loopback; no name resolves
+// inside. Each refusal is logged with the host. The control: with the
+// network layer off, the host reaches both servers directly.
+func TestContainedEgress(t *testing.T) {
+	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	rows := egressTable(t, allowed, other, dns)
+	var actions []string
+	for a := range rows {
+		actions = append(actions, a)
+	}
+	logs := &logRecords{}
+	got := hostileRunContext(t, launch.Containment{}, nil, slog.New(logs), func(c *launch.LaunchContext) {
+		c.NetworkAllowed = true
+		c.NetworkHosts = []string{allowed}
+	}, actions...)
+	checkEgress(t, "egress", rows, got)
+	t.Logf("egress: %v", got)
+	if !logs.find("egress refused", "host=127.0.0.1", "port="+port(t, other)) || !logs.find("egress refused", "host=localhost") {
+		t.Errorf("the refusals are not logged with their host: %q", logs.lines)
+	}
+	// network_allowed false: no proxy, no route.
+	got = hostileRun(t, launch.Containment{}, nil, false, "proxyget:http://"+allowed+"/", "connect:"+allowed)
+	for a, res := range got {
+		if strings.HasPrefix(res, "ok") {
+			t.Errorf("network_allowed false, %s: %q, want a failure", a, res)
+		}
+	}
+	got = hostileRun(t, launch.Containment{Off: launch.LayerNetwork}, nil, true, "connect:"+allowed, "connect:"+other)
+	for a, res := range got {
+		if res != "ok" {
+			t.Errorf("network layer off (the control), %s: %q, want ok", a, res)
+		}
 	}
 }
 
@@ -248,7 +395,13 @@ func TestContainedScope(t *testing.T) {
 	self := strconv.Itoa(os.Getpid())
 	actions := []string{"signal:" + self, "abstract:" + name, "signal:self"}
 	for _, network := range []bool{false, true} {
-		got := hostileRun(t, launch.Containment{}, nil, network, actions...)
+		// With the network layer on, the namespace hides the abstract
+		// socket; with it off, the scope denies it.
+		c := launch.Containment{}
+		if network {
+			c.Off = launch.LayerNetwork
+		}
+		got := hostileRun(t, c, nil, network, actions...)
 		if !denied(got[actions[0]]) {
 			t.Errorf("network %v: signalling the controller: %q, want EPERM", network, got[actions[0]])
 		}
@@ -404,6 +557,76 @@ func TestContainedWarm(t *testing.T) {
 	out, _ := z.Invoke(testCtx(t), inv)
 	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
 		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
+	}
+}
+
+// TestContainedEgressWarm runs the egress rows with the Python hostile
+// host (the real host is Python: urllib's GET through HTTP_PROXY,
+// http.client's CONNECT tunnel through HTTPS_PROXY) cold, and through a
+// zygote: an invocation allowed the network is launched cold, contained
+// the same, and the log says why; one not allowed the network is forked
+// warm and gets no route.
+func TestContainedEgressWarm(t *testing.T) {
+	e := newPyEnv(t)
+	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	rows := egressTable(t, allowed, other, dns)
+	var actions []string
+	for a := range rows {
+		actions = append(actions, a)
+	}
+	logs := &logRecords{}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs),
+		Containment: launch.Containment{WorkspaceRoot: openDir(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	report := func(out *launch.Outcome) map[string]string {
+		t.Helper()
+		var r struct {
+			Actions map[string]string `json:"actions"`
+		}
+		if out == nil {
+			t.Fatal("no outcome")
+		}
+		if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+			t.Fatalf("report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
+		}
+		return r.Actions
+	}
+	for _, through := range []string{"cold", "zygote"} {
+		inv := e.echo(t)
+		inv.Context.NetworkAllowed = true
+		inv.Context.NetworkHosts = []string{allowed}
+		var out *launch.Outcome
+		if through == "cold" {
+			out, _ = l.Invoke(testCtx(t), inv)
+		} else {
+			out, _ = z.Invoke(testCtx(t), inv)
+		}
+		got := report(out)
+		checkEgress(t, "python, "+through, rows, got)
+		t.Logf("%s: %v", through, got)
+		if out.Process.Warm {
+			t.Errorf("%s: launched warm, want cold", through)
+		}
+	}
+	if st := z.Stats(); st.Cold != 1 {
+		t.Errorf("zygote stats %+v, want the one invocation allowed the network launched cold", st)
+	}
+	if !logs.find("launching the host cold", "network_hosts through its own egress proxy") {
+		t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+	}
+	out, _ := z.Invoke(testCtx(t), e.echo(t))
+	if out == nil || !out.Process.Warm {
+		t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
+	}
+	for a, res := range report(out) {
+		if res == "" || strings.HasPrefix(res, "ok") {
+			t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
+		}
 	}
 }
 

@@ -154,6 +154,21 @@
 // MaxAge bounds that. Its parent is the server, not this process, and
 // /proc/self/cmdline and /proc/self/environ show the server's.
 //
+// # Provider-warm launch
+//
+// With ZygoteConfig.ProviderWarm, the server also does once what the
+// host does before every call and what depends only on the provider
+// generation: with the host's own functions (recognised by the digests
+// of its sources, ProviderWarm.Hosts), it sets the managed-execution
+// latch, validates the admitted inventory, imports the provider and
+// activates its generation. It serves one binding and one tenant
+// (organization and project); each child receives its invocation on a
+// channel of its own, straight from the launcher, and starts from the
+// activated generation. An invocation of another binding or tenant, a
+// host the server does not recognise, and a provider whose loading left
+// threads, descriptors or child processes are launched cold, with a log
+// line saying why (doc/design.md, “Provider-warm launch”).
+//
 // # Containment
 //
 // On Linux every host is contained by default (Config.Containment): a
@@ -170,8 +185,15 @@
 // # Limits of the containment
 //
 // A process group is not a cgroup: a descendant that calls setsid leaves
-// the group and survives the group kill (it still cannot hang the call,
-// because of WaitDelay); no cgroup limits are set. The environment check
+// the group and survives the group kill. Where this process has a usable
+// delegated cgroup v2, each host (cold or warm) and each zygote server
+// runs in a cgroup of its own, killed as a whole (cgroup.kill) and removed
+// before Invoke returns, so no descendant outlives its host; cgroup limits
+// are set only where asked and where the parent enables their controller
+// (Containment.Cgroup, Launcher.Cgroups). Without it (Cgroup.Off, no
+// usable cgroup v2, darwin) such a descendant survives the host and
+// Invoke (it still cannot hang the call, because of WaitDelay). The
+// environment check
 // is check-then-execute: the tree must not be writable by anyone the
 // Runtime does not trust.
 //

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -86,7 +87,8 @@ type Config struct {
 	// “What the credential check proves”). Starting a host as another
 	// user needs the privilege to change credentials (CAP_SETUID and
 	// CAP_SETGID, in practice root); Interpreter and Dir must be usable by
-	// that user. Nil runs the host as this process's user.
+	// that user, which New checks on Linux (see UserAccessError). Nil runs
+	// the host as this process's user.
 	User *User
 	// AllowRootHost lets the host run as root (uid 0) or with group 0:
 	// New refuses a Config that would start one (User naming uid or gid
@@ -126,7 +128,8 @@ type User struct {
 type Launcher struct {
 	cfg     Config
 	log     *slog.Logger
-	contain *container // nil: no containment
+	contain *container     // nil: no containment
+	cg      *cgroup.Parent // nil: no cgroup layer
 }
 
 // New validates cfg and returns a Launcher. Errors wrap ErrInvalidConfig.
@@ -167,14 +170,21 @@ func New(cfg Config) (*Launcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	cg, err := openCgroup(&c)
+	if err != nil {
+		return nil, err
+	}
 	if !c.LeaveDumpable {
 		if err := setNotDumpable(); err != nil {
 			return nil, fmt.Errorf("launch: making this process non-dumpable (set Config.LeaveDumpable to skip it): %w", err)
 		}
 	}
-	l := &Launcher{cfg: c, log: c.Logger, contain: contain}
+	l := &Launcher{cfg: c, log: c.Logger, contain: contain, cg: cg}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
+	}
+	if cg != nil && len(cg.Dropped()) > 0 {
+		l.log.Warn("launch: cgroup limits dropped: their controllers are not enabled", "parent", cg.Dir(), "dropped", cg.Dropped())
 	}
 	return l, nil
 }
@@ -225,6 +235,14 @@ func (c *Config) validate() error {
 			add("User {UID: %d, GID: %d} runs the host as root or group 0; set AllowRootHost to allow it", c.User.UID, c.User.GID)
 		case c.User == nil && os.Geteuid() == 0:
 			add("this process runs as root, so the host would too; set User to run it as another user, or AllowRootHost to allow a root host")
+		}
+	}
+	if c.User != nil && len(errs) == 0 {
+		// Before any process starts: a host that could not exec its
+		// interpreter or enter its directory as User fails in the child,
+		// with less to say.
+		if err := checkUserAccess(*c.User, c.Interpreter, c.Dir); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, c.Containment.validate()...)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -330,34 +330,12 @@ func TestGrandchildHoldingStdout(t *testing.T) {
 	t.Logf("returned after %v (deadline %v + grace %v + WaitDelay %v = %v)", elapsed, deadline, grace, waitDelay, deadline+grace+waitDelay)
 }
 
-// TestGrandchildEscapingTheGroup: a grandchild that leaves the process group
-// (setsid) cannot be reached by the group kill and keeps stdout open; the
-// launcher still returns, WaitDelay after the host's exit, with the result
-// the host wrote and exec.ErrWaitDelay recorded.
-func TestGrandchildEscapingTheGroup(t *testing.T) {
-	f := newFixture(t)
-	l, dir := launcherWith(t, 200*time.Millisecond, 300*time.Millisecond, "ZEO_HOSTSIM_SCENARIO=grandchild-escape")
-	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
-	out, err := l.Invoke(testCtx(t), inv)
-	pid := grandchildPID(t, dir)
-	t.Cleanup(func() { unix.Kill(pid, unix.SIGKILL) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Result.State != launch.StateSucceeded || !errors.Is(out.Process.WaitErr, exec.ErrWaitDelay) {
-		t.Fatalf("state %s, wait error %v", out.Result.State, out.Process.WaitErr)
-	}
-}
-
-// TestNoLeaksAcrossLaunches launches the host 500 times (20 under -short;
-// ZEO_LAUNCH_LEAK_N sets any other count) and checks that this process's
-// descriptors, goroutines and child processes are back to where they
-// started.
+// TestNoLeaksAcrossLaunches launches the host 500 times with
+// ZEO_LONG_TESTS=1 (20 by default; ZEO_LAUNCH_LEAK_N sets any other count)
+// and checks that this process's descriptors, goroutines and child
+// processes are back to where they started.
 func TestNoLeaksAcrossLaunches(t *testing.T) {
-	n := 500
-	if testing.Short() {
-		n = 20
-	}
+	n := longtest.Size(20, 500)
 	if s := os.Getenv("ZEO_LAUNCH_LEAK_N"); s != "" {
 		var err error
 		if n, err = strconv.Atoi(s); err != nil {
@@ -431,13 +409,14 @@ func TestChildClosesStrayDescriptors(t *testing.T) {
 	}
 }
 
-// TestNoStrayDescriptorsUnderConcurrency launches 1,000 hosts, two at a
-// time, while two goroutines keep opening descriptors without O_CLOEXEC
+// TestNoStrayDescriptorsUnderConcurrency launches 1,000 hosts with
+// ZEO_LONG_TESTS=1 (100 by default), two at a time, while two goroutines keep opening descriptors without O_CLOEXEC
 // (as cgo or raw syscalls do): descriptors created between the sweep and
 // the fork, which the sweep cannot mark. Every host must hold exactly FDs
 // 0–4 not close-on-exec.
 func TestNoStrayDescriptorsUnderConcurrency(t *testing.T) {
-	const launches, parallel = 1000, 2
+	const parallel = 2
+	launches := longtest.Size(100, 1000)
 	l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO=report")
 	f := newFixture(t)
 	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)

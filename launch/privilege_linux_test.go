@@ -76,7 +76,8 @@ func openDir(t *testing.T) string {
 // TestRootHostRefused checks that New refuses a Config that would start a
 // host as root, or with group 0, unless AllowRootHost says so.
 func TestRootHostRefused(t *testing.T) {
-	base := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{}}
+	// A directory every user may enter: New checks that User can.
+	base := launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: launch.TrustEnvironment{}}
 	for _, u := range []*launch.User{{UID: 0, GID: nobody}, {UID: nobody, GID: 0}} {
 		c := base
 		c.User = u

@@ -74,9 +74,15 @@ func runtimeSocket() (net.Conn, *os.File, error) {
 //     the exit is awaited on a pidfd in the runtime's poller and observed
 //     with waitid(WNOWAIT) (childproc.AwaitExit), the group's stragglers
 //     are SIGKILLed, and only then is the leader reaped.
-//  5. exec's WaitDelay bounds the wait for stdout/stderr EOF when a
-//     descendant escaped the group with them; the IPC session gets the same
-//     bound after exit before it is cancelled.
+//  5. With the cgroup layer (Containment.Cgroup) the child starts inside a
+//     cgroup of its own (clone3 into it), and once the leader has exited
+//     everything left in it is killed (cgroup.kill), awaited and the
+//     cgroup removed, before the reap: a descendant that left the group
+//     (setsid) ends too.
+//  6. exec's WaitDelay bounds the wait for stdout/stderr EOF when a
+//     descendant escaped the group (and there is no cgroup layer) with
+//     them; the IPC session gets the same bound after exit before it is
+//     cancelled.
 func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	ctxFile, stdinFile, err := s.inputs()
 	if err != nil {
@@ -114,11 +120,22 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		defer cs.close()
 		extra = append(extra, cs.files...)
 	}
+	cg, err := l.newCgroup("host")
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return nil, nil, err
+	}
+	// Every return kills what is left of the host's cgroup and removes
+	// it; the normal end does so before the reap, below.
+	defer l.endCgroup(cg)
 	cmd := l.command(argv, dir, stdinFile, stdout, stderr, extra)
 	l.prepare(cmd)
 	if cs != nil {
 		cs.apply(cmd, l.cfg.User)
 	}
+	intoCgroup(cmd.SysProcAttr, cg)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		if conn != nil {
@@ -179,8 +196,10 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	}
 	if !reaped {
 		// The leader is a zombie: the group id is still ours. Kill whatever
-		// the host left behind, then reap.
+		// the host left behind, in its group and in its cgroup (which a
+		// zombie does not populate), then reap.
 		_ = signalGroup(pid, syscall.SIGKILL)
+		l.endCgroup(cg)
 		waitErr = cmd.Wait()
 	}
 	p.Elapsed = time.Since(start)

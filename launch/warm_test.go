@@ -25,6 +25,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -593,15 +594,12 @@ func TestWarmRefusals(t *testing.T) {
 	}
 }
 
-// TestWarmNoLeaks runs 1,000 warm invocations (40 under -short), four at
-// a time, then closes the zygote: this process's descriptors, goroutines
+// TestWarmNoLeaks runs 1,000 warm invocations with ZEO_LONG_TESTS=1 (40
+// by default), four at a time, then closes the zygote: this process's descriptors, goroutines
 // and child processes are back to where they started, and no host, spare
 // or server is left.
 func TestWarmNoLeaks(t *testing.T) {
-	n := 1000
-	if testing.Short() {
-		n = 40
-	}
+	n := longtest.Size(40, 1000)
 	const parallel = 4
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)

@@ -112,6 +112,12 @@ type ZygoteConfig struct {
 	// it exited; a server that takes longer is taken for hung and killed.
 	// Zero means DefaultZygoteReplyTimeout.
 	ReplyTimeout time.Duration
+	// ProviderWarm, when set, makes the zygote provider-warm: its server
+	// also activates Provider's generation once, for one tenant (see
+	// ProviderWarm). Preload, Forbid, Switches and PreTouch must then be
+	// unset. Nil means today's warm launch, which never loads provider
+	// code in the server.
+	ProviderWarm *ProviderWarm
 }
 
 // ZygoteStats counts what a Zygote did.
@@ -130,6 +136,9 @@ type ZygoteStats struct {
 	// discovery succeeded).
 	Preloaded  []string
 	Discovered bool
+	// ProviderWarm is what the current provider-warm server reported, nil
+	// when there is none or the zygote is not provider-warm.
+	ProviderWarm *ProviderWarmStats
 }
 
 // These errors are about warm launches.
@@ -151,6 +160,7 @@ type zygoteSpec struct {
 	discover bool     // preload the host's discovered import closure
 	forbid   []string // besides the provider's package
 	switches []string
+	pw       *providerWarmSpec // nil unless provider-warm
 }
 
 // zygoteSpecFor validates cfg for launcher config lc. Errors wrap
@@ -199,6 +209,15 @@ func zygoteSpecFor(lc Config, cfg ZygoteConfig) (zygoteSpec, error) {
 	if cfg.PreTouch && !cfg.Spare {
 		add("PreTouch needs Spare")
 	}
+	if cfg.ProviderWarm != nil {
+		if cfg.Preload != nil || cfg.Forbid != nil || cfg.Switches != nil || cfg.PreTouch {
+			add("ProviderWarm excludes Preload, Forbid, Switches and PreTouch (the server loads the host and the provider itself)")
+		}
+		var pwErrs []error
+		zs.pw, pwErrs = checkProviderWarm(*cfg.ProviderWarm, cfg.Provider)
+		errs = append(errs, pwErrs...)
+		zs.discover = false
+	}
 	if zs.cfg.MaxForks == 0 {
 		zs.cfg.MaxForks = DefaultZygoteMaxForks
 	}
@@ -211,7 +230,7 @@ func zygoteSpecFor(lc Config, cfg ZygoteConfig) (zygoteSpec, error) {
 	if zs.cfg.ReplyTimeout == 0 {
 		zs.cfg.ReplyTimeout = DefaultZygoteReplyTimeout
 	}
-	zs.cfg.Preload, zs.cfg.Forbid, zs.cfg.Switches = nil, nil, nil // zs holds the lists
+	zs.cfg.Preload, zs.cfg.Forbid, zs.cfg.Switches, zs.cfg.ProviderWarm = nil, nil, nil, nil // zs holds them
 	if len(errs) > 0 {
 		return zygoteSpec{}, fmt.Errorf("%w: zygote: %w", ErrInvalidConfig, errors.Join(errs...))
 	}

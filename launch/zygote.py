@@ -11,8 +11,10 @@ SCM_RIGHTS next to them.
 
     launcher -> server
       config   {op, module, preload, discover, forbid, switches, spare, pretouch}
-      fork     {op, id, argv, env, dir, orig_argv} + [stdin, stdout,
-               stderr, context, ipc socket]   (argv, env, dir: base64)
+      fork     {op, id, argv, env, dir, orig_argv, contain, cgroup} +
+               [stdin, stdout, stderr, context, ipc socket] (argv, env,
+               dir: base64), and with cgroup true a sixth descriptor: the
+               host's own cgroup.procs, opened for writing by the launcher
       signal   {op, pid, sig}     the child's process group (old kernels)
     server -> launcher
       ready    {op, pid, python, modules, refusal, preloaded, discovery,
@@ -438,9 +440,10 @@ class Server:
         m = json.loads(msg)
         op = m.get("op")
         if op == "fork":
-            if len(fds) != 5:
+            want = _fork_fds(m)
+            if len(fds) != want:
                 _close_all(fds)
-                raise ProtocolError("fork with %d descriptors, want 5" % len(fds))
+                raise ProtocolError("fork with %d descriptors, want %d" % (len(fds), want))
             self.on_fork(m, fds)
             return
         _close_all(fds)
@@ -589,10 +592,13 @@ def _spare(server, sock):
             _pretouch()
         sock.send(b"ready")
         msg, fds, flags, _ = socket.recv_fds(sock, _MAX_PACKET, _MAX_FDS, socket.MSG_CMSG_CLOEXEC)
-        if not msg or len(fds) != 5 or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        if not msg or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            os._exit(0)
+        m = json.loads(msg)
+        if len(fds) != _fork_fds(m):
             os._exit(0)
         sock.detach()
-        return _become_host(server, json.loads(msg), fds)
+        return _become_host(server, m, fds)
     except BaseException:  # noqa: BLE001 -- a spare never returns to the loop
         os._exit(0)
 
@@ -624,12 +630,34 @@ def _child(server, m, fds):
             os._exit(126)
 
 
+def _fork_fds(m):
+    """How many descriptors a fork request carries."""
+    return 6 if m.get("cgroup") else 5
+
+
+def _enter_cgroup(fd):
+    """Moves this child into the host's own cgroup (doc/design.md,
+    "Containment"), before the host runs a line: fd is that cgroup's
+    cgroup.procs, which the launcher opened, so the kernel checks the move
+    against the launcher's credentials, not ours. A child that cannot move
+    never runs the host: it says why on the host's stderr and exits 126."""
+    try:
+        os.write(fd, b"0")
+    except OSError as e:
+        os.write(2, ("zeo zygote: the host could not enter its cgroup: %s\n" % e).encode())
+        os._exit(126)
+    finally:
+        os.close(fd)
+
+
 def _become_host(server, m, fds):
     # Descriptors: first above the range, then onto 0-4 (inheritable, as
     # a cold host receives them), then nothing else.
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds]
-    for i, fd in enumerate(high):
+    for i, fd in enumerate(high[:5]):
         os.dup2(fd, i)
+    if len(high) > 5:
+        _enter_cgroup(high[5])
     os.closerange(5, max(int(n) for n in os.listdir("/proc/self/fd")) + 1)
     # Signals: the dispositions and mask of a fresh interpreter.
     for s, h in _INITIAL_HANDLERS.items():

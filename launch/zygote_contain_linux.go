@@ -60,8 +60,8 @@ func (z *Zygote) childContain(s spec, dir string) (map[string]any, error) {
 	if k == nil {
 		return nil, nil
 	}
-	if k.on&LayerNetwork != 0 && !k.netns(s.lc) {
-		return nil, &coldError{errors.New("the invocation may use the network, and the zygote's server has an empty network namespace")}
+	if k.egress(s.lc) {
+		return nil, &coldError{errors.New("the invocation is allowed the network (network_hosts through its own egress proxy), and the zygote's children share the server's empty network namespace, which no child can leave (the seccomp layer denies unshare) and a per-child proxy in it would be reachable by every sibling")}
 	}
 	if k.cfg.WorkspaceRoot == "" && dir != z.l.cfg.Dir {
 		return nil, &coldError{fmt.Errorf("the host works in %s, which the zygote's server may not write (only Config.Dir; set Containment.WorkspaceRoot)", dir)}

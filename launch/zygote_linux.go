@@ -27,6 +27,9 @@ type Zygote struct {
 	l      *Launcher
 	spec   zygoteSpec
 	source []byte // the server program
+	// pwSource is the provider-warm server program (with source beside
+	// it), used when spec.pw is set.
+	pwSource []byte
 	// groupFlag reports that the kernel signals a process group through a
 	// pidfd (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9); without it the
 	// server signals its children's groups.
@@ -66,6 +69,12 @@ func (l *Launcher) StartZygote(ctx context.Context, cfg ZygoteConfig) (*Zygote, 
 
 // startZygote is StartZygote with source as the server program.
 func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []byte) (*Zygote, error) {
+	return l.startZygoteWith(ctx, cfg, source, provwarmSource)
+}
+
+// startZygoteWith is startZygote with pwSource as the provider-warm
+// server program.
+func (l *Launcher) startZygoteWith(ctx context.Context, cfg ZygoteConfig, source, pwSource []byte) (*Zygote, error) {
 	zs, err := zygoteSpecFor(l.cfg, cfg)
 	if err != nil {
 		return nil, err
@@ -76,7 +85,7 @@ func (l *Launcher) startZygote(ctx context.Context, cfg ZygoteConfig, source []b
 	if err := l.cfg.Verifier.VerifyEnvironment(ctx, zs.cfg.Provider); err != nil {
 		return nil, err
 	}
-	z := &Zygote{l: l, spec: zs, source: source, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{},
+	z := &Zygote{l: l, spec: zs, source: source, pwSource: pwSource, groupFlag: pidfdGroupSignals(), servers: map[*zserver]struct{}{},
 		noDiscovery: map[canon.Digest]bool{}}
 	s, err := z.start(ctx, zs.cfg.Provider)
 	if err != nil {
@@ -158,6 +167,7 @@ func (z *Zygote) Stats() ZygoteStats {
 	st := z.stats
 	if z.cur != nil {
 		st.ServerPID, st.Preloaded, st.Discovered = z.cur.pid, slices.Clone(z.cur.preloaded), z.cur.discovered
+		st.ProviderWarm = z.cur.pw.clone()
 	}
 	return st
 }

@@ -22,6 +22,11 @@ import (
 // host was started.
 func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 	l := z.l
+	if z.spec.pw != nil {
+		if err := z.spec.pw.match(s.lc); err != nil {
+			return nil, nil, err
+		}
+	}
 	srv, err := z.acquire(ctx, s.provider)
 	if errors.Is(err, ErrZygoteClosed) {
 		return nil, nil, err
@@ -73,10 +78,25 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 	} else if contain != nil {
 		req["contain"] = contain
 	}
+	files := []*os.File{stdinFile, outW, errW, ctxFile, childEnd}
+	cg, procs, err := l.warmCgroup()
+	if err != nil {
+		conn.Close()
+		outR.Close()
+		errR.Close()
+		return nil, nil, err
+	}
+	// Every return kills what is left of the host's cgroup and removes
+	// it; the normal end does so once the host has exited, below.
+	defer l.endCgroup(cg)
+	if procs != nil {
+		req["cgroup"] = true
+		files = append(files, procs)
+	}
 	start := time.Now()
-	c, err := srv.fork(req, []*os.File{stdinFile, outW, errW, ctxFile, childEnd})
+	c, err := z.forkHost(srv, req, files)
 	// The server (and the child) hold their own copies now, or no one does.
-	for _, f := range []*os.File{stdinFile, outW, errW, ctxFile, childEnd} {
+	for _, f := range files {
 		f.Close()
 	}
 	if err != nil {
@@ -124,6 +144,10 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 			p.ExitCode, p.Signal = -1, syscall.Signal(-c.code)
 		}
 	}
+
+	// Whatever the host left behind, in any session, ends with its
+	// cgroup (Containment.Cgroup).
+	l.endCgroup(cg)
 
 	// As exec's WaitDelay: the output streams get the same bound after the
 	// exit; a descendant still holding them is cut off.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +40,7 @@ type zserver struct {
 	// are the host's discovered closure.
 	preloaded  []string
 	discovered bool
+	pw         *ProviderWarmStats // a provider-warm server's report
 
 	// Pool fields, guarded by z.mu.
 	live    int  // reservations (acquire) not yet released
@@ -66,6 +66,9 @@ type zchild struct {
 	code  int           // set from exit
 	fd    int           // pidfd's number, for ioctls and pidfd_send_signal
 	done  chan struct{} // closed once the child has exited (or pidfd was closed)
+	// channel is a provider-warm child's own control channel, on which
+	// it receives its invocation; nil otherwise.
+	channel *os.File
 }
 
 // zmsg is a control message from a server.
@@ -85,6 +88,11 @@ type zmsg struct {
 	Preloaded []string `json:"preloaded"`
 	Discovery string   `json:"discovery"`
 	Skipped   []string `json:"skipped"`
+	// In a provider-warm server's ready: the host version it recognised,
+	// its phases in milliseconds, the binding's digest as it computed it.
+	Host          string         `json:"host"`
+	Phases        map[string]int `json:"phases"`
+	BindingDigest string         `json:"binding_digest"`
 }
 
 // zreply is a server's answer to a fork request.
@@ -135,12 +143,12 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
 	}
 	defer os.RemoveAll(dir) // the interpreter has read the program once it answers
-	script := filepath.Join(dir, "zygote.py")
-	if err := os.WriteFile(script, z.source, 0o400); err != nil {
+	script, written, err := z.writeProgram(dir)
+	if err != nil {
 		return nil, fmt.Errorf("%w: writing the server program: %w", ErrZygoteStart, err)
 	}
 	if u := l.cfg.User; u != nil {
-		for _, p := range []string{dir, script} {
+		for _, p := range append([]string{dir}, written...) {
 			if err := os.Chown(p, int(u.UID), int(u.GID)); err != nil {
 				return nil, fmt.Errorf("%w: giving the server program to its user: %w", ErrZygoteStart, err)
 			}
@@ -184,13 +192,22 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		defer cs.close()
 		extra = append(extra, cs.files...)
 	}
+	// The server has a cgroup of its own (holding it, its spare, and each
+	// child until the child moves into its host's cgroup), ended with it.
+	cg, err := l.newCgroup("zygote")
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
+	}
 	cmd := l.command(argv, "", stdin, s.out, s.out, extra)
 	l.prepare(cmd)
 	if cs != nil {
 		cs.apply(cmd, l.cfg.User)
 	}
+	intoCgroup(cmd.SysProcAttr, cg)
 	if err := cmd.Start(); err != nil {
 		conn.Close()
+		l.endCgroup(cg)
 		return nil, fmt.Errorf("%w: starting %s: %w", ErrZygoteStart, l.cfg.Interpreter, cs.startError(err))
 	}
 	theirs.Close()
@@ -198,6 +215,7 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		cs.started()
 		if err := cs.await(ctx); err != nil {
 			_ = signalGroup(cmd.Process.Pid, unix.SIGKILL)
+			l.endCgroup(cg)
 			_ = cmd.Wait()
 			conn.Close()
 			return nil, fmt.Errorf("%w: %w", ErrZygoteStart, err)
@@ -219,6 +237,7 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		// zygote, and a goroutine blocked in waitid all that time would
 		// hold a thread and keep the runtime's monitor polling.
 		_ = childproc.AwaitExit(cmd.Process)
+		l.endCgroup(cg)
 		err := cmd.Wait()
 		s.lose(fmt.Errorf("it exited (%v)%s", err, s.stderrHint()))
 		z.mu.Lock()
@@ -229,8 +248,14 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 	defer stop()
 
 	sp := z.spec
-	if err := s.send(map[string]any{"op": "config", "module": sp.module, "preload": sp.preload, "discover": discover,
-		"forbid": append(slices.Clip(sp.forbid), s.provider), "switches": sp.switches, "spare": sp.cfg.Spare, "pretouch": sp.cfg.PreTouch}, nil); err != nil {
+	var cerr error
+	if sp.pw != nil {
+		cerr = z.sendProviderConfig(s, b)
+	} else {
+		cerr = s.send(map[string]any{"op": "config", "module": sp.module, "preload": sp.preload, "discover": discover,
+			"forbid": append(slices.Clip(sp.forbid), s.provider), "switches": sp.switches, "spare": sp.cfg.Spare, "pretouch": sp.cfg.PreTouch}, nil)
+	}
+	if err := cerr; err != nil {
 		s.lose(err)
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, s.lostReason())
 	}
@@ -246,6 +271,9 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 	case m.Error != "":
 		s.lose(errors.New(m.Error))
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, &preloadError{m.Error})
+	case m.Refusal != "" && sp.pw != nil:
+		s.lose(errors.New(m.Refusal))
+		return nil, fmt.Errorf("%w: it refused to become provider-warm: %s", ErrZygoteStart, m.Refusal)
 	case m.Refusal != "":
 		s.lose(errors.New(m.Refusal))
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, &preloadError{"after the preload it cannot fork: " + m.Refusal})
@@ -254,6 +282,11 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 		return nil, fmt.Errorf("%w: %w", ErrZygoteStart, s.lostReason())
 	}
 	s.preloaded, s.discovered = m.Preloaded, discover && m.Discovery == ""
+	if sp.pw != nil {
+		s.pw = providerWarmReady(m)
+		l.log.Info("launch: provider-warm server ready", "pid", s.pid, "host", m.Host, "binding_digest", sp.pw.bindingDigest,
+			"organization_id", sp.pw.cfg.OrganizationID, "project_id", sp.pw.cfg.ProjectID, "phases_ms", m.Phases, "elapsed", time.Since(s.started))
+	}
 	if discover && m.Discovery != "" {
 		l.log.Warn("launch: the host's imports could not be discovered; the zygote's server preloaded the fixed list instead",
 			"reason", m.Discovery, "preload", m.Preloaded, "pid", s.pid)
@@ -429,8 +462,12 @@ func (s *zserver) dispatch(m zmsg, files []*os.File) error {
 			ch <- zreply{refused: m.Reason}
 			return nil
 		}
-		if len(files) != 1 || m.PID <= 0 {
-			return fmt.Errorf("it answered a fork with pid %d and %d descriptors, want a pid and its pidfd", m.PID, len(files))
+		want := 1
+		if s.z.spec.pw != nil {
+			want = 2 // and the child's channel
+		}
+		if len(files) != want || m.PID <= 0 {
+			return fmt.Errorf("it answered a fork with pid %d and %d descriptors, want a pid and %d", m.PID, len(files), want)
 		}
 		if _, dup := s.children[m.PID]; dup {
 			return fmt.Errorf("it answered a fork with pid %d, which already runs a host", m.PID)
@@ -440,6 +477,9 @@ func (s *zserver) dispatch(m zmsg, files []*os.File) error {
 			return err
 		}
 		c.spare = m.Spare
+		if want == 2 {
+			c.channel = files[1]
+		}
 		delete(s.pending, m.ID)
 		s.children[m.PID] = c
 		ch <- zreply{child: c}
@@ -538,6 +578,9 @@ func (s *zserver) fork(req map[string]any, files []*os.File) (*zchild, error) {
 		if r.child != nil {
 			_ = r.child.kill(s.z.groupFlag)
 			r.child.pidfd.Close()
+			if r.child.channel != nil {
+				r.child.channel.Close()
+			}
 			<-r.child.done
 		}
 	default:

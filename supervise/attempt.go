@@ -211,7 +211,7 @@ func (a *attempt) start(ctx context.Context) (*launch.Outcome, error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	a.h.live = s.live
+	a.h.live, a.h.tel = s.live, s.tel
 	a.h.issue = &issue{done: make(chan struct{})}
 	go func() {
 		defer close(a.h.issue.done)

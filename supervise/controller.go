@@ -93,7 +93,7 @@ func (s *Supervisor) own(ctx context.Context) error {
 		stop := c.stop
 		c.mu.Unlock()
 		c.acquired = true
-		s.log.Info("supervise: controller registered", "controller", c.id, "ttl", c.ttl, "expires", l.Expires)
+		s.log.Info("supervise: controller registered", keyController, c.id, keyLeaseTTL, c.ttl, keyLeaseExpires, l.Expires)
 		go c.renew()
 		if s.cfg.TakeoverInterval > 0 {
 			s.takeoverWG.Add(1)
@@ -143,6 +143,7 @@ func (c *controller) renew() {
 		_, err := c.s.cfg.Ledger.RenewLease(ctx, c.id, c.ttl)
 		cancel()
 		if err == nil {
+			c.s.tel.renewal(renewalOK)
 			c.mu.Lock()
 			if c.lost == nil {
 				c.until = sent.Add(c.ttl)
@@ -154,11 +155,13 @@ func (c *controller) renew() {
 			c.mu.Lock()
 			c.lost = fmt.Errorf("%w: %w", ErrLeaseLost, err)
 			c.mu.Unlock()
-			c.s.log.Error("supervise: controller lease lost: fail-stop", "controller", c.id, "err", err)
+			c.s.tel.renewal(renewalLost)
+			c.s.log.Error("supervise: controller lease lost: fail-stop", keyController, c.id, keyErr, err)
 			c.s.stopAll()
 			return
 		}
-		c.s.log.Warn("supervise: renewing the controller lease failed; retrying", "controller", c.id, "err", err)
+		c.s.tel.renewal(renewalFailed)
+		c.s.log.Warn("supervise: renewing the controller lease failed; retrying", keyController, c.id, keyErr, err)
 	}
 }
 
@@ -265,10 +268,10 @@ func (s *Supervisor) takeoverLoop(stop <-chan struct{}) {
 		rec, err := s.Recover(ctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("supervise: takeover pass failed", "controller", s.ctl.id, "err", err)
+			s.log.Warn("supervise: takeover pass failed", keyController, s.ctl.id, keyErr, err)
 		}
 		if len(rec.Fenced) > 0 {
-			s.log.Info("supervise: took over orphaned attempts", "controller", s.ctl.id, "count", len(rec.Fenced))
+			s.log.Info("supervise: took over orphaned attempts", keyController, s.ctl.id, keyCount, len(rec.Fenced))
 		}
 	}
 }

@@ -207,6 +207,18 @@
 // cancelled (capability CancelledCapability), so that a later Invoke is
 // answered cancelled without launching.
 //
+// # Telemetry
+//
+// With Config.TracerProvider and Config.MeterProvider (nil: none; the
+// global providers are never read or set), a Supervisor reports a span
+// per Invoke, attempt, IPC method, ledger write and dispatch, with the
+// ids as attributes and never an argument value, and the zeo.runtime.*
+// metrics: invocations by state and their durations, effects by outcome,
+// budget used, ledger write latency, warm and cold starts, lease
+// renewals and takeovers. Config.Logger's records use the spans'
+// attribute names. The names, attributes and units are listed in
+// doc/design.md, “Telemetry”.
+//
 // # Outcomes
 //
 // The Outcome's State is decided in this order: the ledger holds an

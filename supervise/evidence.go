@@ -62,7 +62,7 @@ func (s *Supervisor) record(ctx context.Context, f ledger.Fence, o *Outcome, ev 
 	rec, err := s.cfg.Ledger.RecordAttempt(wctx, f, ev)
 	if err != nil {
 		o.EvidenceErr = fmt.Errorf("supervise: recording the evidence of attempt %q: %w", f.AttemptID, err)
-		s.log.Warn("supervise: attempt evidence not recorded", "operation", f.OperationID, "attempt", f.AttemptID, "err", err)
+		s.log.Warn("supervise: attempt evidence not recorded", keyOperation, f.OperationID, keyAttempt, f.AttemptID, keyErr, err)
 		return
 	}
 	o.Evidence = &rec
@@ -194,11 +194,12 @@ func (s *Supervisor) recoverOne(ctx context.Context, op ledger.Operation) (*ledg
 		}
 		// Its dispatch may have happened: unknown, never not consumed.
 		if _, err := s.cfg.Ledger.MarkUnknown(ctx, nf, e.LogicalEffectID, e.RequestDigest); err != nil {
-			s.log.Warn("supervise: recover: marking an orphaned effect unknown failed; it is listed all the same", "operation", op.OperationID, "effect", e.LogicalEffectID, "err", err)
+			s.log.Warn("supervise: recover: marking an orphaned effect unknown failed; it is listed all the same", keyOperation, op.OperationID, keyEffect, e.LogicalEffectID, keyErr, err)
 		}
 	}
-	s.log.Info("supervise: recover: took over an attempt of a controller that is gone", "operation", op.OperationID,
-		"attempt", op.CurrentAttemptID, "controller", op.CurrentControllerID)
+	s.tel.tookOver()
+	s.log.Info("supervise: recover: took over an attempt of a controller that is gone", keyOperation, op.OperationID,
+		keyAttempt, op.CurrentAttemptID, keyController, op.CurrentControllerID)
 	return &old, nil
 }
 

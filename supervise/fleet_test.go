@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
@@ -45,19 +46,18 @@ const (
 	fleetDoneFile = "survivors-may-finish"
 )
 
-// The fleet's defaults: 2,000 operations (500 with the race detector) and
-// a 2 s lease (renewed every 667 ms, takeover passes every 500 ms). A
-// shorter ttl lets a survivor on a loaded 2-core machine, with -race, miss
-// its renewals and fail-stop. Every operation launches a host and makes
-// some ten ledger commits, and the race detector multiplies the
-// controllers' CPU about fourfold: 2,000 operations take about 85 s
-// without it and would take three minutes with it on a loaded 2-core
-// machine, more than the whole suite may spend on one test. Set
-// ZEO_SUPERVISE_TEST_FLEET_OPS=2000 to run them under -race all the same,
-// as .ci/run does (86 s on a quiet machine).
+// The fleet's defaults: 2,000 operations with ZEO_LONG_TESTS=1 (as .ci/run
+// sets it, also under -race), 400 otherwise, and a 2 s lease (renewed
+// every 667 ms, takeover passes every 500 ms). A shorter ttl lets a
+// survivor on a loaded 2-core machine, with -race, miss its renewals and
+// fail-stop. Every operation launches a host and makes some ten ledger
+// commits: 2,000 operations take about 85 s without the race detector and
+// about as long with it on a quiet machine (it multiplies the
+// controllers' CPU about fourfold). ZEO_SUPERVISE_TEST_FLEET_OPS sets any
+// other count.
 const (
-	defaultFleetOps     = 2000
-	defaultFleetOpsRace = 500
+	defaultFleetOps     = 400
+	defaultFleetOpsLong = 2000
 	defaultFleetTTL     = 2 * time.Second
 )
 
@@ -65,10 +65,7 @@ func fleetOps() int {
 	if n, err := strconv.Atoi(os.Getenv(fleetOpsEnv)); err == nil && n >= 8 {
 		return n
 	}
-	if raceEnabled {
-		return defaultFleetOpsRace
-	}
-	return defaultFleetOps
+	return longtest.Size(defaultFleetOps, defaultFleetOpsLong)
 }
 
 func fleetTTL() time.Duration {
@@ -148,7 +145,7 @@ func (h *fleetLog) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if strings.HasPrefix(r.Message, "supervise: recover: took over") {
-		b, _ := json.Marshal(takeoverRecord{At: r.Time, Operation: attrs["operation"], Attempt: attrs["attempt"], From: attrs["controller"], By: h.by})
+		b, _ := json.Marshal(takeoverRecord{At: r.Time, Operation: attrs[supervise.KeyOperation], Attempt: attrs[supervise.KeyAttempt], From: attrs[supervise.KeyController], By: h.by})
 		_, err := h.f.Write(append(b, '\n'))
 		return err
 	}

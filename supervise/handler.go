@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -63,6 +66,12 @@ type HandlerConfig struct {
 	Observer func(Event)
 	// Logger receives one debug record per decision. Nil means none.
 	Logger *slog.Logger
+	// TracerProvider and MeterProvider, when set, receive the spans of
+	// the IPC methods, ledger writes and dispatches and the effect
+	// metrics, as Config's do for a Supervisor (doc/design.md,
+	// “Telemetry”). Nil means none; the global providers are never read.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // DefaultOutcomeTimeout bounds one outcome write to the ledger when
@@ -115,6 +124,7 @@ type Handler struct {
 	noEffects bool
 	validator *manifest.Validator
 	log       *slog.Logger
+	tel       *telemetry // nil: none; a Supervisor's Handlers share its own
 
 	mu        sync.Mutex // guards the fields below
 	events    []Event
@@ -164,6 +174,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if h.cfg.OutcomeTimeout == 0 {
 		h.cfg.OutcomeTimeout = DefaultOutcomeTimeout
 	}
+	t, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("%w: MeterProvider: %w", ErrInvalidConfig, err)
+	}
+	h.tel, h.cfg.Ledger = t, observe(h.cfg.Ledger, t)
 	return h, nil
 }
 
@@ -218,8 +233,11 @@ func (h *Handler) record(ev Event) {
 	if h.cfg.Observer != nil {
 		h.cfg.Observer(ev)
 	}
-	h.log.Debug("supervise: decided", "operation", f.OperationID, "attempt", f.AttemptID,
-		"method", ev.Method, "sequence", ev.Sequence, "state", ev.State, "reason", ev.Reason)
+	if ev.Method == ipc.MethodEffect {
+		h.tel.effectDecided(h.cfg.Binding.CapabilityID, &ev)
+	}
+	h.log.Debug("supervise: decided", keyOperation, f.OperationID, keyAttempt, f.AttemptID,
+		keyMethod, ev.Method, keySequence, ev.Sequence, keyState, ev.State, keyReason, ev.Reason)
 }
 
 // noted records ev as answered st for reason and returns the reply data.
@@ -259,7 +277,9 @@ func refusal(err error) (state ipc.ReplyState, ok bool) {
 // Bootstrap redeems the bootstrap id for the child's pid and the asking
 // Session's ID (the Session has already checked the pid against the
 // kernel's credentials, the id and the launch digest against the launch).
-func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.Decision, error) {
+func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (d ipc.Decision, err error) {
+	ctx, sp := h.tel.method(ctx, req.Call, nil)
+	defer func() { sp.endMethod(d.State, err) }()
 	h.mu.Lock()
 	h.sessionID = req.SessionID
 	h.mu.Unlock()
@@ -288,7 +308,7 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 			return ipc.Decision{}, fmt.Errorf("supervise: recording the launch: %w", err)
 		}
 	}
-	_, err := h.cfg.Ledger.RedeemBootstrap(ctx, h.cfg.Fence, ledger.Redemption{
+	_, err = h.cfg.Ledger.RedeemBootstrap(ctx, h.cfg.Fence, ledger.Redemption{
 		BootstrapID: req.Payload.BootstrapID, LaunchDigest: req.Payload.LaunchDigest,
 		PID: req.Payload.PID, SessionID: req.SessionID,
 	})
@@ -307,7 +327,9 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (ipc.
 // request and manifest digests, the Authority, the reservations (Reserver),
 // and then the ledger (fence, deadline, request digest, cancellation),
 // which records the admission.
-func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (ipc.Decision, error) {
+func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (d ipc.Decision, err error) {
+	ctx, sp := h.tel.method(ctx, req.Call, nil)
+	defer func() { sp.endMethod(d.State, err) }()
 	ev := Event{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
 		return ipc.Decision{State: st, Data: h.noted(ev, st, reason)}, nil
@@ -394,7 +416,14 @@ func orReason(r, def string) string {
 // recorded is put to the Authority, authorized in the ledger (budget
 // debited), dispatched, and its outcome recorded; a recorded one is a
 // redelivery, answered from the ledger without dispatching.
-func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDecision, error) {
+func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectDecision, err error) {
+	ctx, sp := h.tel.method(ctx, req.Call, &req.Effect)
+	defer func() {
+		if err != nil {
+			h.tel.effectFailed(h.cfg.Binding.CapabilityID)
+		}
+		sp.endMethod(d.State, err)
+	}()
 	id := req.Effect.LogicalEffectID
 	ev := Event{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string, e *ledger.Effect) (ipc.EffectDecision, error) {
@@ -445,6 +474,9 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDec
 	h.mu.Lock()
 	h.recorded[id] = true
 	h.mu.Unlock()
+	if !g.Redelivery {
+		h.tel.debited(h.cfg.Binding.CapabilityID)
+	}
 	if g.Redelivery {
 		ev.Redelivery = true
 		return h.redeliver(ctx, req, g.Effect, &ev)
@@ -456,9 +488,11 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (ipc.EffectDec
 		return answer(ipc.StateNeedsReconciliation, err.Error(), &g.Effect)
 	}
 	ev.Dispatched = true
-	d := Dispatch{Scope: h.cfg.Fence.Scope, OperationID: h.cfg.Fence.OperationID, AttemptID: h.cfg.Fence.AttemptID,
+	x := Dispatch{Scope: h.cfg.Fence.Scope, OperationID: h.cfg.Fence.OperationID, AttemptID: h.cfg.Fence.AttemptID,
 		LogicalEffectID: id, AuthorizationID: g.Effect.AuthorizationID, Request: req.Effect, RequestDigest: req.EffectDigest}
-	rcpt, derr := h.disp.Dispatch(ctx, d)
+	dctx, dsp := h.tel.dispatch(ctx, &x)
+	rcpt, derr := h.disp.Dispatch(dctx, x)
+	dsp.end(derr)
 	if derr == nil && !ipc.ValidIdentifier(rcpt.ReceiptID) {
 		derr = fmt.Errorf("the dispatcher returned no error and an invalid receipt id %q (want 1..%d code points); whether the effect was consumed is unknown",
 			truncate(rcpt.ReceiptID), ipc.MaxIdentifierRunes)
@@ -522,7 +556,7 @@ func (h *Handler) settle(ctx context.Context, id string, d canon.Digest, res led
 		if !ambiguous || try == settleTries-1 || ctx.Err() != nil {
 			return e, err
 		}
-		h.log.Warn("supervise: recording an effect's outcome failed ambiguously; repeating it", "operation", h.cfg.Fence.OperationID, "effect", id, "err", err)
+		h.log.Warn("supervise: recording an effect's outcome failed ambiguously; repeating it", keyOperation, h.cfg.Fence.OperationID, keyEffect, id, keyErr, err)
 		select {
 		case <-ctx.Done():
 			return e, err
@@ -594,7 +628,9 @@ func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Ef
 // Publish validates the data against the admitted response schema (when
 // HandlerConfig.Manifest is set) and accepts it in the ledger as the
 // operation's immutable artifact: the data's canonical bytes.
-func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (ipc.PublishDecision, error) {
+func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (d ipc.PublishDecision, err error) {
+	ctx, sp := h.tel.method(ctx, req.Call, nil)
+	defer func() { sp.endMethod(d.State, err) }()
 	ev := Event{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.PublishDecision, error) {
 		return ipc.PublishDecision{State: st, Data: h.noted(ev, st, reason)}, nil

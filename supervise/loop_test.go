@@ -10,19 +10,17 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
-// TestThousandInvocations runs 1,000 invocations with mixed outcomes on one
-// bolt ledger — successes with no and with two effects, business failures,
+// TestThousandInvocations runs 1,000 invocations (with ZEO_LONG_TESTS=1;
+// 100 by default) with mixed outcomes on one bolt ledger — successes with no and with two effects, business failures,
 // uncertain dispatches, and hosts killed at their deadline — four at a time,
 // and checks that nothing leaked: descriptors, goroutines, processes.
 func TestThousandInvocations(t *testing.T) {
-	n := 1000
-	if testing.Short() {
-		n = 200
-	}
+	n := longtest.Size(100, 1000)
 	// A bound for a broken run, not a speed check: 1,000 launches on a
 	// shared 2-core machine under the race detector take minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

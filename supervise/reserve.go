@@ -47,6 +47,6 @@ func (s *Supervisor) release(ctx context.Context, f ledger.Fence) {
 	if err := s.cfg.Reserver.Release(wctx, f); err != nil {
 		// The reservations are freed anyway once the attempt is fenced
 		// off, the operation ends or its deadline passes.
-		s.log.Warn("supervise: releasing the attempt's reservations failed", "operation", f.OperationID, "attempt", f.AttemptID, "err", err)
+		s.log.Warn("supervise: releasing the attempt's reservations failed", keyOperation, f.OperationID, keyAttempt, f.AttemptID, keyErr, err)
 	}
 }

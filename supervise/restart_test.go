@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -179,9 +177,7 @@ func waitFile(t *testing.T, path string, exited <-chan struct{}) []byte {
 func TestControllerRestart(t *testing.T) {
 	// Orphans of the killed controller (its paused host) are reparented
 	// to this process, which reaps them.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		t.Fatal(err)
-	}
+	becomeSubreaper(t)
 	dir, workdir := t.TempDir(), t.TempDir()
 	first, _ := controller(t, dir, workdir, "hang-before-publish", false)
 	exited := make(chan struct{})

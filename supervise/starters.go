@@ -38,6 +38,7 @@ type starter struct {
 	active int
 	idle   *time.Timer
 	closed bool
+	pw     map[pwKey]*pwServer // its provider-warm servers (provwarm.go)
 }
 
 // starters is the Supervisor's set of starters by environment key.
@@ -47,6 +48,7 @@ type starters struct {
 	m     map[string]*starter
 	fixed *starter
 	done  bool
+	pwWG  sync.WaitGroup // provider-warm servers starting
 }
 
 // envKey is what makes two provider environments differ for a starter:
@@ -113,7 +115,7 @@ func (ss *starters) acquire(b manifest.ProviderBinding) (*starter, error) {
 		}
 		st = &starter{key: k, launcher: l}
 		ss.m[k] = st
-		ss.s.log.Debug("supervise: starter created", "distribution", b.Distribution, "environment", string(b.EnvironmentDigest))
+		ss.s.log.Debug("supervise: starter created", keyDistribution, b.Distribution, keyEnvironment, string(b.EnvironmentDigest))
 	}
 	st.mu.Lock()
 	st.active++
@@ -151,12 +153,16 @@ func (ss *starters) expire(st *starter) {
 	st.closed = true
 	z := st.zygote
 	st.zygote = nil
+	pws := takeProviderWarm(st)
 	st.mu.Unlock()
 	ss.mu.Unlock()
 	if z != nil {
 		if err := z.Close(); err != nil {
-			ss.s.log.Warn("supervise: closing an idle fork server failed", "err", err)
+			ss.s.log.Warn("supervise: closing an idle fork server failed", keyErr, err)
 		}
+	}
+	if err := closeZygotes(pws); err != nil {
+		ss.s.log.Warn("supervise: closing idle provider-warm servers failed", "err", err)
 	}
 	ss.s.log.Debug("supervise: idle starter closed")
 }
@@ -165,10 +171,18 @@ func (ss *starters) expire(st *starter) {
 // and the fork server started, cold otherwise. A fork server that cannot
 // start is logged once, with why, and the environment runs cold.
 func (ss *starters) invoke(ctx context.Context, st *starter, b manifest.ProviderBinding, inv launch.Invocation) (*launch.Outcome, error) {
-	if z := ss.zygote(ctx, st, b); z != nil {
+	if z, release := ss.providerWarm(st, b, inv); z != nil {
+		defer release()
 		return z.Invoke(ctx, inv)
 	}
-	return st.launcher.Invoke(ctx, inv)
+	if z := ss.zygote(ctx, st, b); z != nil {
+		lo, err := z.Invoke(ctx, inv)
+		ss.s.tel.started(ctx, lo, true)
+		return lo, err
+	}
+	lo, err := st.launcher.Invoke(ctx, inv)
+	ss.s.tel.started(ctx, lo, false)
+	return lo, err
 }
 
 // zygote returns st's fork server, starting it on first use when the
@@ -184,7 +198,8 @@ func (ss *starters) zygote(ctx context.Context, st *starter, b manifest.Provider
 	zc.Provider = b
 	z, err := st.launcher.StartZygote(ctx, zc)
 	if err != nil {
-		ss.s.log.Warn("supervise: the fork server did not start; this provider environment launches cold", "distribution", b.Distribution, "err", err)
+		ss.s.log.Warn("supervise: the fork server did not start; this provider environment launches cold", keyDistribution, b.Distribution, keyErr, err)
+		ss.s.tel.serverFailed()
 		return nil
 	}
 	st.zygote = z
@@ -210,13 +225,18 @@ func (ss *starters) closeAll() error {
 		}
 		z := st.zygote
 		st.zygote = nil
+		pws := takeProviderWarm(st)
 		st.mu.Unlock()
 		if z != nil {
 			if err := z.Close(); err != nil {
 				errs = append(errs, err)
 			}
 		}
+		if err := closeZygotes(pws); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	ss.pwWG.Wait() // a server still starting closes itself: its starter is closed
 	if len(errs) > 0 {
 		return fmt.Errorf("supervise: closing fork servers: %v", errs)
 	}

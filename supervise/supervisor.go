@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -53,6 +56,11 @@ type Config struct {
 	// the starter. A fork server that cannot start is logged with why, and
 	// that environment launches cold. Nil means cold launches.
 	Warm *launch.ZygoteConfig
+	// ProviderWarm, when set, makes starters launch hosts provider-warm: a
+	// fork server per provider binding and tenant, which activated that
+	// generation once (see ProviderWarm). It excludes Zygote. Nil means
+	// none.
+	ProviderWarm *ProviderWarm
 	// StarterIdle is how long a starter without invocations is kept; zero
 	// means DefaultStarterIdle.
 	StarterIdle time.Duration
@@ -126,7 +134,20 @@ type Config struct {
 	// block, and must be safe for concurrent use.
 	Observer func(Event)
 	// Logger receives debug records per step and warnings. Nil means none.
+	// Their attributes are named as the spans' (doc/design.md,
+	// “Telemetry”).
 	Logger *slog.Logger
+	// TracerProvider, when set, receives a span per Invoke (zeo.invoke),
+	// attempt, IPC method, ledger write and dispatch, with the ids as
+	// attributes and never an argument (doc/design.md, “Telemetry”). Nil
+	// means no spans; the global provider is never read.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, receives the zeo.runtime.* metrics:
+	// invocations and their durations, effects, budget used, ledger write
+	// latency, warm and cold starts, lease renewals and takeovers
+	// (doc/design.md, “Telemetry”). Nil means no metrics; the global
+	// provider is never read.
+	MeterProvider metric.MeterProvider
 }
 
 // Supervisor runs capability operations end to end on durable truth. It is
@@ -142,6 +163,7 @@ type Supervisor struct {
 	starters  starters
 
 	ctl        *controller
+	tel        *telemetry     // nil when Config names no provider
 	takeoverWG sync.WaitGroup // the takeover loop
 
 	mu      sync.Mutex // guards running, flights, closing
@@ -201,6 +223,7 @@ func New(cfg Config) (*Supervisor, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	var errs []error
+	var err error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if c.Ledger == nil {
 		add("Ledger is nil")
@@ -214,6 +237,16 @@ func New(cfg Config) (*Supervisor, error) {
 		add("Zygote was started from another Launcher")
 	case c.Zygote != nil && c.Warm != nil:
 		add("Zygote and Warm are both set: give one")
+	case c.Zygote != nil && c.ProviderWarm != nil:
+		add("Zygote and ProviderWarm are both set: provider-warm servers are the Supervisor's own")
+	}
+	if c.ProviderWarm != nil {
+		pw := *c.ProviderWarm
+		pw.Hosts = slices.Clone(pw.Hosts)
+		for _, bad := range pw.validate() {
+			add("%s", bad)
+		}
+		c.ProviderWarm = &pw
 	}
 	if c.Zygote != nil {
 		s.starters.fixed = &starter{launcher: c.Launcher, zygote: c.Zygote, fixed: true}
@@ -234,6 +267,10 @@ func New(cfg Config) (*Supervisor, error) {
 		add("TakeoverInterval must not be negative")
 	}
 	s.ctl = &controller{s: s, id: c.ControllerID, ttl: c.LeaseTTL}
+	if s.tel, err = newTelemetry(c.TracerProvider, c.MeterProvider); err != nil {
+		add("MeterProvider: %w", err)
+	}
+	c.Ledger = observe(c.Ledger, s.tel)
 	switch {
 	case c.HostPythonVersion == "" && !c.SkipPythonVersionCheck:
 		add("HostPythonVersion is empty: set it to the version of the hosts' interpreter (python -c 'import platform; print(platform.python_version())'), or set SkipPythonVersionCheck to leave the check to the host, which refuses a mismatch only after launch (protocol_error)")
@@ -359,10 +396,12 @@ func (s *Supervisor) emit(ev Event) {
 //
 // ctx bounds the call; when it ends, the host is stopped as at its
 // deadline, and the outcome is still recorded.
-func (s *Supervisor) Invoke(ctx context.Context, c Call) (*Outcome, error) {
+func (s *Supervisor) Invoke(ctx context.Context, c Call) (res *Outcome, err error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	ctx, tc := s.tel.invoke(ctx, &c, s.ctl.id)
+	defer func() { tc.end(res, err) }()
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
@@ -416,7 +455,9 @@ func (s *Supervisor) invoke(ctx context.Context, c Call, p *provider, m manifest
 			}
 		}
 		a := &attempt{s: s, c: c, p: p, m: m, prep: prep, view: view, recorded: recorded, o: o}
-		res, again, err := a.run(ctx)
+		actx, sp := s.tel.attempt(ctx)
+		res, again, err := a.run(actx)
+		sp.endAttempt(a, err)
 		if !again {
 			return res, err
 		}

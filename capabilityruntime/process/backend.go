@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
+	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 )
 
 // Defaults of Config's zero fields.
@@ -74,6 +75,11 @@ type Config struct {
 
 	// Logger receives worker lifecycle events; nil discards them.
 	Logger *slog.Logger
+
+	// Cgroup configures the cgroup layer: by default, where this process
+	// has a usable delegated cgroup v2, each runtime process runs in a
+	// cgroup of its own, killed as a whole when the process exits.
+	Cgroup Cgroup
 }
 
 // Backend runs capability runtimes of kind "process": native executables
@@ -83,7 +89,8 @@ type Config struct {
 type Backend struct {
 	cfg     Config
 	log     *slog.Logger
-	baseEnv []string // the allowlisted part of the environment, fixed at New
+	baseEnv []string       // the allowlisted part of the environment, fixed at New
+	cg      *cgroup.Parent // nil: no cgroup layer
 
 	mu     sync.Mutex       // guards pools, closed and oneShot
 	pools  map[string]*pool // live pools by type@version
@@ -121,6 +128,14 @@ func New(cfg Config) (*Backend, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("process: invalid Config: %w", errors.Join(errs...))
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cg, err := openCgroup(cfg.Cgroup, log)
+	if err != nil {
+		return nil, fmt.Errorf("process: invalid Config: %w", err)
+	}
 	if cfg.DefaultMaxWorkers == 0 {
 		cfg.DefaultMaxWorkers = DefaultMaxWorkers
 	}
@@ -139,17 +154,13 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	var env []string
 	for _, k := range EnvAllowlist {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	return &Backend{cfg: cfg, log: log, baseEnv: env, pools: make(map[string]*pool), closing: make(chan struct{})}, nil
+	return &Backend{cfg: cfg, log: log, baseEnv: env, cg: cg, pools: make(map[string]*pool), closing: make(chan struct{})}, nil
 }
 
 // BackendName returns "process".

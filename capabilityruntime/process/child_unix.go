@@ -3,13 +3,17 @@
 package process
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 	"github.com/zeoruntime/runtimeipc/internal/childproc"
 )
 
@@ -26,6 +30,8 @@ type child struct {
 	cmd    *exec.Cmd
 	pid    int
 	stderr *tailBuffer
+	cg     *cgroup.Group // the process's own cgroup; nil without the layer
+	log    *slog.Logger
 	// exited is closed once the process is reaped and its output pipes are
 	// drained; waitErr is set before. gone is set as soon as the exit is
 	// observed, before the reap, so that a dead worker is never leased in
@@ -40,8 +46,10 @@ type child struct {
 
 // startChild starts path as the leader of a new process group, with
 // descriptors 0–2 only (every inherited descriptor of this process is marked
-// close-on-exec first), and starts its reaper.
-func startChild(path, dir string, env []string, stdin io.Reader, stdout io.Writer) (*child, error) {
+// close-on-exec first), and starts its reaper. With a cgroup parent, the
+// process starts inside a fresh cgroup of its own (clone3 into it), which
+// the reaper kills and removes once the process exited.
+func startChild(cg *cgroup.Parent, log *slog.Logger, path, dir string, env []string, stdin io.Reader, stdout io.Writer) (*child, error) {
 	tail := &tailBuffer{max: stderrTail}
 	cmd := &exec.Cmd{
 		Path:        path,
@@ -54,22 +62,34 @@ func startChild(path, dir string, env []string, stdin io.Reader, stdout io.Write
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   pipeWaitDelay,
 	}
+	var g *cgroup.Group
+	if cg != nil {
+		var err error
+		if g, err = cg.New("zeo-process"); err != nil {
+			return nil, fmt.Errorf("the process's cgroup: %w", err)
+		}
+		intoCgroup(cmd.SysProcAttr, g)
+	}
 	// A descriptor this process inherited without close-on-exec would
 	// otherwise reach the runtime; Go's own are close-on-exec already. A
 	// failed sweep is no reason to refuse the start: it can only fail on a
 	// kernel without close_range and without /proc.
 	_ = childproc.SweepCloexec()
 	if err := cmd.Start(); err != nil {
+		if g != nil {
+			_ = g.Close(context.Background()) // empty: nothing started in it
+		}
 		return nil, err
 	}
-	c := &child{cmd: cmd, pid: cmd.Process.Pid, stderr: tail, exited: make(chan struct{})}
+	c := &child{cmd: cmd, pid: cmd.Process.Pid, stderr: tail, cg: g, log: log, exited: make(chan struct{})}
 	go c.reap()
 	return c, nil
 }
 
 // reap waits for the leader to exit. Where the exit can be observed without
 // reaping (Linux), the rest of the group is killed first, while the leader's
-// unreaped pid still pins the group id, so that no descendant outlives it.
+// unreaped pid still pins the group id, and then the whole cgroup, so that
+// no descendant outlives it, in the group or not.
 func (c *child) reap() {
 	if childproc.CanAwaitUnreaped && childproc.AwaitExit(c.cmd.Process) == nil {
 		c.gone.Store(true)
@@ -77,6 +97,7 @@ func (c *child) reap() {
 		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
 		c.reaping = true
 		c.mu.Unlock()
+		c.endCgroup() // before the reap: a descendant may hold the output pipes Wait drains
 		c.waitErr = c.cmd.Wait()
 	} else {
 		c.waitErr = c.cmd.Wait()
@@ -84,8 +105,23 @@ func (c *child) reap() {
 		c.mu.Lock()
 		c.reaping = true
 		c.mu.Unlock()
+		c.endCgroup()
 	}
 	close(c.exited)
+}
+
+// endCgroup kills what is left in the child's cgroup and removes it,
+// within killWait; a cgroup still populated then (a process stuck in the
+// kernel) is logged and left in place.
+func (c *child) endCgroup() {
+	if c.cg == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	if err := c.cg.Close(ctx); err != nil {
+		c.log.Warn("process: ending the runtime process's cgroup failed; it is left in place", "pid", c.pid, "cgroup", c.cg.Dir(), "err", err)
+	}
 }
 
 // signalGroup sends sig to the child's process group while the group id is

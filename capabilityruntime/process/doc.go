@@ -42,8 +42,26 @@
 // Its working directory is the spec's RootDir, its only descriptors are 0–2
 // (stdin and stdout are /dev/null for a worker; stderr is kept, the last
 // 4 KiB, for errors), and it leads its own process group; on Linux the rest
-// of the group is killed as soon as the leader exits, so no descendant
-// outlives it.
+// of the group is killed as soon as the leader exits.
+//
+// # No descendant outlives a runtime process: the cgroup layer
+//
+// Where this process has a usable delegated cgroup v2 (Config.Cgroup: its
+// own cgroup, or Cgroup.Parent, writable, on Linux 5.14 or later), each
+// runtime process starts inside a cgroup of its own (clone3 into it, so
+// nothing it runs is ever outside), and once it exited, for whatever
+// reason, everything left in that cgroup is killed (cgroup.kill) and the
+// cgroup removed before the exit is reported: no descendant outlives the
+// process, its instance's Close or the Backend's Close, whatever session
+// or process group it moved to. Cgroup limits (pids.max, memory.max,
+// memory.swap.max, cpu.max) are set where the parent enables their
+// controllers, and refused (ErrCgroupLimitUnavailable) where not.
+// Backend.Cgroups says whether the layer is in force.
+//
+// Without it (Cgroup.Off, or no usable cgroup v2 and Cgroup.Required
+// unset) only the process group is killed: a descendant that calls setsid
+// or setpgid outlives the runtime process, its instance's Close and the
+// Backend's Close. See doc/design.md, “Containment”.
 //
 // Values follow the contract's rules on both protocols: params of any type
 // encoding/json can encode are accepted, integers beyond ±(2^53−1), NaN and

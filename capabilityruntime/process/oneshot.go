@@ -61,7 +61,7 @@ func (o *oneShot) Execute(ctx context.Context, req *capabilityruntime.Request) (
 	defer o.end()
 
 	stdout := &limitBuffer{max: o.b.cfg.MaxResponseBytes, over: make(chan struct{})}
-	proc, err := startChild(o.spec.entrypoint, o.spec.rootDir, o.b.env(o.spec, "", ""), bytes.NewReader(body), stdout)
+	proc, err := startChild(o.b.cg, o.b.log, o.spec.entrypoint, o.spec.rootDir, o.b.env(o.spec, "", ""), bytes.NewReader(body), stdout)
 	if err != nil {
 		return nil, &CallError{Runtime: o.spec.name(), Err: fmt.Errorf("starting %s: %w", o.spec.entrypoint, err)}
 	}

@@ -77,7 +77,7 @@ func (p *pool) startWorker(ctx context.Context) (*worker, error) {
 		os.RemoveAll(dir)
 		return nil, fail(nil, fmt.Errorf("socket path %s is longer than %d bytes: use a shorter Config.TempDir", sock, maxSocketPath))
 	}
-	proc, err := startChild(s.entrypoint, s.rootDir, p.b.env(s, sock, ready), nil, nil)
+	proc, err := startChild(p.b.cg, p.b.log, s.entrypoint, s.rootDir, p.b.env(s, sock, ready), nil, nil)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fail(nil, err)

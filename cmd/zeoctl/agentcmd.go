@@ -51,7 +51,8 @@ func (f *facadeFlags) register(fs *flag.FlagSet, runs bool) {
 // facade opens the ledger and the catalogue and returns the facade, and
 // the function that releases them.
 func (f *facadeFlags) facade(ctx context.Context, e *env) (_ *agent.Facade, closeAll func(*error), err error) {
-	cfg := supervise.Config{SeatID: "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl"}
+	cfg := supervise.Config{SeatID: "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",
+		TracerProvider: e.telemetry.tracerProvider(), MeterProvider: e.telemetry.meterProvider()}
 	var cleanup func()
 	if f.runs {
 		if err := f.host.checkChoice(); err != nil {

@@ -133,7 +133,7 @@ func demo(ctx context.Context, e *env, path string) (err error) {
 			return base, nil
 		},
 		SeatID: "seat-demo", RuntimeBindingID: "runtime-demo", Workspace: "workspace-demo",
-		Observer: tr.observe,
+		Observer: tr.observe, TracerProvider: e.telemetry.tracerProvider(), MeterProvider: e.telemetry.meterProvider(),
 	})
 	if err != nil {
 		return err

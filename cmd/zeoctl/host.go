@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +36,9 @@ type hostFlags struct {
 	// read are further paths a contained host may read.
 	uncontained bool
 	read        listFlag
+	// user is -user: the host's uid[:gid] or user name; "" runs it as
+	// zeoctl's own user.
+	user string
 }
 
 // listFlag is a repeatable string flag.
@@ -51,6 +56,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.binding, "binding", "", "the provider binding `file` (JSON); with -simulated the default is the simulated provider's (testdata/examples/binding.json)")
 	fs.DurationVar(&h.grace, "grace", 0, "time between SIGTERM and SIGKILL when the host overruns (0: the launcher's default)")
 	fs.Var(&h.read, "read", "a further `path` the contained host may read (repeatable): the interpreter, its environment and the system directories are readable anyway")
+	fs.StringVar(&h.user, "user", "", "run the host as this `user` (a name, or UID[:GID]) instead of as zeoctl's own user; needs root, and the user must be able to execute the host and enter its directories")
 	fs.BoolVar(&h.uncontained, "uncontained", false, "run the host without containment (no Landlock, namespaces, limits, seccomp); by default it is contained, as zeoctl prints")
 }
 
@@ -149,6 +155,17 @@ func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err er
 // force, with a warning for a root host.
 func announce(e *env, cfg launch.Config) (*launch.Launcher, error) {
 	l, err := launch.New(cfg)
+	var ue *launch.UserAccessError
+	if errors.As(err, &ue) {
+		// Said once, in zeoctl's words: the launcher's names the Config
+		// fields.
+		what := "the host's program"
+		if ue.Field == "Dir" {
+			what = "the host's working directory"
+		}
+		return nil, fmt.Errorf("-user %d:%d cannot %s %s (%v, owner %d:%d), which running %s needs: give that user the permission, or choose another -user",
+			ue.User.UID, ue.User.GID, ue.Need, ue.Path, ue.Mode, ue.Owner, ue.Group, what)
+	}
 	if err != nil {
 		if errors.Is(err, launch.ErrContainmentUnavailable) {
 			err = fmt.Errorf("%w (pass -uncontained to run the host without containment)", err)
@@ -156,8 +173,11 @@ func announce(e *env, cfg launch.Config) (*launch.Launcher, error) {
 		return nil, err
 	}
 	e.progress("%s", l.ContainmentSummary())
-	if os.Geteuid() == 0 {
-		e.progress("warning: zeoctl runs as root, so the host runs as root too (contained, it still holds root's file access wherever its Landlock rules reach)")
+	switch {
+	case cfg.User == nil && os.Geteuid() == 0:
+		e.progress("warning: zeoctl runs as root, so the host runs as root too (contained, it still holds root's file access wherever its Landlock rules reach); -user runs it as another user")
+	case cfg.User != nil && cfg.User.UID == 0:
+		e.progress("warning: -user names uid 0: the host runs as root")
 	}
 	return l, nil
 }
@@ -165,9 +185,15 @@ func announce(e *env, cfg launch.Config) (*launch.Launcher, error) {
 // launchConfig is the launch.Config the flags describe, with a fresh
 // working directory that cleanup removes.
 func (h *hostFlags) launchConfig(e *env) (cfg launch.Config, cleanup func(), err error) {
-	// zeoctl runs hosts as the operator who runs it: whoever runs zeoctl
-	// as root has chosen a root host, and is warned below.
+	// zeoctl runs hosts as the operator who runs it, or as -user: whoever
+	// runs zeoctl as root without -user, or names uid 0, has chosen a
+	// root host, and is warned (announce).
 	cfg = launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
+	if h.user != "" {
+		if cfg.User, err = lookupUser(h.user); err != nil {
+			return launch.Config{}, nil, err
+		}
+	}
 	if h.uncontained {
 		cfg.Containment.Off = launch.AllLayers
 	}
@@ -208,8 +234,43 @@ func (h *hostFlags) launchConfig(e *env) (cfg launch.Config, cleanup func(), err
 	if err != nil {
 		return launch.Config{}, nil, err
 	}
+	if u := cfg.User; u != nil {
+		// The host's working directory is its own.
+		if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+			os.RemoveAll(dir)
+			return launch.Config{}, nil, fmt.Errorf("giving the host's working directory to -user %s: %w", h.user, err)
+		}
+	}
 	cfg.Dir = dir
 	return cfg, func() { os.RemoveAll(dir) }, nil
+}
+
+// lookupUser reads -user: a user name (its uid and primary gid), or
+// UID[:GID] (GID defaulting to UID).
+func lookupUser(s string) (*launch.User, error) {
+	uidText, gidText, hasGID := strings.Cut(s, ":")
+	if uid, err := strconv.ParseUint(uidText, 10, 32); err == nil {
+		gid := uid
+		if hasGID {
+			if gid, err = strconv.ParseUint(gidText, 10, 32); err != nil {
+				return nil, usagef("-user %q: want a user name or UID[:GID], with numbers", s)
+			}
+		}
+		return &launch.User{UID: uint32(uid), GID: uint32(gid)}, nil
+	}
+	if hasGID {
+		return nil, usagef("-user %q: want a user name or UID[:GID], with numbers", s)
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return nil, usagef("-user %q: %v", s, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("-user %q: uid %q and gid %q are not numbers", s, u.Uid, u.Gid)
+	}
+	return &launch.User{UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
 // discoveryHint adds to a failed discovery the end of the host's stderr

@@ -214,7 +214,7 @@ func invoke(ctx context.Context, e *env, f *invokeFlags) (err error) {
 		Dispatcher: dispatcher,
 		Grants:     f.grants.grants(),
 		SeatID:     "seat-zeoctl", RuntimeBindingID: "runtime-zeoctl", Workspace: "workspace-zeoctl",
-		Observer: tr.observe,
+		Observer: tr.observe, TracerProvider: e.telemetry.tracerProvider(), MeterProvider: e.telemetry.meterProvider(),
 	})
 	if err != nil {
 		return err

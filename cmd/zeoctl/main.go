@@ -43,6 +43,7 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	telemetry      *telemetry // -telemetry's providers (see withTelemetry); nil: none
 }
 
 // progress writes one progress line on stderr.
@@ -71,8 +72,8 @@ type command struct {
 // commands is the command table, in the order `zeoctl help` lists them.
 func commands() []*command {
 	return []*command{
-		demoCommand(),
-		invokeCommand(),
+		withTelemetry(demoCommand(), false),
+		withTelemetry(invokeCommand(), false),
 		describeCommand(),
 		doctorCommand(),
 		capabilitiesListCommand(),
@@ -90,8 +91,8 @@ func commands() []*command {
 		consentCommand(false),
 		searchCommand(),
 		describeCapabilityCommand(),
-		runCommand(),
-		mcpCommand(),
+		withTelemetry(runCommand(), false),
+		withTelemetry(mcpCommand(), true),
 	}
 }
 

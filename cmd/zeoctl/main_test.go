@@ -49,17 +49,23 @@ func (r result) String() string {
 // zeoctl runs the binary with args, bounded by the test's deadline.
 func zeoctl(t *testing.T, args ...string) result {
 	t.Helper()
+	return zeoctlAt(t, zeoctlPath, t.TempDir(), args...)
+}
+
+// zeoctlAt runs the zeoctl binary at exe with args and TMPDIR tmp, which
+// must be empty again when it exits.
+func zeoctlAt(t *testing.T, exe, tmp string, args ...string) result {
+	t.Helper()
 	ctx := context.Background()
 	if d, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, zeoctlPath, args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Dir = t.TempDir()
-	// A private TMPDIR, which must be empty again when zeoctl exits: every
-	// temporary file and directory it makes is its to remove.
-	tmp := t.TempDir()
+	// A TMPDIR of its own, which must be empty again when zeoctl exits:
+	// every temporary file and directory it makes is its to remove.
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer

@@ -287,6 +287,42 @@ func edgeCases() []edgeCase {
 				return []string{"capabilities", "list", "-simulated", "-binding", path}
 			},
 			code: 1, stderr: []string{"not strict JSON: duplicate object key"}, notStderr: []string{"too large"}},
+		// zeoctl lets a root host run (AllowRootHost), but never silently.
+		{name: "root host/warned",
+			args: func(t *testing.T, l edgeLedger) []string {
+				requireRootCLI(t)
+				return []string{"invoke", "-simulated", "-capability", "example.echo@1.0.0", "-args", `{"text":"x"}`}
+			},
+			code: 0, stderr: []string{"zeoctl: warning: zeoctl runs as root, so the host runs as root too", "-user runs it as another user"}},
+		{name: "root host/-user 0 warned",
+			args: func(t *testing.T, l edgeLedger) []string {
+				requireRootCLI(t)
+				return []string{"invoke", "-simulated", "-user", "0:0", "-capability", "example.echo@1.0.0", "-args", `{"text":"x"}`}
+			},
+			code: 0, stderr: []string{"zeoctl: warning: -user names uid 0: the host runs as root"}},
+		// A -user that cannot reach the host: refused before launch, the
+		// cause said once. This test's zeoctl lives in a directory only
+		// its owner may enter.
+		{name: "user/cannot enter the host program's directory",
+			args: func(t *testing.T, l edgeLedger) []string {
+				requireRootCLI(t)
+				return []string{"invoke", "-simulated", "-user", "nobody", "-capability", "example.echo@1.0.0", "-args", `{"text":"x"}`}
+			},
+			code: 1, stderr: []string{"zeoctl: invoke: -user 65534:65534 cannot enter " + filepath.Dir(zeoctlPath) + " (drwx------, owner 0:0), which running the host's program needs"},
+			notStderr: []string{"launch: invalid launcher config", "bootstrap id", "warning:"}},
+		{name: "user/an unknown user",
+			args: func(t *testing.T, l edgeLedger) []string {
+				return []string{"invoke", "-simulated", "-user", "no-such-user-here", "-capability", "example.echo@1.0.0"}
+			},
+			code: 2, stderr: []string{`-user "no-such-user-here": user: unknown user`}},
+	}
+}
+
+// requireRootCLI skips a row that needs zeoctl to run as root.
+func requireRootCLI(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it runs a host as root, or as uid 65534")
 	}
 }
 
@@ -417,4 +453,37 @@ func nextResolve(t *testing.T) (string, []string) {
 		"then invoke again with the same flags and -operation op-next"}, nil)
 	line, _, _ := strings.Cut(want, " (")
 	return path, strings.Fields(line)[1:]
+}
+
+// TestHostAsUser runs invoke with -user nobody from a zeoctl and a TMPDIR
+// every user may enter: the host runs as uid 65534, and its result is
+// accepted; the same zeoctl from a private directory is refused before
+// launch (TestCLIEdges).
+func TestHostAsUser(t *testing.T) {
+	t.Parallel()
+	requireRootCLI(t)
+	open := func() string {
+		d, err := os.MkdirTemp("", "zeoctl-open-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	exe := filepath.Join(open(), "zeoctl")
+	raw, err := os.ReadFile(zeoctlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := zeoctlAt(t, exe, open(), "invoke", "-simulated", "-user", "nobody", "-capability", "example.echo@1.0.0", "-args", `{"text":"as nobody"}`)
+	wantRun(t, r, 0, []string{"state      succeeded", `{"text":"as nobody"}`}, nil)
+	if strings.Contains(r.stderr, "warning:") {
+		t.Errorf("a host run as nobody was warned about\n%s", r)
+	}
 }

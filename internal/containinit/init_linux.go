@@ -24,7 +24,8 @@ import (
 
 // Env is the one environment variable of a containment init: the
 // descriptor number of its policy. The status pipe's write end is the
-// next descriptor.
+// next descriptor, and, when the policy has an EgressPort, the socket
+// the egress listener is handed over on the one after.
 const Env = "ZEO_LAUNCH_CONTAIN_INIT"
 
 // ExitCode is the init's exit status when it refuses to start the host.
@@ -52,6 +53,10 @@ type Policy struct {
 	// User, when set, is the uid and gid the init switches to, with no
 	// supplementary groups.
 	User *User `json:"user"`
+	// EgressPort, when not zero, is the port of the egress listener the
+	// init binds on EgressListenAddr in the host's network namespace and
+	// hands to the launcher before anything else (egressListener).
+	EgressPort int `json:"egress_port,omitempty"`
 }
 
 // Limit is one rlimit, set as both soft and hard limit.
@@ -104,6 +109,15 @@ func run(fd int) error {
 	var p Policy
 	if err := json.Unmarshal(b, &p); err != nil {
 		return fmt.Errorf("decoding the policy: %w", err)
+	}
+	if p.EgressPort != 0 {
+		// First, while the init still holds the capability it needs.
+		if err := egressListener(fd+2, p.EgressPort); err != nil {
+			return err
+		}
+		if err := dropAmbient(); err != nil {
+			return err
+		}
 	}
 	for _, lim := range p.Limits {
 		r := syscall.Rlimit{Cur: lim.Value, Max: lim.Value}

@@ -19,6 +19,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
@@ -208,8 +209,13 @@ func judge(before, after []flipRead, openErr error) (outcome, detail string) {
 	return outcome, detail
 }
 
-// flipStride is the campaign's stride under the race detector.
-const flipStride = 5
+// flipStride is the campaign's stride under the race detector;
+// flipStrideDefault without ZEO_LONG_TESTS=1. Both are odd, so that the
+// flipped bit (byte%8) still takes every position.
+const (
+	flipStride        = 5
+	flipStrideDefault = 23
+)
 
 // nextFlip is the first byte at or after i that a campaign from first
 // with stride flips.
@@ -223,11 +229,12 @@ const flipStart = 2 * 4096
 
 // TestBitFlipCampaign flips one bit of every byte of a small ledger
 // file past its meta pages, one file per byte (see the comment at the
-// top): 28,672 files, about 50 s on two cores. Under the race detector,
-// which makes each several times slower, it takes every flipStride-th
-// byte (the bit still byte%8, so every bit position and every page is
-// covered); ZEO_LEDGER_FLIP_BYTES=from-to runs those bytes only, every
-// one of them.
+// top): 28,672 files, about 50 s on two cores, with ZEO_LONG_TESTS=1.
+// Under the race detector, which makes each several times slower, it takes
+// every flipStride-th byte, and by default every flipStrideDefault-th
+// (the bit still byte%8 and the strides odd, so every bit position and
+// every page is covered); ZEO_LEDGER_FLIP_BYTES=from-to runs those bytes
+// only, every one of them.
 func TestBitFlipCampaign(t *testing.T) {
 	dir := t.TempDir()
 	written := filepath.Join(dir, "written.db")
@@ -255,7 +262,10 @@ func TestBitFlipCampaign(t *testing.T) {
 		t.Fatalf("before the flips, org-c was not refused org-a's artifact: %+v", before)
 	}
 	first, end, stride := flipStart, len(data), 1
-	if raceEnabled {
+	switch {
+	case !longtest.Enabled():
+		stride = flipStrideDefault
+	case raceEnabled:
 		stride = flipStride
 	}
 	if r := os.Getenv("ZEO_LEDGER_FLIP_BYTES"); r != "" { // "from-to", to reproduce a failure

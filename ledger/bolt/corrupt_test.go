@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
@@ -27,10 +28,14 @@ import (
 // crash is the child dying; the parent counts it and starts a new child on
 // the next file.
 const (
-	campaignFiles = 520
-	campaignSeed  = 20261201
-	campaignOps   = 30
+	campaignSeed = 20261201
+	campaignOps  = 30
 )
+
+// campaignFiles is how many corrupted files the campaign opens: 520 with
+// ZEO_LONG_TESTS=1, 80 by default (the fixed cases and 75 random ones).
+// The child reads the same variable from the environment it inherits.
+func campaignFiles() int { return longtest.Size(80, 520) }
 
 // Outcomes of one corrupted file.
 const (
@@ -182,7 +187,7 @@ func corruption(base []byte, i int) ([]byte, string) {
 	return data, strings.Join(desc, "; ")
 }
 
-// TestCorruptionCampaign corrupts a populated ledger campaignFiles times
+// TestCorruptionCampaign corrupts a populated ledger campaignFiles() times
 // and checks that no corrupted file crashes the process, and that each
 // either fails with an error wrapping ledger.ErrCorrupt (at Open or at a
 // later call, after which the ledger refuses every call) or opens clean:
@@ -196,9 +201,10 @@ func TestCorruptionCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := campaignFiles()
 	outcomes := map[string]int{}
 	var failures []string
-	for next := 0; next < campaignFiles; {
+	for next := 0; next < files; {
 		results, err := runCampaignChild(t, dir, base, next)
 		for _, r := range results {
 			outcomes[r.outcome]++
@@ -218,9 +224,9 @@ func TestCorruptionCampaign(t *testing.T) {
 			next++
 		}
 	}
-	t.Logf("%d corrupted files of a %d-byte ledger (%d operations): %v", campaignFiles, len(data), campaignOps, outcomes)
+	t.Logf("%d corrupted files of a %d-byte ledger (%d operations): %v", files, len(data), campaignOps, outcomes)
 	if len(failures) > 0 {
-		t.Errorf("%d of %d corrupted files failed:\n%s", len(failures), campaignFiles, strings.Join(failures, "\n"))
+		t.Errorf("%d of %d corrupted files failed:\n%s", len(failures), files, strings.Join(failures, "\n"))
 	}
 	if outcomes[outOpenCorrupt] == 0 || outcomes[outClean] == 0 {
 		t.Errorf("outcomes %v: the campaign should reach both refusals and clean opens", outcomes)
@@ -232,7 +238,7 @@ type campaignResult struct {
 	outcome, detail string
 }
 
-// runCampaignChild runs one child on files from..campaignFiles-1 and
+// runCampaignChild runs one child on files from..campaignFiles()-1 and
 // returns the outcomes it reported, and an error when it died before the
 // end (the first file it did not report crashed it).
 func runCampaignChild(t *testing.T, dir, base string, from int) ([]campaignResult, error) {
@@ -264,7 +270,7 @@ func runCampaignChild(t *testing.T, dir, base string, from int) ([]campaignResul
 		results = append(results, campaignResult{n, outcome, detail})
 	}
 	err = cmd.Wait()
-	if len(results) > 0 && results[len(results)-1].file == campaignFiles-1 && err == nil {
+	if len(results) > 0 && results[len(results)-1].file == campaignFiles()-1 && err == nil {
 		return results, nil
 	}
 	tail := stderr.String()
@@ -284,7 +290,7 @@ func helperCorrupt() {
 		os.Exit(1)
 	}
 	from, _ := strconv.Atoi(os.Getenv("ZEO_LEDGER_FROM"))
-	for i := from; i < campaignFiles; i++ {
+	for i := from; i < campaignFiles(); i++ {
 		path := filepath.Join(os.Getenv("ZEO_LEDGER_DIR"), fmt.Sprintf("corrupt-%d.db", i))
 		data, _ := corruption(base, i)
 		if err := os.WriteFile(path, data, 0o600); err != nil {

@@ -20,6 +20,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
@@ -70,10 +71,7 @@ func dataDigest(op string) canon.Digest       { return ledgertest.Digest(op + "/
 //  5. every effect left authorized or unknown is listed by ListUnknown;
 //  6. bbolt's own consistency check passes.
 func TestCrash(t *testing.T) {
-	iters := 8
-	if testing.Short() {
-		iters = 3
-	}
+	iters := longtest.Size(3, 8)
 	if v := os.Getenv(crashItersEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

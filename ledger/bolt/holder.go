@@ -39,7 +39,8 @@ func flockHolder(path string) (int, bool) {
 		return 0, false
 	}
 	defer f.Close()
-	dev := fmt.Sprintf("%02x:%02x:%d", (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff, st.Ino)
+	d := uint64(st.Dev) // uint64 on Linux, int32 elsewhere
+	dev := fmt.Sprintf("%02x:%02x:%d", (d>>8)&0xfff|(d>>32)&^0xfff, d&0xff|(d>>12)&^0xff, st.Ino)
 	ino := ":" + strconv.FormatUint(st.Ino, 10)
 	exact, byInode, inodeLines := 0, 0, 0
 	sc := bufio.NewScanner(f)

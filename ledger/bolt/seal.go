@@ -87,13 +87,12 @@ func sealed(bucket, key, raw []byte) ([]byte, error) {
 // bucket), or nil when there is none; on a miss it checks the records on
 // either side of key (see the comment at the top).
 func lookup(b *bbolt.Bucket, bucket, key []byte) ([]byte, error) {
-	if v := b.Get(key); v != nil {
-		return sealed(bucket, key, v)
-	}
+	// One seek serves the hit and the miss (a Get and then a seek for the
+	// neighbours would descend the tree twice on a miss).
 	c := b.Cursor()
 	k, v := c.Seek(key)
 	if k != nil && bytes.Equal(k, key) {
-		return sealed(bucket, k, v) // a value bbolt's Get does not give: a nested bucket
+		return sealed(bucket, k, v) // v is nil for a nested bucket: not a record
 	}
 	if k != nil {
 		if _, err := sealed(bucket, k, v); err != nil {

@@ -8,15 +8,13 @@ import (
 	"net"
 	"os"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // Pair returns both ends of a new socketpair, closed when the test ends.
 // The first end plays the Runtime, the second the host.
 func Pair(tb testing.TB) (runtimeEnd, hostEnd *net.UnixConn) {
 	tb.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds, err := socketpair()
 	if err != nil {
 		tb.Fatal(err)
 	}

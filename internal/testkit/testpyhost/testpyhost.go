@@ -17,7 +17,9 @@ package testpyhost
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -83,4 +85,40 @@ func Interpreter(tb testing.TB) string {
 		tb.Skip(findErr)
 	}
 	return found
+}
+
+// HostFiles returns the sha256 digests ("sha256:<hex>") of the stand-in
+// host's source files that a provider-warm server pins (host.py and
+// catalogue.py of HostModule), by file name.
+func HostFiles() map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{"host.py", "catalogue.py"} {
+		b, err := files.ReadFile("zeo_core/adapters/runtime_host/" + name)
+		if err != nil {
+			panic(err) // embedded at build time: never absent
+		}
+		out[name] = fmt.Sprintf("sha256:%x", sha256.Sum256(b))
+	}
+	return out
+}
+
+// LargeProvider is the factory of the large stand-in provider
+// (zeotestlarge): tens of capabilities with large schemas.
+const LargeProvider = "zeotestlarge:factory"
+
+// LargeManifests returns the manifests zeotestlarge declares, as JSON
+// objects, from python with modules (a directory Install wrote) on its
+// path.
+func LargeManifests(python, modules string) ([]json.RawMessage, error) {
+	cmd := exec.Command(python, "-c", "import json, zeotestlarge; print(json.dumps(zeotestlarge.manifests()))")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+modules)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing zeotestlarge's manifests: %w", err)
+	}
+	var ms []json.RawMessage
+	if err := json.Unmarshal(out, &ms); err != nil {
+		return nil, fmt.Errorf("zeotestlarge's manifests: %w", err)
+	}
+	return ms, nil
 }

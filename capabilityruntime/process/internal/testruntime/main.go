@@ -8,7 +8,8 @@
 //
 //	echo        a well-behaved runtime (both protocols): echoes its call and
 //	            reports itself; params touch, sleep_ms, deaf, linger_ms,
-//	            fail, crash, introspect
+//	            fail, crash, introspect, setsid_child (starts a grandchild
+//	            in a session of its own, reported as setsid_pid)
 //	stubborn    ignores SIGTERM, and blocks forever once its server stopped
 //	crashstart  writes to stderr and exits 2 at once
 //	neverready  never creates the ready file
@@ -137,6 +138,16 @@ func echo(ctx context.Context, c *serve.Call, fds []string) (map[string]any, err
 	if c.Params["crash"] == true {
 		os.Exit(3)
 	}
+	var setsidPID int
+	if c.Params["setsid_child"] == true {
+		gc := exec.Command("sleep", "1000")
+		gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := gc.Start(); err != nil {
+			return nil, fmt.Errorf("setsid_child: %w", err)
+		}
+		setsidPID = gc.Process.Pid
+		_ = gc.Process.Release()
+	}
 	deadline := -1.0
 	if d, ok := ctx.Deadline(); ok {
 		deadline = float64(time.Until(d).Milliseconds())
@@ -149,6 +160,9 @@ func echo(ctx context.Context, c *serve.Call, fds []string) (map[string]any, err
 		"execution_id":   c.ExecutionID,
 		"correlation_id": c.CorrelationID,
 		"deadline_ms":    deadline,
+	}
+	if setsidPID != 0 {
+		out["setsid_pid"] = setsidPID
 	}
 	if c.Params["introspect"] == true {
 		env := os.Environ()

@@ -104,8 +104,12 @@
 //   - hostile: a hostile provider, for the containment tests: tries each
 //     action ZEO_HOSTSIM_HOSTILE lists ([EnvHostile]: read or write a
 //     file, connect, resolve a name, signal a pid, reach an abstract
-//     socket, fork, allocate, write a large file) and writes a JSON report
-//     of what each got instead of a result; no IPC
+//     socket, fork, allocate, write a large file, GET or CONNECT through
+//     the proxy of its environment) and writes a JSON report of what each
+//     got instead of a result; no IPC
+//   - hostile-echo: serves normally, but its echo capability tries the
+//     hostile actions first and answers the JSON report as its text: a
+//     hostile provider seen through the Supervisor
 //
 // [Usage] returns the settings and scenarios as help text; a test keeps it
 // and this comment in step.

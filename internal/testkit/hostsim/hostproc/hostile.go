@@ -3,10 +3,15 @@
 package hostproc
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +22,8 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 )
 
 // hostile runs every action of spec and returns, for each, "ok" (with
@@ -52,8 +59,13 @@ func hostile(spec string) map[string]any {
 //	forkbomb:N         start copies of this program (sleepers) until one fails or N run
 //	alloc:BYTES        map and touch BYTES of private memory
 //	bigfile:PATH:BYTES write BYTES to PATH (SIGXFSZ ignored, so the limit is an error)
+//	proxyget:URL       GET the http:// URL through the proxy HTTP_PROXY names; "ok STATUS BODY"
+//	tunnel:HOST:PORT   CONNECT to HOST:PORT through the proxy HTTPS_PROXY names, then GET / in
+//	                   the tunnel; "ok STATUS BODY"
 func hostileAction(verb, arg string) (string, error) {
 	switch verb {
+	case "proxyget", "tunnel":
+		return proxied(verb, arg)
 	case "read":
 		f, err := os.Open(arg)
 		if err != nil {
@@ -201,4 +213,70 @@ func DNSAnswer(query []byte) ([]byte, error) {
 		}
 	}
 	return b.Finish()
+}
+
+// proxied does a proxyget or tunnel action: an HTTP/1.1 exchange with
+// the proxy its environment names, written by hand so that loopback
+// destinations go through the proxy too (net/http's proxy selection
+// never proxies them).
+func proxied(verb, arg string) (string, error) {
+	env := "HTTP_PROXY"
+	if verb == "tunnel" {
+		env = "HTTPS_PROXY"
+	}
+	pu, err := url.Parse(os.Getenv(env))
+	if err != nil || pu.Host == "" {
+		return "", fmt.Errorf("no proxy in %s (%q)", env, os.Getenv(env))
+	}
+	c, err := net.DialTimeout("tcp", pu.Host, 3*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	var req *http.Request
+	if verb == "tunnel" {
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", arg, arg)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			return "", fmt.Errorf("CONNECT: %w", err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("the proxy answered CONNECT with %s", resp.Status)
+		}
+		req, _ = http.NewRequest(http.MethodGet, "http://"+arg+"/", nil)
+		err = req.Write(c)
+		if err != nil {
+			return "", err
+		}
+	} else {
+		if req, err = http.NewRequest(http.MethodGet, arg, nil); err != nil {
+			return "", err
+		}
+		if err := req.WriteProxy(c); err != nil {
+			return "", err
+		}
+	}
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("the proxy answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body))), nil
+}
+
+// hostileEcho is the echo capability of the hostile-echo scenario: it
+// tries the actions EnvHostile lists and answers {"text": the JSON report
+// {"actions": {...}}}.
+func hostileEcho(context.Context, map[string]any, *hostsim.EffectPort) hostsim.Outcome {
+	b, err := json.Marshal(map[string]any{"actions": hostile(os.Getenv(EnvHostile))})
+	if err != nil {
+		return hostsim.Outcome{Status: hostsim.OutcomeFailed, ErrorCode: "ZEO_DEMO_DOMAIN_FAILURE"}
+	}
+	return hostsim.Outcome{Status: hostsim.OutcomeSuccess, Response: map[string]any{"text": string(b)}}
 }

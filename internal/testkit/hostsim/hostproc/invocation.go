@@ -38,6 +38,9 @@ func installed() (python, dist, version string) {
 func providerFor(name string) hostsim.Provider {
 	switch name {
 	case "echo":
+		if scenario(os.Getenv(EnvScenario)) == scHostileEcho {
+			return hostileEcho
+		}
 		return hostsim.Echo()
 	case "two_effects":
 		return hostsim.TwoEffects()

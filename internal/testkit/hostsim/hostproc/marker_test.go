@@ -53,6 +53,9 @@ func TestGrandchildKeepsMarker(t *testing.T) {
 		Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
 		Env:   []string{hostproc.EnvScenario + "=grandchild-escape"},
 		Grace: 2 * time.Second, WaitDelay: 200 * time.Millisecond,
+		// The grandchild must outlive Invoke to be looked at: the cgroup
+		// layer would end it with its host.
+		Containment: launch.Containment{Cgroup: launch.Cgroup{Off: true}},
 	})
 	if err != nil {
 		t.Fatal(err)

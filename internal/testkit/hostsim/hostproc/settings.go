@@ -47,6 +47,7 @@ const (
 	scSleeper           scenario = "sleeper"
 	scHangBeforePublish scenario = "hang-before-publish"
 	scHostile           scenario = "hostile"
+	scHostileEcho       scenario = "hostile-echo"
 )
 
 // PausedPIDFile is the file, in the host's working directory, where the
@@ -83,6 +84,7 @@ func scenarioTable() []struct {
 		{scSleeper, "the grandchild role: ignore SIGTERM and sleep until killed"},
 		{scHangBeforePublish, "run until the capability returns, write the pid to " + PausedPIDFile + ", then block before result.publish"},
 		{scHostile, "try each action " + EnvHostile + " lists (reading, writing, connecting, signalling, forking, allocating as a hostile provider would) and write a JSON report of what each got instead of a result; no IPC"},
+		{scHostileEcho, "serve normally, but the echo capability tries each action " + EnvHostile + " lists first and answers, as its text, the JSON report (what a hostile provider does through the Supervisor)"},
 	}
 }
 
@@ -127,7 +129,7 @@ Environment (the launcher passes the host's whole environment; set these there):
 	` + EnvPythonVersion + `   interpreter version the binding must name (default ` + hostsim.DefaultPythonVersion + `)
 	` + EnvDistribution + `     installed distribution the binding must name (default ` + hostsim.DefaultDistribution + `)
 	` + EnvVersion + `          installed version the binding must name (default ` + hostsim.DefaultVersion + `)
-	` + EnvHostile + `          the hostile scenario's actions, "verb:argument;..." (read, write, connect, resolve, signal, abstract, forkbomb, alloc, bigfile)
+	` + EnvHostile + `          the hostile scenario's actions, "verb:argument;..." (read, write, connect, resolve, signal, abstract, forkbomb, alloc, bigfile, proxyget, tunnel)
 	` + EnvScenario + `         a misbehaviour for tests (default: none); one of:
 `)
 	for _, e := range scenarioTable() {

@@ -57,8 +57,8 @@ def capability_id(m):
 def manifest_inventory(manifests):
     """The manifests as hashed: ordered by identity, each set sorted."""
     out = []
-    for m in sorted(manifests, key=capability_id):
-        m = json.loads(json.dumps(m))
+    dumped = [m.model_dump(mode="json") if hasattr(m, "model_dump") else json.loads(json.dumps(m)) for m in manifests]
+    for m in sorted(dumped, key=capability_id):
         for path in _SETS:
             node = m
             for k in path[:-1]:

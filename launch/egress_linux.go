@@ -1,0 +1,166 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/zeoruntime/runtimeipc/internal/containinit"
+)
+
+// EgressPort is the port of the egress proxy inside a host's own network
+// namespace: a host allowed the network (network_allowed) sees it as
+// http://127.0.0.1:3128 in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and
+// their lower-case forms), and nothing else in its namespace leads out
+// (doc/design.md, “Containment”).
+const EgressPort = 3128
+
+// egressProxyVars are the variables a host allowed the network gets, all
+// naming its egress proxy; the NO_PROXY forms are removed.
+var egressProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// egress reports whether a launch serving lc gets the egress proxy: its
+// context allows the network, and the network layer is on (the host is
+// then in its own network namespace like every other, with the proxy as
+// its one way out).
+func (k *container) egress(lc *LaunchContext) bool {
+	return k.on&LayerNetwork != 0 && lc != nil && lc.NetworkAllowed
+}
+
+// egressEnv returns env with every proxy variable replaced by the egress
+// proxy's address and NO_PROXY removed.
+func egressEnv(env []string) []string {
+	proxy := "http://" + net.JoinHostPort(containinit.EgressListenAddr, strconv.Itoa(EgressPort))
+	out := make([]string, 0, len(env)+len(egressProxyVars))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(k) {
+		case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY":
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, k := range egressProxyVars {
+		out = append(out, k+"="+proxy)
+	}
+	return out
+}
+
+// egressSocket returns the launcher's and the init's ends of the socket
+// the init hands the egress listener over on.
+func egressSocket() (parent, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("launch: egress socket: %w", os.NewSyscallError("socketpair", err))
+	}
+	return os.NewFile(uintptr(fds[0]), "zeo-egress"), os.NewFile(uintptr(fds[1]), "zeo-egress-init"), nil
+}
+
+// receiveEgressListener takes the listener the init sent on sock before
+// it execed the host (so it is queued by now, or was never sent).
+func receiveEgressListener(sock *os.File) (net.Listener, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		if errors.Is(err, syscall.EAGAIN) {
+			return nil, errors.New("the init sent no egress listener")
+		}
+		return nil, fmt.Errorf("receiving the egress listener: %w", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || n != 1 || len(msgs) != 1 {
+		return nil, fmt.Errorf("the init's egress message is malformed (%d bytes, %d control messages, %v)", n, len(msgs), err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("the init's egress message carries %d descriptors (%v)", len(fds), err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "zeo-egress-listener")
+	defer f.Close()
+	ln, err := net.FileListener(f) // dups
+	if err != nil {
+		return nil, fmt.Errorf("wrapping the egress listener: %w", err)
+	}
+	return ln, nil
+}
+
+// egressStart is the egress side of one contained start: the socket the
+// init hands the listener over on, then the proxy serving it until the
+// host ends (containStart.close).
+type egressStart struct {
+	log    *slog.Logger
+	hosts  []string
+	parent *os.File // the launcher's end
+	child  *os.File // the init's end, passed after the status pipe
+	proxy  *egressProxy
+}
+
+// egressPrepare gives p, the policy of a launch serving lc, the egress
+// proxy when lc allows the network: the listener's port and the proxy
+// variables. It returns nil when the launch gets none.
+func (l *Launcher) egressPrepare(p *policy, lc *LaunchContext) (*egressStart, error) {
+	if !l.contain.egress(lc) {
+		return nil, nil
+	}
+	parent, child, err := egressSocket()
+	if err != nil {
+		return nil, err
+	}
+	p.EgressPort = EgressPort
+	p.Env = egressEnv(p.Env)
+	log := l.log.With("attempt", lc.Attempt.AttemptID, "distribution", lc.Provider.Distribution)
+	return &egressStart{log: log, hosts: slices.Clone(lc.NetworkHosts), parent: parent, child: child}, nil
+}
+
+// apply gives the init CAP_NET_ADMIN in its user namespace as its one
+// ambient capability: an unprivileged controller's init is not root
+// there (its uid is unmapped), and it needs the capability to bring the
+// loopback interface up; it clears it before it execs the host.
+func (e *egressStart) apply(a *syscall.SysProcAttr) {
+	if e == nil {
+		return
+	}
+	a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
+}
+
+// serve starts the proxy on the listener the init sent. When ctx ended
+// before the init execed the host there may be none: the host then runs
+// without a way out until the launcher stops it.
+func (e *egressStart) serve(ctx context.Context) error {
+	if e == nil {
+		return nil
+	}
+	ln, err := receiveEgressListener(e.parent)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("%w: the egress proxy (layer network): %w", ErrContainmentUnavailable, err)
+	}
+	e.proxy = startEgress(ln, e.hosts, e.log, net.DefaultResolver)
+	return nil
+}
+
+// close stops the proxy and releases the socket; safe on nil and twice.
+func (e *egressStart) close() {
+	if e == nil {
+		return
+	}
+	e.proxy.close()
+	e.proxy = nil
+	e.parent.Close()
+	e.child.Close()
+}

@@ -1,0 +1,183 @@
+//go:build linux
+
+package supervise_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
+	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/memory"
+	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise"
+)
+
+// pwLauncher installs the Python stand-in host (and provider modules,
+// by name) and returns a launcher running it as the upstream host runs.
+func pwLauncher(t *testing.T, providers map[string]string) *launch.Launcher {
+	t.Helper()
+	python := testpyhost.Interpreter(t)
+	modules := t.TempDir()
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range providers {
+		if err := os.WriteFile(filepath.Join(modules, name+".py"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", testpyhost.HostModule},
+		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// standInWarm is the provider-warm setting that recognises the stand-in
+// host.
+func standInWarm() *supervise.ProviderWarm {
+	files := map[string]canon.Digest{}
+	for k, v := range testpyhost.HostFiles() {
+		files[k] = canon.Digest(v)
+	}
+	return &supervise.ProviderWarm{Hosts: []launch.HostVersion{{Name: "stand-in", Files: files}}}
+}
+
+// awaitServers waits until s has n provider-warm servers ready.
+func awaitServers(t *testing.T, s *supervise.Supervisor, n int) []supervise.ProviderWarmServer {
+	t.Helper()
+	for range 3000 {
+		if got := s.ProviderWarmServers(); len(got) == n {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%d provider-warm servers, want %d", len(s.ProviderWarmServers()), n)
+	return nil
+}
+
+// TestProviderWarmTenants runs operations of two tenants of one provider
+// binding: each tenant gets a provider-warm server of its own, and each
+// server forked only its own tenant's hosts.
+func TestProviderWarmTenants(t *testing.T) {
+	ln := pwLauncher(t, nil)
+	cfg := config(t, memory.New(), ln)
+	cfg.ProviderWarm = standInWarm()
+	s := newSupervisor(t, cfg)
+	tenantB := ledger.Scope{OrganizationID: "org-b", ProjectID: scope.ProjectID}
+	run := func(op string, sc ledger.Scope) *supervise.Outcome {
+		c := call(op, "example.echo@1.0.0", map[string]any{"text": op}, 0)
+		c.Scope = sc
+		o, err := s.Invoke(testCtx(t), c)
+		wantState(t, o, err, launch.StateSucceeded, nil)
+		return o
+	}
+	// The first call of each tenant starts its server, and runs without it.
+	run("op-a-0", scope)
+	run("op-b-0", tenantB)
+	awaitServers(t, s, 2)
+	const n = 3
+	for i := range n {
+		for _, sc := range []ledger.Scope{scope, tenantB} {
+			op := "op-" + sc.OrganizationID + "-" + string(rune('1'+i))
+			if o := run(op, sc); o.Launch == nil || !o.Launch.Process.Warm {
+				t.Fatalf("%s: not launched provider-warm", op)
+			}
+		}
+	}
+	servers := s.ProviderWarmServers()
+	if len(servers) != 2 {
+		t.Fatalf("servers %+v", servers)
+	}
+	a, b := servers[0], servers[1]
+	if a.OrganizationID != "org-a" || b.OrganizationID != "org-b" || a.Stats.ServerPID == b.Stats.ServerPID ||
+		a.Binding != b.Binding {
+		t.Fatalf("servers %+v", servers)
+	}
+	for _, sv := range servers {
+		if sv.Stats.Forks != n || sv.Stats.Cold != 0 {
+			t.Fatalf("the server of %s/%s forked %d hosts (%d cold), want only its tenant's %d", sv.OrganizationID, sv.ProjectID, sv.Stats.Forks, sv.Stats.Cold, n)
+		}
+	}
+}
+
+// slowProvider is a provider whose echo takes a while when asked to.
+const slowProvider = `import time
+
+
+def echo(args, ctx):
+    if args["text"] == "slow":
+        time.sleep(2)
+    return {"text": args["text"]}
+
+
+def factory():
+    return {"echo": echo}
+`
+
+// TestProviderWarmNewGeneration: a new generation admitted while an
+// operation of the old one runs on its provider-warm server moves new
+// operations to a server of its own, while the pinned operation finishes
+// on the old one; idle servers are then closed, and nothing is left.
+func TestProviderWarmNewGeneration(t *testing.T) {
+	ln := pwLauncher(t, map[string]string{"zeotestpwslow": slowProvider})
+	reg := newRegistry()
+	gen1 := variant(t, "zeotestpwslow:factory", 1, "")
+	reg.admit(gen1)
+	cfg := config(t, memory.New(), ln)
+	cfg.Provider, cfg.Providers, cfg.ProviderWarm = manifest.ProviderBinding{}, reg, standInWarm()
+	cfg.StarterIdle = 2 * time.Second
+	s := newSupervisor(t, cfg)
+	run := func(op, text string) *supervise.Outcome {
+		c := call(op, "example.echo@1.0.0", map[string]any{"text": text}, 0)
+		c.Provider = keyOf(gen1)
+		o, err := s.Invoke(testCtx(t), c)
+		wantState(t, o, err, launch.StateSucceeded, nil)
+		return o
+	}
+	run("op-first", "hello")
+	old := awaitServers(t, s, 1)[0]
+
+	var wg sync.WaitGroup
+	var slow *supervise.Outcome
+	wg.Go(func() { slow = run("op-slow", "slow") })
+	for range 1000 {
+		if sv := s.ProviderWarmServers(); len(sv) == 1 && sv[0].Stats.Forks == 1 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	reg.admit(variant(t, "zeotestpwslow:factory", 2, "second generation"))
+	run("op-new-0", "hello") // starts the new generation's server
+	servers := awaitServers(t, s, 2)
+	if o := run("op-new-1", "hello"); !o.Launch.Process.Warm {
+		t.Fatal("a new operation was not launched provider-warm")
+	}
+	wg.Wait()
+	if !slow.Launch.Process.Warm {
+		t.Fatal("the pinned operation was not launched provider-warm")
+	}
+	servers = s.ProviderWarmServers()
+	if len(servers) != 2 || servers[0].Generation != 1 || servers[1].Generation != 2 ||
+		servers[0].Stats.ServerPID != old.Stats.ServerPID || servers[1].Stats.ServerPID == old.Stats.ServerPID ||
+		servers[0].Stats.Forks != 1 || servers[1].Stats.Forks != 1 {
+		t.Fatalf("servers %+v", servers)
+	}
+	// Idle: both servers are closed, and their processes gone.
+	for range 1000 {
+		if len(s.ProviderWarmServers()) == 0 && len(leaktest.Children(t)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("servers %+v and processes %v left after StarterIdle", s.ProviderWarmServers(), leaktest.Children(t))
+}
