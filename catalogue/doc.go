@@ -4,6 +4,13 @@
 // what each scope has consented to with each connection account, and the
 // resource reservations that serialize invocations across controllers.
 //
+// Start with [New]: a [Config] names the ledger's store (any ledger
+// backend) and a Discover port (agent.Discover of a launch.Launcher).
+// [Catalogue.Admit] admits a provider binding as a new generation,
+// [Catalogue.Grant] records consent, and agent.Authority makes the
+// Catalogue the Supervisor's Authority; package agent's Facade is the
+// usual way to run what it admits.
+//
 // # What it promises
 //
 //   - Admission: a provider binding is admitted only once manifest

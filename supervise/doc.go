@@ -4,6 +4,15 @@
 // team does not write the attempt loop and the ledger-backed IPC handler
 // by hand (see doc/design.md, “Layering”).
 //
+// Start with [New] and [Supervisor.Invoke]: New takes a [Config] (a
+// ledger, a launch.Launcher, the provider's manifest.ProviderBinding, and
+// a [Dispatcher] when its capabilities have effects) and Invoke runs one
+// [Call] to an [*Outcome]; every state but succeeded also comes as an [*OutcomeError]
+// whose sentinel (ErrRefused, ErrNeedsReconciliation, ...) says what to do
+// next. Fetch a result with [Supervisor.Artifact] and settle an uncertain
+// effect with [Supervisor.Resolve]. examples/quickstart is the whole
+// program; supervise/supervisetest is its test host.
+//
 // It has two layers; a team with its own controller can take the lower one
 // alone:
 //

@@ -2,6 +2,10 @@
 // the Model Context Protocol, with the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk).
 //
+// Start with [New]: it returns the *mcp.Server of one agent.Facade for one
+// scope; run it on a [LineTransport] over stdin and stdout, or on any
+// transport of the MCP Go SDK.
+//
 // The server has exactly three tools, search, describe and run, whatever
 // the catalogue holds: a capability id is always an argument, never a tool
 // name, so the tool list does not grow with the catalogue and reveals

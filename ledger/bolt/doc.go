@@ -1,6 +1,9 @@
 // Package bolt is the embedded, durable [ledger.Ledger], stored in one
 // go.etcd.io/bbolt file.
 //
+// Start with [Open]: Open(path, Options{}) opens or creates the file and
+// owns it until Close; hand the ledger to supervise.Config.
+//
 // # Ownership
 //
 // The file's exclusive flock is the ledger's single-owner lock: the

@@ -3,6 +3,8 @@
 // examples embed; it refuses nothing a durable backend accepts, and it
 // loses everything when the process exits.
 //
+// Start with [New]; hand the ledger to supervise.Config.
+//
 // It is also a [cataloguestore.Store], the records of package catalogue.
 //
 // Controller leases ([ledger.Lease]) are judged by this process's clock

@@ -5,6 +5,9 @@
 // result accepted once. It uses github.com/jackc/pgx/v5 (pgxpool) and
 // passes [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
 //
+// Start with [Open] (a DSN) or [New] (a pgxpool.Pool of yours); hand the
+// ledger to every controller's supervise.Config.
+//
 // # Schema and migrations
 //
 // The ledger lives in one PostgreSQL schema (Options.Schema, default
