@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )

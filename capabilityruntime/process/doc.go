@@ -2,6 +2,9 @@
 // native executables started as child processes, speaking either protocol of
 // the contract (see doc/capabilityruntime.md, “The process backend”).
 //
+// Start with [New]: the [*Backend] it returns is registered in a
+// capabilityruntime.Registry under the kind "process".
+//
 // # Long-lived workers: neuron/capability-runtime-v1
 //
 // Every Start of the same type@version shares one pool of gRPC workers,
