@@ -9,30 +9,34 @@
 //
 // # First steps
 //
-// Most embedders never call this package beyond New: a
-// supervise.Supervisor builds each LaunchContext, invokes and judges
-// (see examples/quickstart). Driving a host directly takes:
+// Start with [New]: it checks a [Config] (the provider environment's
+// interpreter, its arguments and environment, a Verifier such as
+// [TreeVerifier]) and returns the [*Launcher] that supervise.Config
+// takes. Most embedders call nothing else here: a supervise.Supervisor
+// builds each LaunchContext, invokes and judges (see
+// examples/quickstart). [Launcher.Describe] and [Launcher.Doctor] run the
+// host's static discovery on an installed provider (no capability runs).
+// Driving a host directly, for a controller of your own, takes:
 //
-//   - Init, the first statement of main (or TestMain) of every program
+//   - [Init], the first statement of main (or TestMain) of every program
 //     that launches contained hosts (each host starts as that program
 //     re-executed, which applies the containment and then execs the
 //     interpreter);
-//   - New with a Config (Interpreter, Args, Env, Verifier, ...), which
-//     returns the Launcher;
-//   - a LaunchContext (supervise.BuildContext makes one from the ledger's
-//     operation), encoded once with LaunchContext.Encode, and the request
-//     (EncodeRequest);
-//   - Launcher.Invoke with an Invocation (the Encoded context, the
+//   - a [LaunchContext] (supervise.BuildContext makes one from the
+//     ledger's operation), encoded once with [LaunchContext.Encode], and
+//     the request ([EncodeRequest]);
+//   - [Launcher.Invoke] with an [Invocation] (the Encoded context, the
 //     request, the ipc.Handler that answers the host), which returns the
-//     Outcome: the HostResult (valid only with a nil error), the Process
-//     evidence and the session's summary and History.
+//     [Outcome]: the [HostResult] (valid only with a nil error), the
+//     [Process] evidence and the session's summary and [History].
 //
-// The rest is optional: warm launch (Launcher.StartZygote, ZygoteConfig,
-// Zygote.Invoke; “Warm launch” below), containment settings
-// (Config.Containment: Containment, Cgroup, Limits, Layers; on by
-// default, “Containment” below), another uid (Config.User), static
-// discovery (Launcher.Describe, ListCapabilities, DescribeCapability,
-// Doctor) and environment verification (TreeVerifier, DigestTree).
+// The rest is optional: warm launch ([Launcher.StartZygote],
+// [ZygoteConfig], [Zygote.Invoke]; “Warm launch” below), containment
+// settings (Config.Containment: [Containment], [Cgroup], [Limits],
+// [Layers]; on by default, “Containment” below), another uid
+// (Config.User), more discovery ([Launcher.ListCapabilities],
+// [Launcher.DescribeCapability]) and environment verification
+// ([DigestTree]).
 //
 // # What a launch guarantees
 //
@@ -117,7 +121,7 @@
 // signal, an unknown exit status, empty, oversized, multi-line or malformed
 // stdout, an incoherent HostResult, a foreign or null binding and an exit
 // status that disagrees with the state are each a distinct *ResultError
-// wrapping ErrProtocol. Invoke also refuses a result that what its own
+// wrapping ErrBadResult. Invoke also refuses a result that what its own
 // session saw contradicts (ErrSessionMismatch; History.Check holds the
 // rules): a waiting_approval, cancelled, refused or needs_reconciliation
 // that no reply and no ending of the host's own explains, a success whose

@@ -10,14 +10,18 @@ import (
 )
 
 // These errors say which check of ParseResult failed. Each *ResultError wraps
-// ErrProtocol and exactly one of the others.
+// ErrBadResult and exactly one of the others.
 var (
-	// ErrProtocol is wrapped by every *ResultError: what the host left
-	// behind does not prove an outcome. The Runtime must not redispatch;
-	// it keeps the evidence and asks its ledger what happened to the
-	// operation (doc/protocol.md, “Result check”; doc/design.md, “No
-	// retries on the wire”).
-	ErrProtocol = errors.New("launch: host result is a protocol failure")
+	// ErrBadResult is wrapped by every *ResultError: what the host left
+	// behind (its stdout and exit status) does not prove an outcome. It is
+	// a verdict on the host's report, not the operation's outcome: a
+	// Supervisor decides that from the ledger (supervise.ErrProtocol, the
+	// outcome protocol_error, is the usual one, but a result the ledger
+	// accepted, a cancellation or the deadline decide first). The Runtime
+	// must not redispatch; it keeps the evidence and asks its ledger what
+	// happened to the operation (doc/protocol.md, “Result check”;
+	// doc/design.md, “No retries on the wire”).
+	ErrBadResult = errors.New("launch: host result is a protocol failure")
 	// ErrSignaled: the host was terminated by a signal (killed at the
 	// deadline, crashed, or killed by someone else).
 	ErrSignaled = errors.New("launch: host terminated by a signal")
@@ -58,7 +62,7 @@ var (
 
 // ResultError is a protocol failure found in a host's stdout and exit status.
 // It carries both sides of the disagreement. Its Error text is for people and
-// may change; test with errors.Is against the sentinels and ErrProtocol, or
+// may change; test with errors.Is against the sentinels and ErrBadResult, or
 // errors.As for the fields.
 type ResultError struct {
 	// Err is the sentinel naming the failed check.
@@ -120,8 +124,8 @@ func (e *ResultError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// Is reports true for ErrProtocol, so that every ResultError matches it.
-func (e *ResultError) Is(target error) bool { return target == ErrProtocol }
+// Is reports true for ErrBadResult, so that every ResultError matches it.
+func (e *ResultError) Is(target error) bool { return target == ErrBadResult }
 
 // These errors refuse a Launcher or a launch before the host runs.
 var (

@@ -6,27 +6,29 @@
 //
 // # First steps
 //
-// An embedding needs about a dozen names; examples/quickstart uses them
-// all and runs as it is:
+// An embedding needs about a dozen names; examples/quickstart is the
+// whole program, and supervise/supervisetest its test host:
 //
 //   - a ledger: memory.New (package ledger/memory, tests), bolt.Open
 //     (ledger/bolt, one controller, one file) or postgres.Open
 //     (ledger/postgres, several controllers);
 //   - the provider's binding: manifest.DecodeBinding;
 //   - the host's launcher: launch.New;
-//   - New with a Config (Ledger, Launcher, Provider, Dispatcher, ...),
-//     which returns the Supervisor; Close it when done;
-//   - Supervisor.Invoke with a Call, which returns the Outcome: succeeded
-//     with the result's artifact refs (read one with Supervisor.Artifact),
-//     or an *OutcomeError wrapping one sentinel per state (ErrRefused,
-//     ErrWaitingApproval, ErrNeedsReconciliation, ...) that says what to
-//     do next;
-//   - Supervisor.Resolve, to settle an effect whose dispatch is uncertain;
-//   - a Dispatcher (Dispatch in, Receipt out) for capabilities with
-//     effects, and an Authority for who may run what.
+//   - [New] with a [Config] (the ledger, the launcher, the binding, and a
+//     [Dispatcher] when its capabilities have effects), which returns the
+//     [Supervisor]; [Supervisor.Close] it when done;
+//   - [Supervisor.Invoke] with a [Call], which returns the [*Outcome]:
+//     succeeded with the result's artifact refs (read one with
+//     [Supervisor.Artifact]), or also an [*OutcomeError] whose sentinel
+//     ([ErrRefused], [ErrWaitingApproval], [ErrNeedsReconciliation], ...)
+//     says what to do next;
+//   - [Supervisor.Resolve], to settle an effect whose dispatch is
+//     uncertain;
+//   - a [Dispatcher] ([Dispatch] in, [Receipt] out) for capabilities with
+//     effects, and an [Authority] for who may run what.
 //
 // A team with its own controller loop takes the lower layer alone: the
-// Handler, the ipc.Handler of one attempt (see examples/ownloop and
+// [Handler], the ipc.Handler of one attempt (see examples/ownloop and
 // “Own controller” below).
 //
 // # One Supervisor per controller
@@ -41,7 +43,11 @@
 // starter per provider environment (Config.Environments, or
 // Config.Launcher for all): a launcher, and a fork server when Config.Warm
 // is set, made on first use and closed after Config.StarterIdle without
-// invocations, or at Close.
+// invocations, or at Close. With Config.ProviderWarm a starter also keeps
+// one provider-warm server per provider binding and tenant
+// (organization, project), never shared between tenants, started in the
+// background on first use and closed after Config.StarterIdle
+// (doc/design.md, “Provider-warm launch”).
 //
 // The Supervisor registers in the ledger as a controller with a lease
 // (Config.ControllerID, Config.LeaseTTL) on first use, renews it every
@@ -130,8 +136,8 @@
 // attempt takes its capability's resource reservations before anything is
 // launched, waiting up to Call.ReservationWait for another attempt that
 // holds one; if it cannot, the attempt ends refused without launching, and
-// the error names the holder (errors.Is ledger.ErrReserved, errors.As
-// *ledger.ReservationError). The reservations are re-checked at
+// the error names the holder (errors.Is cataloguestore.ErrReserved, errors.As
+// *cataloguestore.ReservationError). The reservations are re-checked at
 // invoke.admit and released when the attempt ends, whatever its outcome
 // (a crash leaves them to be freed by the next attempt's fence, the
 // operation's end or its deadline).

@@ -14,6 +14,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -122,7 +123,7 @@ func (c *HandlerConfig) validate() error {
 //
 // bootstrap: the in-process cancel signal → cancelled; RedeemBootstrap with
 // the child's pid (checked by the Session against the kernel's
-// credentials) and the Session's ID → allowed. ledger.ErrCancelled → cancelled;
+// credentials) and the Session's ID → allowed. ledger.ErrOperationCancelled → cancelled;
 // ledger.ErrStaleFence (a newer attempt, or an id issued to an older one),
 // ErrBootstrapRedeemed (replay), ErrChangedInput (another launch digest),
 // ErrNotFound, ErrResultAlreadyAccepted → refused.
@@ -132,16 +133,16 @@ func (c *HandlerConfig) validate() error {
 // the binding's capability, request digest or manifest digest not the
 // operation's → refused; the Authority: Refuse → refused, Hold →
 // waiting_approval; with a Reserver, its Recheck: the attempt no longer
-// holds its reservations (ledger.ErrReserved) → refused; then ledger Admit, which checks the fence, the
+// holds its reservations (cataloguestore.ErrReserved) → refused; then ledger Admit, which checks the fence, the
 // deadline and the request digest and records the admission:
-// ErrCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
+// ErrOperationCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
 // ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
 //
 // effect.request: the cancel signal → cancelled. A logical effect id the
 // ledger does not hold yet is new: with no Dispatcher → refused; the
 // Authority: Refuse → refused, Hold → waiting_approval (nothing recorded,
 // no budget spent, so a later attempt asks again). Then BeginEffect:
-// ErrCancelled → cancelled; ErrChangedInput (same id, other request),
+// ErrOperationCancelled → cancelled; ErrChangedInput (same id, other request),
 // ErrBudgetExhausted, ErrDeadlineExceeded, ErrStaleFence, ErrOutOfOrder →
 // refused. A new effect is dispatched and its outcome recorded under
 // context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
@@ -162,8 +163,8 @@ func (c *HandlerConfig) validate() error {
 //
 // result.publish: the cancel signal → cancelled; data not valid against the
 // admitted response schema → refused; AcceptResult stores the data's
-// canonical bytes as the artifact → allowed with its refs. ErrCancelled →
-// cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
+// canonical bytes as the artifact → allowed with its refs.
+// ErrOperationCancelled → cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
 // ErrOutOfOrder → refused.
 type Handler struct {
 	cfg       HandlerConfig
@@ -309,7 +310,7 @@ func reasonData(reason string) map[string]any {
 // so that the Session answers needs_reconciliation.
 func refusal(err error) (state ipc.ReplyState, ok bool) {
 	switch {
-	case errors.Is(err, ledger.ErrCancelled):
+	case errors.Is(err, ledger.ErrOperationCancelled):
 		return ipc.StateCancelled, true
 	case errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrBootstrapRedeemed),
 		errors.Is(err, ledger.ErrChangedInput), errors.Is(err, ledger.ErrBudgetExhausted),
@@ -432,7 +433,7 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (d ipc.Decisi
 	}
 	if h.cfg.Reserver != nil {
 		err := h.cfg.Reserver.Recheck(ctx, f, *h.cfg.Provider, *h.cfg.Manifest, req.Payload.Arguments)
-		if errors.Is(err, ledger.ErrReserved) {
+		if errors.Is(err, cataloguestore.ErrReserved) {
 			ev.Refusal = err
 			return answer(ipc.StateRefused, err.Error())
 		}
@@ -522,13 +523,11 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 	h.mu.Lock()
 	h.recorded[id] = true
 	h.mu.Unlock()
-	if !g.Redelivery {
-		h.tel.debited(h.cfg.Binding.CapabilityID)
-	}
 	if g.Redelivery {
 		ev.Redelivery = true
 		return h.redeliver(ctx, req, g.Effect, &ev)
 	}
+	h.tel.debited(h.cfg.Binding.CapabilityID)
 	if err := h.owned(); err != nil {
 		// Authorized but not dispatched: the effect stays authorized, and
 		// unknown once this controller's lease has expired.

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 )
 
 // openOrSkip opens the discovered parent, skipping where this machine has
