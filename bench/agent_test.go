@@ -163,7 +163,7 @@ func BenchmarkAgentSearch(b *testing.B) {
 // is the call's own work (the OS thread is locked between start and stop).
 type timings struct {
 	wall, cpu  []time.Duration
-	t0, c0     time.Time
+	t0         time.Time
 	cpuAtStart time.Duration
 }
 

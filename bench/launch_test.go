@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -31,11 +30,11 @@ import (
 // programs do.
 func buildTool(b *testing.B, dir, name, pkg string, root bool) string {
 	b.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			b.Fatal(err)
-		}
+	// go test puts the bin directory of the go tool running the
+	// benchmarks first on PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		b.Fatal(err)
 	}
 	out := filepath.Join(dir, name)
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)

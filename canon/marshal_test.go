@@ -26,28 +26,29 @@ type Extra struct {
 }
 
 type Wire struct {
-	Base                              // flattened
-	*Extra                            // flattened through a pointer
-	Count     int64                   `json:"count"`
-	Big       uint64                  `json:"big"`
-	Ratio     float64                 `json:"ratio"`
-	Flag      bool                    `json:"flag"`
-	Name      string                  `json:"name"`
-	Tags      []string                `json:"tags"`
-	Labels    map[string]string       `json:"labels"`
-	Inner     Inner                   `json:"inner"`
-	PtrInner  *Inner                  `json:"ptr_inner"`
-	PtrPtr    **int                   `json:"ptr_ptr"`
-	Any       any                     `json:"any"`
-	Raw       json.RawMessage         `json:"raw"`
-	Num       json.Number             `json:"num"`
-	Val       canon.Value             `json:"val"`
-	Fixed     [2]int                  `json:"fixed"`
-	Optional  *string                 `json:"optional,omitempty"`
-	Zero      int                     `json:"zero,omitzero"`
-	Nested    map[string][]Inner      `json:"nested"`
-	Ignored   string                  `json:"-"`
-	unexposed int                     //nolint:unused // must be ignored
+	Base                        // flattened
+	*Extra                      // flattened through a pointer
+	Count    int64              `json:"count"`
+	Big      uint64             `json:"big"`
+	Ratio    float64            `json:"ratio"`
+	Flag     bool               `json:"flag"`
+	Name     string             `json:"name"`
+	Tags     []string           `json:"tags"`
+	Labels   map[string]string  `json:"labels"`
+	Inner    Inner              `json:"inner"`
+	PtrInner *Inner             `json:"ptr_inner"`
+	PtrPtr   **int              `json:"ptr_ptr"`
+	Any      any                `json:"any"`
+	Raw      json.RawMessage    `json:"raw"`
+	Num      json.Number        `json:"num"`
+	Val      canon.Value        `json:"val"`
+	Fixed    [2]int             `json:"fixed"`
+	Optional *string            `json:"optional,omitempty"`
+	Zero     int                `json:"zero,omitzero"`
+	Nested   map[string][]Inner `json:"nested"`
+	Ignored  string             `json:"-"`
+	//lint:ignore U1000 an unexported field, there for Marshal to ignore
+	unexposed int
 	Renamed   map[keyName]json.Number `json:"renamed"`
 }
 

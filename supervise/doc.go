@@ -35,7 +35,11 @@
 // starter per provider environment (Config.Environments, or
 // Config.Launcher for all): a launcher, and a fork server when Config.Warm
 // is set, made on first use and closed after Config.StarterIdle without
-// invocations, or at Close.
+// invocations, or at Close. With Config.ProviderWarm a starter also keeps
+// one provider-warm server per provider binding and tenant
+// (organization, project), never shared between tenants, started in the
+// background on first use and closed after Config.StarterIdle
+// (doc/design.md, “Provider-warm launch”).
 //
 // The Supervisor registers in the ledger as a controller with a lease
 // (Config.ControllerID, Config.LeaseTTL) on first use, renews it every

@@ -474,13 +474,11 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 	h.mu.Lock()
 	h.recorded[id] = true
 	h.mu.Unlock()
-	if !g.Redelivery {
-		h.tel.debited(h.cfg.Binding.CapabilityID)
-	}
 	if g.Redelivery {
 		ev.Redelivery = true
 		return h.redeliver(ctx, req, g.Effect, &ev)
 	}
+	h.tel.debited(h.cfg.Binding.CapabilityID)
 	if err := h.owned(); err != nil {
 		// Authorized but not dispatched: the effect stays authorized, and
 		// unknown once this controller's lease has expired.

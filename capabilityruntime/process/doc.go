@@ -39,7 +39,7 @@
 //
 // # What every runtime process gets
 //
-// Its environment is the variables of EnvAllowlist that are set in this
+// Its environment is the variables named by EnvAllowlist that are set in this
 // process plus the NEURON_CAPABILITY_RUNTIME_* variables of its protocol,
 // and nothing else (upstream's one-shot path passed the whole environment).
 // Its working directory is the spec's RootDir, its only descriptors are 0–2

@@ -211,7 +211,7 @@ func TestChildEnvironmentAndDescriptors(t *testing.T) {
 	cfg := testConfig(t)
 	b := newBackend(t, cfg)
 	var allowed []string
-	for _, k := range process.EnvAllowlist {
+	for _, k := range process.EnvAllowlist() {
 		if v, ok := os.LookupEnv(k); ok {
 			allowed = append(allowed, k+"="+v)
 		}

@@ -81,9 +81,11 @@
 // Every host is contained (package launch, “Containment”; doc/design.md,
 // “Containment”): Landlock lets it read only its interpreter, its
 // environment, the system directories and what -read PATH adds, and
-// write only its working directory; it has no network (zeoctl's contexts
-// do not allow it), runs under resource limits, no_new_privs and a
-// seccomp deny list, cold or warm. zeoctl prints one line naming the
+// write only its working directory; it has no network, unless -network
+// grants it to a capability that requires it, and then it reaches only
+// the hosts its manifest names and -network-host grants, through the
+// launcher's egress proxy (such a host is launched cold); it runs under
+// resource limits, no_new_privs and a seccomp deny list, cold or warm. zeoctl prints one line naming the
 // containment in force, and a warning when it runs as root (the host then
 // runs as root too). -user NAME (or UID[:GID]) runs the host as another
 // user, refused before launch, naming the path, when that user could not
@@ -162,6 +164,18 @@
 // search, describe-capability, run and mcp answer as the project sees the
 // catalogue: a capability outside its audience does not exist for them,
 // not even in an error's wording.
+//
+// # Telemetry
+//
+// demo, invoke, run and mcp take -telemetry stdout|stderr|otlp: the
+// Supervisor's OpenTelemetry spans (one per invocation, attempt, IPC
+// method, ledger write and dispatch) and its zeo.runtime.* metrics
+// (doc/design.md, “Telemetry”). stdout and stderr get one JSON object per
+// span as it ends and the metrics when the command ends (mcp, whose
+// standard output is its protocol, refuses stdout); otlp sends them to
+// the endpoint the standard OTEL_EXPORTER_OTLP_* variables name
+// (http/protobuf, or grpc with OTEL_EXPORTER_OTLP_PROTOCOL=grpc), with
+// service.name zeoctl unless OTEL_SERVICE_NAME says otherwise.
 //
 // # Exit status
 //

@@ -252,3 +252,23 @@ func TestUnescapeMount(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseRemovedElsewhere: a Group whose directory someone else removed
+// closes cleanly, its descriptor released.
+func TestCloseRemovedElsewhere(t *testing.T) {
+	p := openOrSkip(t, Options{})
+	fds := leaktest.OpenFDs(t)
+	g, err := p.New("zeo-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(g.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(context.Background()); err != nil {
+		t.Errorf("Close of a removed group: %v", err)
+	}
+	if n := leaktest.OpenFDs(t); n != fds {
+		t.Errorf("%d descriptors open, %d before", n, fds)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
@@ -17,11 +16,11 @@ import (
 // tools: a static binary starts without the dynamic loader, which every
 // launch would pay. The go tool's output goes to stderr.
 func Build(dir, name, pkg string) (string, error) {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			return "", fmt.Errorf("testbin: go tool not found: %w", err)
-		}
+	// go test puts the bin directory of the go tool running the tests
+	// first on the test binary's PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("testbin: go tool not found on PATH: %w", err)
 	}
 	out := filepath.Join(dir, name)
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)

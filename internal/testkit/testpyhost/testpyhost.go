@@ -5,8 +5,14 @@
 // here —, pydantic, jsonschema, zeo_core.contracts.runtime, zeo_core.tools
 // and zeo_core.core.managed_execution at their top level, the contracts
 // building pydantic models as they are imported), speaking the protocol far
-// enough to bootstrap, run a capability of demo_provider (echo, hang, fail)
-// and publish; the provider is imported after bootstrap only. Beside it:
+// enough to bootstrap, run a capability of demo_provider (echo, hang, fail,
+// two_effects through its governed effect port) and publish. As
+// upstream's, after bootstrap it activates the provider's generation
+// (catalogue.installed_factory imports the provider, then
+// CandidateCatalogue.activate validates the inventory, builds the registry
+// and compares it with the admitted manifests), the steps a provider-warm
+// server does once; zeotestlarge is a large provider (tens of
+// capabilities, large schemas) whose generation costs real work. Beside it:
 // zeotesthost (the same host under a short name, for tests that list their
 // own preload), zeotestcontracts (the host's dependencies under one name),
 // the probe host zeotestprobe (one JSON line saying what the process

@@ -105,7 +105,7 @@
 //     action ZEO_HOSTSIM_HOSTILE lists ([EnvHostile]: read or write a
 //     file, connect, resolve a name, signal a pid, reach an abstract
 //     socket, fork, allocate, write a large file, GET or CONNECT through
-//     the proxy of its environment) and writes a JSON report of what each
+//     the proxy of its environment, report its capabilities) and writes a JSON report of what each
 //     got instead of a result; no IPC
 //   - hostile-echo: serves normally, but its echo capability tries the
 //     hostile actions first and answers the JSON report as its text: a

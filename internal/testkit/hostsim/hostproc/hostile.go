@@ -59,6 +59,7 @@ func hostile(spec string) map[string]any {
 //	forkbomb:N         start copies of this program (sleepers) until one fails or N run
 //	alloc:BYTES        map and touch BYTES of private memory
 //	bigfile:PATH:BYTES write BYTES to PATH (SIGXFSZ ignored, so the limit is an error)
+//	caps:              the capability sets of /proc/self/status: "ok CapInh=… CapPrm=… CapEff=… CapBnd=… CapAmb=…"
 //	proxyget:URL       GET the http:// URL through the proxy HTTP_PROXY names; "ok STATUS BODY"
 //	tunnel:HOST:PORT   CONNECT to HOST:PORT through the proxy HTTPS_PROXY names, then GET / in
 //	                   the tunnel; "ok STATUS BODY"
@@ -66,6 +67,18 @@ func hostileAction(verb, arg string) (string, error) {
 	switch verb {
 	case "proxyget", "tunnel":
 		return proxied(verb, arg)
+	case "caps":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return "", err
+		}
+		var caps []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "Cap") {
+				caps = append(caps, strings.Join(strings.Fields(line), ""))
+			}
+		}
+		return strings.Join(caps, " "), nil
 	case "read":
 		f, err := os.Open(arg)
 		if err != nil {
@@ -218,19 +231,33 @@ func DNSAnswer(query []byte) ([]byte, error) {
 // proxied does a proxyget or tunnel action: an HTTP/1.1 exchange with
 // the proxy its environment names, written by hand so that loopback
 // destinations go through the proxy too (net/http's proxy selection
-// never proxies them).
+// never proxies them). A proxyget follows up to five redirects, each a
+// new request through the proxy, as an HTTP client would.
 func proxied(verb, arg string) (string, error) {
+	for range 5 {
+		res, next, err := proxiedOnce(verb, arg)
+		if next == "" || verb != "proxyget" {
+			return res, err
+		}
+		arg = next
+	}
+	return "", errors.New("too many redirects")
+}
+
+// proxiedOnce is one exchange of proxied; next is the Location of a
+// redirect.
+func proxiedOnce(verb, arg string) (res, next string, err error) {
 	env := "HTTP_PROXY"
 	if verb == "tunnel" {
 		env = "HTTPS_PROXY"
 	}
 	pu, err := url.Parse(os.Getenv(env))
 	if err != nil || pu.Host == "" {
-		return "", fmt.Errorf("no proxy in %s (%q)", env, os.Getenv(env))
+		return "", "", fmt.Errorf("no proxy in %s (%q)", env, os.Getenv(env))
 	}
 	c, err := net.DialTimeout("tcp", pu.Host, 3*time.Second)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
@@ -240,34 +267,41 @@ func proxied(verb, arg string) (string, error) {
 		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", arg, arg)
 		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 		if err != nil {
-			return "", fmt.Errorf("CONNECT: %w", err)
+			return "", "", fmt.Errorf("CONNECT: %w", err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("the proxy answered CONNECT with %s", resp.Status)
+			return "", "", fmt.Errorf("the proxy answered CONNECT with %s", resp.Status)
 		}
 		req, _ = http.NewRequest(http.MethodGet, "http://"+arg+"/", nil)
 		err = req.Write(c)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 	} else {
 		if req, err = http.NewRequest(http.MethodGet, arg, nil); err != nil {
-			return "", err
+			return "", "", err
 		}
 		if err := req.WriteProxy(c); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("the proxy answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
+		u, err := req.URL.Parse(loc)
+		if err != nil {
+			return "", "", err
+		}
+		return "", u.String(), nil
 	}
-	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body))), nil
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("the proxy answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body))), "", nil
 }
 
 // hostileEcho is the echo capability of the hostile-echo scenario: it

@@ -183,12 +183,13 @@ func hangBeforePublish(inv *hostsim.Invocation) {
 		}
 		p := inv.Provider
 		inv.Provider = func(ctx context.Context, args map[string]any, effects *hostsim.EffectPort) hostsim.Outcome {
-			out := p(ctx, args, effects)
+			p(ctx, args, effects) // its outcome is never published
 			if err := os.WriteFile(PausedPIDFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 				return hostsim.Outcome{Status: hostsim.OutcomeFailed, ErrorCode: "ZEO_HOSTSIM_PAUSE"}
 			}
-			hang()
-			return out
+			for { // as hang does: blocked until killed
+				time.Sleep(time.Hour)
+			}
 		}
 		return nil
 	}

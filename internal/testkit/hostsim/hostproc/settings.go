@@ -129,7 +129,7 @@ Environment (the launcher passes the host's whole environment; set these there):
 	` + EnvPythonVersion + `   interpreter version the binding must name (default ` + hostsim.DefaultPythonVersion + `)
 	` + EnvDistribution + `     installed distribution the binding must name (default ` + hostsim.DefaultDistribution + `)
 	` + EnvVersion + `          installed version the binding must name (default ` + hostsim.DefaultVersion + `)
-	` + EnvHostile + `          the hostile scenario's actions, "verb:argument;..." (read, write, connect, resolve, signal, abstract, forkbomb, alloc, bigfile, proxyget, tunnel)
+	` + EnvHostile + `          the hostile scenario's actions, "verb:argument;..." (read, write, connect, resolve, signal, abstract, forkbomb, alloc, bigfile, proxyget, tunnel, caps)
 	` + EnvScenario + `         a misbehaviour for tests (default: none); one of:
 `)
 	for _, e := range scenarioTable() {

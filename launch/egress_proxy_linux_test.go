@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,7 +46,7 @@ func TestEgressHosts(t *testing.T) {
 	}
 	for a, want := range map[string]bool{"127.0.0.1": true, "::1": true, "169.254.169.254": true, "fe80::1": true,
 		"0.0.0.0": true, "fd00:ec2::254": true, "::ffff:127.0.0.1": true, "224.0.0.1": true,
-		"10.0.0.1": false, "192.0.2.1": false, "2001:db8::1": false} {
+		"0.1.2.3": true, "255.255.255.255": true, "::ffff:0.0.0.1": true, "10.0.0.1": false, "fd12::1": false, "192.0.2.1": false, "2001:db8::1": false} {
 		if got := neverByName(netip.MustParseAddr(a)); got != want {
 			t.Errorf("neverByName(%s) = %v, want %v", a, got, want)
 		}
@@ -120,7 +121,14 @@ func proxyExchange(t *testing.T, addr, raw string, tunnelTo string) (string, str
 }
 
 func testServer(t *testing.T, ln net.Listener, body string) string {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) }))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			w.Write(b)
+			return
+		}
+		io.WriteString(w, body)
+	}))
 	if ln != nil {
 		srv.Listener.Close()
 		srv.Listener = ln
@@ -144,6 +152,39 @@ func publicAddr(t *testing.T) netip.Addr {
 	t.Skip("this machine has no non-loopback IPv4 address to stand for a public host")
 	return netip.Addr{}
 }
+
+// TestEgressRefusalLog: a host's first egressLoggedRefusals refusals are
+// logged one by one, the rest counted and logged once at close.
+func TestEgressRefusalLog(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // the proxy logs from its connections' goroutines
+	var warnings int
+	var last string
+	h := slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		warnings++
+		last = string(b)
+		return len(b), nil
+	}), nil)
+	p := startEgress(ln, nil, slog.New(h), fakeResolver{})
+	for range egressLoggedRefusals + 20 {
+		if status, _ := proxyExchange(t, ln.Addr().String(), "CONNECT example.com:443 HTTP/1.1\r\n\r\n", "x"); status != "403 Forbidden" {
+			t.Fatalf("status %s", status)
+		}
+	}
+	p.close()
+	if warnings != egressLoggedRefusals+2 || !strings.Contains(last, "refusals="+fmt.Sprint(egressLoggedRefusals+20)) {
+		t.Errorf("%d log lines, the last %q; want %d, the last counting %d refusals", warnings, last, egressLoggedRefusals+2, egressLoggedRefusals+20)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // TestEgressProxy runs the proxy in this process: admitted destinations
 // are reached by CONNECT and by plain GET (an IP literal, and a name
@@ -176,6 +217,8 @@ func TestEgressProxy(t *testing.T) {
 		{"CONNECT " + allowed + " HTTP/1.1\r\nHost: " + allowed + "\r\n\r\n", allowed, "200 OK", "allowed"},
 		{"GET http://api.test:" + namedPort + "/ HTTP/1.1\r\nHost: api.test\r\n\r\n", "", "200 OK", "named"},
 		{"CONNECT api.test:" + namedPort + " HTTP/1.1\r\n\r\n", "api.test", "200 OK", "named"},
+		{"POST http://" + allowed + "/ HTTP/1.1\r\nHost: " + allowed + "\r\nContent-Length: 4\r\n\r\nbody", "", "200 OK", "body"},
+		{"POST http://" + allowed + "/ HTTP/1.1\r\nHost: " + allowed + "\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\nbody", "", "100 Continue", ""},
 		{"GET http://" + other + "/ HTTP/1.1\r\nHost: " + other + "\r\n\r\n", "", "403 Forbidden", ""},
 		{"CONNECT " + other + " HTTP/1.1\r\n\r\n", other, "403 Forbidden", ""},
 		{"CONNECT api.test:1 HTTP/1.1\r\n\r\n", "api.test", "403 Forbidden", ""},

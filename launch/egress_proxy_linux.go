@@ -28,6 +28,10 @@ const (
 	egressDialTimeout = 10 * time.Second
 	egressIdleTimeout = 60 * time.Second
 	egressMaxHead     = 64 << 10
+	// egressLoggedRefusals is how many refusals of one host are logged one
+	// by one; the rest are counted and logged once when the host ends, so
+	// that a host cannot flood the log.
+	egressLoggedRefusals = 100
 )
 
 // egressRule is one admitted network_hosts entry: a host name or an IP
@@ -121,9 +125,21 @@ type egressProxy struct {
 	sem      chan struct{}
 	wg       sync.WaitGroup
 
+	refusals atomic.Int64
+
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+}
+
+// refused logs one refusal (up to egressLoggedRefusals of them).
+func (p *egressProxy) refused(msg string, attrs ...any) {
+	switch n := p.refusals.Add(1); {
+	case n <= egressLoggedRefusals:
+		p.log.Warn(msg, attrs...)
+	case n == egressLoggedRefusals+1:
+		p.log.Warn("launch: egress: more refusals; they are counted and logged once when the host ends", "logged", egressLoggedRefusals)
+	}
 }
 
 // startEgress serves ln until close, for a host admitted to hosts; log
@@ -156,6 +172,9 @@ func (p *egressProxy) close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	if n := p.refusals.Load(); n > egressLoggedRefusals {
+		p.log.Warn("launch: egress refused more than were logged", "refusals", n)
+	}
 }
 
 // track records c for close; false when the proxy is closing (c is then
@@ -240,7 +259,7 @@ func (p *egressProxy) handle(c net.Conn) {
 	}
 	lit, ok := p.admitted(host, port)
 	if !ok {
-		p.log.Warn("launch: egress refused: not admitted by network_hosts", "host", host, "port", port, "method", req.Method)
+		p.refused("launch: egress refused: not admitted by network_hosts", "host", host, "port", port, "method", req.Method)
 		writeEgressStatus(c, http.StatusForbidden, fmt.Sprintf("%s port %d: %v", host, port, errEgressRefused))
 		return
 	}
@@ -249,7 +268,7 @@ func (p *egressProxy) handle(c net.Conn) {
 		status := http.StatusBadGateway
 		if errors.Is(err, errEgressRefused) {
 			status = http.StatusForbidden
-			p.log.Warn("launch: egress refused: the name resolves to an address never dialed by name", "host", host, "port", port, "err", err)
+			p.refused("launch: egress refused: the name resolves to an address never dialed by name", "host", host, "port", port, "err", err)
 		} else {
 			p.log.Info("launch: egress: the destination did not answer", "host", host, "port", port, "err", err)
 		}
@@ -273,6 +292,15 @@ func (p *egressProxy) handle(c net.Conn) {
 		}
 		req.Close = true
 		req.RequestURI = ""
+		if strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+			// The proxy has decided: let the client send its body now
+			// rather than wait for a continue the forwarded request
+			// would no longer ask for.
+			req.Header.Del("Expect")
+			if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+				return
+			}
+		}
 		_ = up.SetWriteDeadline(time.Now().Add(egressIdleTimeout))
 		if err := req.Write(up); err != nil {
 			writeEgressStatus(c, http.StatusBadGateway, "forwarding the request: "+err.Error())
@@ -356,13 +384,16 @@ func (p *egressProxy) admitted(host string, port int) (lit netip.Addr, ok bool) 
 // neverByName reports whether a is an address the proxy never dials for a
 // host name, whatever the name resolves to: loopback (this machine's
 // services: PostgreSQL, the ledger's database), link-local (cloud
-// metadata at 169.254.169.254), unspecified and multicast addresses, and
-// AWS's IPv6 metadata address. An admitted IP literal is dialed as
-// admitted.
+// metadata at 169.254.169.254), unspecified, "this network" (0.0.0.0/8,
+// which Linux may route to this machine), broadcast and multicast
+// addresses, and AWS's IPv6 metadata address. Private addresses are
+// dialed: an admitted name may be an internal service. An admitted IP
+// literal is dialed as admitted.
 func neverByName(a netip.Addr) bool {
 	a = a.Unmap()
 	return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() ||
-		a.IsMulticast() || a.IsInterfaceLocalMulticast() || a == netip.MustParseAddr("fd00:ec2::254")
+		a.IsMulticast() || a.IsInterfaceLocalMulticast() || (a.Is4() && a.As4()[0] == 0) ||
+		a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) || a == netip.MustParseAddr("fd00:ec2::254")
 }
 
 // dial connects to an admitted host:port: an IP literal as is, a name

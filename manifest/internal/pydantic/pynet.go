@@ -1,4 +1,4 @@
-package manifest
+package pydantic
 
 import (
 	"math/big"
