@@ -55,7 +55,7 @@ type HostVersion struct {
 	Files map[string]canon.Digest
 }
 
-// PinnedHostFiles are the files of the host package a HostVersion pins.
+// pinnedHostFiles are the files of the host package a HostVersion pins.
 var pinnedHostFiles = []string{"catalogue.py", "host.py"}
 
 // providerWarmSpec is a ProviderWarm checked at construction.

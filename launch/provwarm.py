@@ -21,6 +21,7 @@ launcher to the child over that channel, never through this process.
       ready    {op, pid, python, phases, binding_digest, host, refusal}
                or {op, error}
       forked   {op, id, pid, spare} + [pidfd, the child's channel]
+      refused  {op, id, reason}
       exit     {op, pid, code}
     launcher -> child, on the child's channel
       job      {argv, env, dir, orig_argv, contain} + [stdin, stdout,
@@ -183,7 +184,7 @@ class ProviderServer(_z.Server):
         factory = step("importing the provider", cat.installed_factory, binding)
         generation = step("activating the generation", cat.CandidateCatalogue().activate, binding, factory)
         self.phase = "serving"
-        self.host, self.generation = host, generation
+        self.host, self.generation, self.binding = host, generation, binding
         self.binding_digest = host.digest(binding.model_dump(mode="json"))
 
     @staticmethod
@@ -275,20 +276,6 @@ class ProviderServer(_z.Server):
             os.close(theirs)
             chan.close()
 
-    def on_exit(self, pidfd):
-        _z.Server.on_exit(self, pidfd)
-
-    def on_spare(self):
-        pass  # a spare's channel is the launcher's; the server never reads it
-
-    def shutdown(self):
-        if self.spare is not None:
-            try:
-                os.kill(self.spare[0], signal.SIGKILL)
-            except OSError:
-                pass
-        os._exit(0)
-
 
 # -- in a child ----------------------------------------------------------
 
@@ -313,7 +300,7 @@ def _child(server, mine, chan):
             os._exit(0)
         chan.detach()  # its number is closed with every other above 4
         job = _z._become_host(server, m, fds)
-        _serve_generation(server.host, server.generation, server.binding_digest)
+        _serve_generation(server.host, server.generation, server.binding)
         return job
     except BaseException:  # noqa: BLE001 -- a child never returns to the loop
         try:
@@ -322,17 +309,20 @@ def _child(server, mine, chan):
             os._exit(126)
 
 
-def _serve_generation(host, generation, binding_digest):
+def _serve_generation(host, generation, activated):
     """Makes the host's own ManagedHost.invoke use the generation this
     server activated, instead of activating it again: the host module's
     CandidateCatalogue becomes a subclass whose activate hands out that
-    generation, for exactly that binding (digest compare), and refuses any
-    other as the host refuses a bad one."""
+    generation, for exactly the binding activated (the launcher compared
+    the digests before it sent the invocation; here the parsed bindings
+    are compared field by field, which costs a millisecond where hashing
+    the binding again costs tens), and refuses any other as the host
+    refuses a bad one."""
     base = host.CandidateCatalogue
 
     class ActivatedCatalogue(base):
         def activate(self, binding, factory):
-            if host.digest(binding.model_dump(mode="json")) != binding_digest:
+            if binding != activated:
                 raise host.ProtocolError("the binding is not the one this process activated")
             return generation
 

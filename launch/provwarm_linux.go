@@ -7,6 +7,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -152,6 +154,46 @@ func (pw *providerWarmSpec) match(lc *LaunchContext) error {
 	}
 	if d != pw.bindingDigest {
 		return &coldError{fmt.Errorf("the invocation's binding %s is not the one the provider-warm server activated (%s)", d, pw.bindingDigest)}
+	}
+	return nil
+}
+
+// checkLoaded checks from outside, where this process may look, what a
+// provider-warm server said when it became ready: one thread, no
+// descriptor beyond its own (0–3, and with a spare the spare's pidfd and
+// channel), no child but its spare. A server that loaded a provider
+// cannot be taken at its word. What this process may not read (another
+// user's non-dumpable process, unless it is root) is left to the
+// server's own check.
+func checkLoaded(pid int, spare bool) error {
+	proc := "/proc/" + strconv.Itoa(pid)
+	tasks, err := os.ReadDir(proc + "/task")
+	if err != nil {
+		return nil
+	}
+	if len(tasks) != 1 {
+		return fmt.Errorf("it runs %d threads", len(tasks))
+	}
+	wantKids, wantFDs := 0, 4
+	if spare {
+		wantKids, wantFDs = 1, 6
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("%s/task/%d/children", proc, pid)); err == nil {
+		if kids := strings.Fields(string(b)); len(kids) > wantKids {
+			return fmt.Errorf("it has %d child processes (%s)", len(kids), strings.Join(kids, ", "))
+		}
+	}
+	fds, err := os.ReadDir(proc + "/fd")
+	if err != nil {
+		return nil
+	}
+	if len(fds) > wantFDs {
+		var open []string
+		for _, fd := range fds {
+			target, _ := os.Readlink(proc + "/fd/" + fd.Name())
+			open = append(open, fd.Name()+" ("+target+")")
+		}
+		return fmt.Errorf("it holds %d descriptors, at most %d expected: %s", len(fds), wantFDs, strings.Join(open, ", "))
 	}
 	return nil
 }

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -91,7 +91,9 @@ func TestProviderWarmEcho(t *testing.T) {
 // answers each method with the state its script names (allowed when it
 // names none): effect requests by their order, the others by method.
 type scriptPeer struct {
-	states  map[string]string // method, or "effect.request#N" (1-based), to the reply state
+	states map[string]string // method, or "effect.request#N" (1-based), to the reply state
+	// replied, when set, is called after each reply with its method.
+	replied func(method string)
 	mu      sync.Mutex
 	bodies  [][]byte
 	effects int
@@ -149,6 +151,9 @@ func (p *scriptPeer) serve(ctx context.Context, conn net.Conn, pid int, _ canon.
 		if err := ipc.WriteFrame(conn, reply, ipc.MaxMessageBytes); err != nil {
 			return err
 		}
+		if p.replied != nil {
+			p.replied(string(req.Method))
+		}
 	}
 }
 
@@ -169,7 +174,7 @@ func TestProviderWarmMatchesCold(t *testing.T) {
 		states     map[string]string
 		mutate     func(*launch.Invocation)
 		deadline   time.Duration // a deadline this far ahead
-		cancel     time.Duration // cancel the invocation after this long
+		cancel     bool          // cancel the invocation once it was admitted
 	}{
 		{name: "echo"},
 		{name: "effects", capability: "two_effects", args: map[string]any{"target": "doc-1"}},
@@ -184,8 +189,10 @@ func TestProviderWarmMatchesCold(t *testing.T) {
 		{name: "publication waits", states: map[string]string{"result.publish": "waiting_approval"}},
 		{name: "failure", capability: "fail"},
 		{name: "not admitted", mutate: func(inv *launch.Invocation) { inv.Context.AdmittedCapabilities = []string{"example.other@1.0.0"} }},
-		{name: "deadline kill", capability: "hang", deadline: 1500 * time.Millisecond},
-		{name: "cancellation", capability: "hang", cancel: 1500 * time.Millisecond},
+		// Far enough ahead for a cold start on a loaded machine: the host
+		// must be admitted and hang before its deadline.
+		{name: "deadline kill", capability: "hang", deadline: 8 * time.Second},
+		{name: "cancellation", capability: "hang", cancel: true},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			name, args := sc.capability, sc.args
@@ -210,13 +217,16 @@ func TestProviderWarmMatchesCold(t *testing.T) {
 				peer *scriptPeer
 			}
 			run := func(invoke func(context.Context, launch.Invocation, func(context.Context, net.Conn, int, canon.Digest) error) (*launch.Outcome, error), to *ran) {
-				ctx := testCtx(t)
-				if sc.cancel > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, sc.cancel)
-					defer cancel()
-				}
+				ctx, cancel := context.WithCancel(testCtx(t))
+				defer cancel()
 				to.peer = &scriptPeer{states: sc.states}
+				if sc.cancel {
+					to.peer.replied = func(method string) {
+						if method == string(ipc.MethodAdmit) {
+							cancel()
+						}
+					}
+				}
 				to.out, to.err = invoke(ctx, inv, to.peer.serve)
 			}
 			var w, c ran
@@ -739,4 +749,62 @@ func TestProviderWarmLargeProvider(t *testing.T) {
 			cout.Process.Stdout, cout.Process.ExitCode)
 	}
 	t.Logf("cold %v, provider-warm %v (elapsed in the host)", cout.Process.Elapsed, wout.Process.Elapsed)
+}
+
+// TestProviderWarmLoadedStateCheckedOutside: a server that says it is
+// ready although loading left a thread, a descriptor or a child process
+// (its own check removed) is caught by the launcher's look at its /proc
+// entries, and refused.
+func TestProviderWarmLoadedStateCheckedOutside(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	liar := []byte(strings.Replace(string(launch.ProvwarmSource), "refusal = self.loaded_state()", "refusal = None", 1))
+	for _, tt := range []struct{ name, module, src, want string }{
+		{"thread", "zeotestpwthread2", "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\nfrom demo_provider import factory\n",
+			"it runs 2 threads"},
+		{"file", "zeotestpwfile2", "KEPT = open(__file__, 'rb')\nfrom demo_provider import factory\n", "it holds 5 descriptors"},
+		{"child", "zeotestpwchild2", "import subprocess\nCHILD = subprocess.Popen(['sleep', '3600'])\nfrom demo_provider import factory\n",
+			"it has 1 child processes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := e.writeProvider(t, tt.module, tt.src)
+			l := e.launcher(t, hostModule, nil, e.env()...)
+			_, err := l.StartProviderWarmFrom(testCtx(t), launch.ZygoteConfig{Provider: b, ProviderWarm: providerWarm()}, liar)
+			if !errors.Is(err, launch.ErrZygoteStart) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("StartZygote: %v, want ErrZygoteStart saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestProviderWarmChildComparesBinding: a child whose server activated
+// another binding than the one its context carries (here a server patched
+// to remember a wrong one; the launcher compares digests before it forks,
+// so only a lying server gets there) refuses the call as the host refuses
+// a bad binding: a protocol error, with nothing of the provider run.
+func TestProviderWarmChildComparesBinding(t *testing.T) {
+	t.Parallel()
+	e := newPyEnv(t)
+	old := "self.host, self.generation, self.binding = host, generation, binding"
+	src := string(launch.ProvwarmSource)
+	if strings.Count(src, old) != 1 {
+		t.Fatalf("the server program no longer holds %q once", old)
+	}
+	liar := strings.Replace(src, old, old+`.model_copy(update={"generation": binding.generation + 1})`, 1)
+	l := e.launcher(t, hostModule, nil, e.env()...)
+	z, err := l.StartProviderWarmFrom(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm()}, []byte(liar))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	var p scriptPeer
+	out, err := z.InvokeWithPeer(testCtx(t), e.echo(t), p.serve)
+	if err != nil || !out.Process.Warm || out.Result.State != launch.StateProtocolError || errorCode(out) != "ZEO_HOST_PROTOCOL" {
+		t.Fatalf("err %v, warm %v, state %s, error code %q", err, out != nil && out.Process.Warm, out.Result.State, errorCode(out))
+	}
+	for _, b := range p.bodies {
+		if bytes.Contains(b, []byte(`"method":"invoke.admit"`)) {
+			t.Fatal("the call was admitted")
+		}
+	}
 }

@@ -283,6 +283,13 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 	}
 	s.preloaded, s.discovered = m.Preloaded, discover && m.Discovery == ""
 	if sp.pw != nil {
+		if err := checkLoaded(s.pid, sp.cfg.Spare); err != nil {
+			// What it started dies with it: its group (a spare has a
+			// session of its own, and dies with its server).
+			_ = signalGroup(s.pid, unix.SIGKILL)
+			s.lose(err)
+			return nil, fmt.Errorf("%w: the provider-warm server said it was ready, but %w", ErrZygoteStart, err)
+		}
 		s.pw = providerWarmReady(m)
 		l.log.Info("launch: provider-warm server ready", "pid", s.pid, "host", m.Host, "binding_digest", sp.pw.bindingDigest,
 			"organization_id", sp.pw.cfg.OrganizationID, "project_id", sp.pw.cfg.ProjectID, "phases_ms", m.Phases, "elapsed", time.Since(s.started))

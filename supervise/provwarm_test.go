@@ -3,15 +3,18 @@
 package supervise_test
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
@@ -135,7 +138,9 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 	reg.admit(gen1)
 	cfg := config(t, memory.New(), ln)
 	cfg.Provider, cfg.Providers, cfg.ProviderWarm = manifest.ProviderBinding{}, reg, standInWarm()
-	cfg.StarterIdle = 2 * time.Second
+	// Long enough that a loaded machine's pauses between two steps never
+	// close a server this test is about to use.
+	cfg.StarterIdle = 6 * time.Second
 	s := newSupervisor(t, cfg)
 	run := func(op, text string) *supervise.Outcome {
 		c := call(op, "example.echo@1.0.0", map[string]any{"text": text}, 0)
@@ -173,7 +178,7 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 		t.Fatalf("servers %+v", servers)
 	}
 	// Idle: both servers are closed, and their processes gone.
-	for range 1000 {
+	for range 3000 {
 		if len(s.ProviderWarmServers()) == 0 && len(leaktest.Children(t)) == 0 {
 			return
 		}
@@ -181,3 +186,45 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 	}
 	t.Fatalf("servers %+v and processes %v left after StarterIdle", s.ProviderWarmServers(), leaktest.Children(t))
 }
+
+// TestProviderWarmRefusedRunsCold: a provider whose import leaves a
+// thread running is refused provider-warm, with a warning saying why, and
+// its operations run cold.
+func TestProviderWarmRefusedRunsCold(t *testing.T) {
+	ln := pwLauncher(t, map[string]string{"zeotestpwthread": "import threading, time\n" +
+		"threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\nfrom demo_provider import factory\n"})
+	var log strings.Builder
+	var mu sync.Mutex
+	cfg := config(t, memory.New(), ln)
+	cfg.Provider = variant(t, "zeotestpwthread:factory", 1, "")
+	cfg.ProviderWarm = standInWarm()
+	cfg.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := newSupervisor(t, cfg)
+	said := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(log.String(), "loading left 2 threads running")
+	}
+	for i := 0; !said(); i++ {
+		if i == 200 {
+			t.Fatalf("no warning says why the server was refused:\n%s", log.String())
+		}
+		o, err := s.Invoke(testCtx(t), call(fmt.Sprintf("op-%d", i), "example.echo@1.0.0", map[string]any{"text": "hello"}, 0))
+		wantState(t, o, err, launch.StateSucceeded, nil)
+		if o.Launch.Process.Warm {
+			t.Fatal("launched warm")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if sv := s.ProviderWarmServers(); len(sv) != 0 {
+		t.Fatalf("servers %+v", sv)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 )
 
 // The attribute keys of the package's spans, metrics and log records
@@ -518,12 +519,12 @@ var errorClasses = []struct {
 	{ErrRunning, "running"}, {ErrPreflight, "preflight"}, {ErrOperationMismatch, "operation_mismatch"},
 	{ErrLeaseLost, "lease_lost"}, {ErrClosed, "closed"}, {ErrNotConsumed, "not_consumed"},
 	{ErrInvalidCall, "invalid_call"}, {ErrInvalidConfig, "invalid_config"},
-	{ledger.ErrStaleFence, "ledger.stale_fence"}, {ledger.ErrCancelled, "ledger.cancelled"},
+	{ledger.ErrStaleFence, "ledger.stale_fence"}, {ledger.ErrOperationCancelled, "ledger.cancelled"},
 	{ledger.ErrBootstrapRedeemed, "ledger.bootstrap_redeemed"}, {ledger.ErrChangedInput, "ledger.changed_input"},
 	{ledger.ErrBudgetExhausted, "ledger.budget_exhausted"}, {ledger.ErrResultAlreadyAccepted, "ledger.result_already_accepted"},
 	{ledger.ErrDeadlineExceeded, "ledger.deadline_exceeded"}, {ledger.ErrOutOfOrder, "ledger.out_of_order"},
 	{ledger.ErrOutOfScope, "ledger.out_of_scope"}, {ledger.ErrNotFound, "ledger.not_found"},
-	{ledger.ErrInvalidTransition, "ledger.invalid_transition"}, {ledger.ErrReserved, "ledger.reserved"},
+	{ledger.ErrInvalidTransition, "ledger.invalid_transition"}, {cataloguestore.ErrReserved, "ledger.reserved"},
 	{ledger.ErrInFlight, "ledger.in_flight"}, {ledger.ErrOwnerLive, "ledger.owner_live"},
 	{ledger.ErrLeaseExpired, "ledger.lease_expired"}, {ledger.ErrLeaseHeld, "ledger.lease_held"},
 	{ledger.ErrCorrupt, "ledger.corrupt"}, {ledger.ErrClosed, "ledger.closed"},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 )
