@@ -7,26 +7,6 @@ import (
 	"time"
 )
 
-// Errors of a Supervisor's lifetime: its Close and its controller lease.
-var (
-	// ErrClosed is returned by Invoke once Close has begun. Nothing was
-	// launched or recorded.
-	ErrClosed = errors.New("supervise: supervisor closed")
-	// ErrDrainTimeout is wrapped by Close's error when invocations were
-	// still running at its bound: their hosts were stopped, but a ledger
-	// write of theirs may still be pending, so the controller's lease was
-	// not released (it is left to expire, and then another controller
-	// takes the attempts over). The process should exit.
-	ErrDrainTimeout = errors.New("supervise: close timed out with invocations still running; lease kept until it expires")
-	// ErrLeaseLost is returned by Invoke once this Supervisor's controller
-	// lease has expired or could not be renewed in time: the controller is
-	// fail-stopped (doc/design.md, "Controllers and leases"). Its hosts are
-	// no longer answered allowed, and other controllers may take its
-	// attempts over. Close it; the process should exit or start a new
-	// Supervisor, which registers under a new controller id.
-	ErrLeaseLost = errors.New("supervise: controller lease lost; this controller is fail-stopped")
-)
-
 // enter counts one Invoke in, or refuses it once Close has begun.
 func (s *Supervisor) enter() error {
 	s.mu.Lock()
