@@ -20,11 +20,6 @@ import (
 // for concurrent use.
 type Environments func(b manifest.ProviderBinding) (launch.Config, error)
 
-// DefaultStarterIdle is how long a starter (a launcher, and its fork
-// server when warm) is kept without invocations before it is closed, when
-// Config.StarterIdle is zero.
-const DefaultStarterIdle = 5 * time.Minute
-
 // starter starts the hosts of one provider environment: cold through its
 // launcher, or warm through its fork server once that has started.
 type starter struct {
