@@ -15,6 +15,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -98,7 +99,7 @@ func New(cfg Config) (*Facade, error) {
 
 // Search returns one page of the capabilities scope sees that match
 // req.Query (see SearchRequest), ordered by relevance then id. Nothing
-// outside the scope is counted, listed or ranked. Errors: ErrInvalidRequest,
+// outside the scope is counted, listed or ranked. Errors: ErrInvalidCall,
 // ErrInvalidCursor, the catalogue's (an invalid scope, storage failures).
 func (f *Facade) Search(ctx context.Context, scope ledger.Scope, req SearchRequest) (SearchPage, error) {
 	q, err := parseQuery(req.Query)
@@ -145,8 +146,8 @@ type Description struct {
 	Title string `json:"title"`
 	// Provider and Generation name the provider generation a new run of
 	// the capability is pinned to.
-	Provider   ledger.ProviderKey `json:"provider"`
-	Generation int64              `json:"generation"`
+	Provider   cataloguestore.ProviderKey `json:"provider"`
+	Generation int64                      `json:"generation"`
 	// NeedsAccount reports that the capability runs only with a
 	// connection account the scope has consented to; run names one when
 	// several could serve.
@@ -233,13 +234,13 @@ type RunResult struct {
 // ran returns a zero RunResult and the refusal: an id outside the scope
 // exactly as an unknown id (catalogue.ErrUnknownCapability), a
 // *catalogue.ConsentError, a *catalogue.AccountError,
-// catalogue.ErrOperationMismatch, supervise.ErrOperationMismatch,
-// ErrInvalidRequest.
+// catalogue.ErrPinMismatch, supervise.ErrOperationMismatch,
+// ErrInvalidCall.
 func (f *Facade) Run(ctx context.Context, scope ledger.Scope, req RunRequest) (RunResult, error) {
 	if req.OperationID == "" {
 		req.OperationID = newOperationID()
 	} else if err := protocol.CheckIdentifier("operation_id", req.OperationID); err != nil {
-		return RunResult{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return RunResult{}, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	if req.Arguments == nil {
 		req.Arguments = map[string]any{}
@@ -337,7 +338,7 @@ func next(o *supervise.Outcome, err error) string {
 	case launch.StateProtocolError:
 		return again + ": effects already recorded are answered from the ledger, never dispatched twice"
 	case launch.StateRefused:
-		if errors.Is(err, ledger.ErrReserved) {
+		if errors.Is(err, cataloguestore.ErrReserved) {
 			return "another run holds the reservation this one needs; " + again + " once it ends"
 		}
 		return "the reason says who refused and why; do not retry unchanged"

@@ -40,7 +40,7 @@ type catalogueAuthority struct {
 // refusal reports whether a catalogue error is a decision to refuse.
 func refusal(err error) bool {
 	return errors.Is(err, catalogue.ErrUnknownCapability) || errors.Is(err, catalogue.ErrNotPinned) ||
-		errors.Is(err, catalogue.ErrOperationMismatch)
+		errors.Is(err, catalogue.ErrPinMismatch)
 }
 
 func (a catalogueAuthority) Admit(ctx context.Context, adm supervise.Admission) (supervise.Verdict, error) {

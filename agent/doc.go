@@ -6,6 +6,11 @@
 // Context Protocol as exactly three tools (see doc/design.md, “Three tools
 // for agents”).
 //
+// Start with [New]: a [Config] holds a catalogue.Catalogue and the
+// supervise.Config the Facade's Supervisors are built from; the
+// [*Facade] answers [Facade.Search], [Facade.Describe] and [Facade.Run]
+// for one scope at a time. mcpserver.New serves it to agents.
+//
 // # What it promises
 //
 //   - Scope: a capability outside the scope's audience does not exist.

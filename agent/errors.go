@@ -13,10 +13,12 @@ import (
 var (
 	// ErrInvalidConfig is returned by New; the message lists every problem.
 	ErrInvalidConfig = errors.New("agent: invalid config")
-	// ErrInvalidRequest is returned for a malformed request: a query,
-	// limit, operation id or arguments the facade cannot take. The message
-	// says which and what is allowed. Nothing was run.
-	ErrInvalidRequest = errors.New("agent: invalid request")
+	// ErrInvalidCall is returned for a malformed call: a query, limit,
+	// operation id or arguments the facade cannot take. The message says
+	// which and what is allowed. Nothing was run. (Arguments the
+	// capability's request schema refuses are an outcome instead:
+	// supervise.ErrInvalidRequest.)
+	ErrInvalidCall = errors.New("agent: invalid call")
 	// ErrInvalidCursor is returned for a cursor that did not come from the
 	// same search (same scope and query), or is damaged. Start the search
 	// again without a cursor.
@@ -27,7 +29,7 @@ var (
 var errBadCursor = fmt.Errorf("%w: it does not continue this search (a cursor is bound to its scope and query); search again without one", ErrInvalidCursor)
 
 func invalidf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", ErrInvalidCall, fmt.Sprintf(format, a...))
 }
 
 // validText reports whether s is valid UTF-8 with no NUL.

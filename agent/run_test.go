@@ -9,9 +9,10 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -44,8 +45,8 @@ func demoWorld(t *testing.T) (*world, *receipts) {
 }
 
 // twoEffectsConsent is what example.two_effects needs from account.
-func twoEffectsConsent(account string, ops ...string) ledger.Consent {
-	return ledger.Consent{Scope: scopeA, Account: account, Capabilities: []string{"example.two_effects@1.0.0"},
+func twoEffectsConsent(account string, ops ...string) cataloguestore.Consent {
+	return cataloguestore.Consent{Scope: scopeA, Account: account, Capabilities: []string{"example.two_effects@1.0.0"},
 		Services: []string{"runtime.effects"}, EffectKinds: []string{"write", "external_communication"}, EffectOperations: ops}
 }
 
@@ -82,7 +83,7 @@ func TestRunConsent(t *testing.T) {
 
 	// Consent for commit revoked: the second effect is held, nothing is
 	// dispatched for it, and the operation waits.
-	if _, err := w.cat.Revoke(ctx, ledger.Consent{Scope: scopeA, Account: "connection-a", EffectOperations: []string{"commit"}}); err != nil {
+	if _, err := w.cat.Revoke(ctx, cataloguestore.Consent{Scope: scopeA, Account: "connection-a", EffectOperations: []string{"commit"}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = run("op-2", "")
@@ -176,14 +177,14 @@ func TestRunInvalid(t *testing.T) {
 		{CapabilityID: "example.echo@1.0.0", Account: strings.Repeat("a", 257)},
 	} {
 		res, err := w.f.Run(ctx, scopeA, req)
-		if res.State != "" || !(errors.Is(err, agent.ErrInvalidRequest) || errors.Is(err, catalogue.ErrInvalidRequest)) {
+		if res.State != "" || !(errors.Is(err, agent.ErrInvalidCall) || errors.Is(err, catalogue.ErrInvalidCall)) {
 			t.Errorf("Run(%.40v) = %+v, %v; want an invalid request", req, res, err)
 		}
 	}
 	if _, err := w.f.Search(ctx, ledger.Scope{}, agent.SearchRequest{}); err == nil {
 		t.Error("search with an empty scope succeeded")
 	}
-	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Limit: agent.MaxPageSize + 1}); !errors.Is(err, agent.ErrInvalidRequest) {
+	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Limit: agent.MaxPageSize + 1}); !errors.Is(err, agent.ErrInvalidCall) {
 		t.Errorf("limit past the maximum: %v", err)
 	}
 	if _, err := w.f.Search(ctx, scopeA, agent.SearchRequest{Query: "x", Cursor: "AQ"}); !errors.Is(err, agent.ErrInvalidCursor) {
@@ -240,7 +241,7 @@ func TestRunReservationBusy(t *testing.T) {
 	}
 	// op-first holds the capability's reservation inside invoke.admit.
 	res, err := w.f.Run(ctx, scopeA, req("op-second"))
-	if !errors.Is(err, ledger.ErrReserved) || res.State != launch.StateRefused || res.Outcome.Launched ||
+	if !errors.Is(err, cataloguestore.ErrReserved) || res.State != launch.StateRefused || res.Outcome.Launched ||
 		!strings.Contains(res.Detail, "op-first") || !strings.Contains(res.Next, `call run again with operation_id "op-second"`) {
 		t.Fatalf("second run while the first holds the reservation: %+v, %v", res, err)
 	}

@@ -219,8 +219,8 @@ func TestParseQueryRefuses(t *testing.T) {
 		"bad \xff utf-8",
 		"nul\x00",
 	} {
-		if _, err := parseQuery(q); !errors.Is(err, ErrInvalidRequest) {
-			t.Errorf("parseQuery(%.20q...) = %v, want ErrInvalidRequest", q, err)
+		if _, err := parseQuery(q); !errors.Is(err, ErrInvalidCall) {
+			t.Errorf("parseQuery(%.20q...) = %v, want ErrInvalidCall", q, err)
 		}
 	}
 	q, err := parseQuery("  Mail  mail\tSEND ")

@@ -12,7 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
@@ -163,7 +163,7 @@ func BenchmarkAgentSearch(b *testing.B) {
 // is the call's own work (the OS thread is locked between start and stop).
 type timings struct {
 	wall, cpu  []time.Duration
-	t0, c0     time.Time
+	t0         time.Time
 	cpuAtStart time.Duration
 }
 

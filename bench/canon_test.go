@@ -17,7 +17,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 )
 
 // canonInputs builds the three documents of the canon benchmarks:

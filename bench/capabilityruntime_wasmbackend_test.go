@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,11 +29,11 @@ func wasmParams() map[string]any {
 // buildWasip1 builds pkg (relative to bench/) for GOOS=wasip1 GOARCH=wasm.
 func buildWasip1(b *testing.B, dir, name, pkg string) string {
 	b.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			b.Fatal(err)
-		}
+	// go test puts the bin directory of the go tool running the
+	// benchmarks first on PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		b.Fatal(err)
 	}
 	out := filepath.Join(dir, name)
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
@@ -109,7 +109,7 @@ func BenchmarkCgroup(b *testing.B) {
 	}
 
 	b.Run("Hostsim", func(b *testing.B) {
-		hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+		hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
 		cfg := launch.Config{Interpreter: hostsim, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
 			Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"}}
 		var modes []mode

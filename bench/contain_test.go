@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
@@ -16,7 +16,7 @@ import (
 // interleaved runs: every iteration launches once in each mode, so that
 // load drifting on the machine reaches every mode alike. Hosts: the
 // simulated host (Go, static; Hostsim) and the Python test host
-// (internal/testpyhost; Python, skipped without python3 and pydantic).
+// (internal/testkit/testpyhost; Python, skipped without python3 and pydantic).
 // Modes:
 //
 //   - off: Containment{Off: AllLayers}, without the cgroup layer either
@@ -37,7 +37,7 @@ import (
 //	cd bench && go test -run '^$' -bench Containment -benchtime 30x
 func BenchmarkContainment(b *testing.B) {
 	dir := b.TempDir()
-	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
 	initBin := buildTool(b, dir, "zeo-launch-init", "./cmd/zeo-launch-init", true)
 	inv := echoInvocation(b)
 	inv.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()

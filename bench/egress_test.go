@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
@@ -34,7 +34,7 @@ import (
 //	cd bench && go test -run '^$' -bench ContainmentEgress -benchtime 30x
 func BenchmarkContainmentEgress(b *testing.B) {
 	dir := b.TempDir()
-	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
 	initBin := buildTool(b, dir, "zeo-launch-init", "./cmd/zeo-launch-init", true)
 	base := echoInvocation(b)
 	base.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
@@ -37,9 +38,9 @@ import (
 // hosts' is not in it).
 
 // providerRegistry is the Providers port over fixed bindings.
-type providerRegistry map[ledger.ProviderKey]manifest.ProviderBinding
+type providerRegistry map[cataloguestore.ProviderKey]manifest.ProviderBinding
 
-func (r providerRegistry) ProviderBinding(_ context.Context, _ ledger.Scope, _ string, p ledger.ProviderKey, _ int64) (manifest.ProviderBinding, error) {
+func (r providerRegistry) ProviderBinding(_ context.Context, _ ledger.Scope, _ string, p cataloguestore.ProviderKey, _ int64) (manifest.ProviderBinding, error) {
 	b, ok := r[p]
 	if !ok {
 		return b, fmt.Errorf("provider %s: %w", p.Factory, ledger.ErrNotFound)
@@ -71,7 +72,7 @@ func BenchmarkSupervisorProviders(b *testing.B) {
 	for _, name := range []string{"alpha_provider:factory", "beta_provider:factory", "gamma_provider:factory"} {
 		v := providerVariant(b, f.binding, name)
 		bindings = append(bindings, v)
-		reg[ledger.ProviderKey{Distribution: v.Distribution, Factory: v.Factory}] = v
+		reg[cataloguestore.ProviderKey{Distribution: v.Distribution, Factory: v.Factory}] = v
 	}
 	newSup := func(mutate func(*supervise.Config)) *supervise.Supervisor {
 		cfg := supervise.Config{Ledger: l, Launcher: f.launcher, HostPythonVersion: f.binding.PythonVersion,
@@ -115,7 +116,7 @@ func BenchmarkSupervisorProviders(b *testing.B) {
 	}
 	viaOne := func(k int) (*supervise.Supervisor, supervise.Call) {
 		c := f.echoCall()
-		c.Provider = ledger.ProviderKey{Distribution: bindings[k].Distribution, Factory: bindings[k].Factory}
+		c.Provider = cataloguestore.ProviderKey{Distribution: bindings[k].Distribution, Factory: bindings[k].Factory}
 		return one, c
 	}
 	viaSingle := func(k int) (*supervise.Supervisor, supervise.Call) { return singles[k], f.echoCall() }

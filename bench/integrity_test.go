@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
@@ -26,7 +28,11 @@ import (
 func BenchmarkLedgerIntegrity(b *testing.B) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "ledger.db")
-	populateForOpen(b, path, 1000, 5)
+	ops := 1000
+	if n, err := strconv.Atoi(os.Getenv("ZEO_BENCH_INTEGRITY_OPS")); err == nil && n > 0 {
+		ops = n // a smaller ledger for runs under an instruction counter
+	}
+	populateForOpen(b, path, ops, 5)
 	l, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -48,7 +54,7 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 		defer reportCPU(b, processCPU())
 		i := 0
 		for b.Loop() {
-			if _, err := l.Operation(ctx, scope, fmt.Sprintf("op-%05d", i%1000)); err != nil {
+			if _, err := l.Operation(ctx, scope, fmt.Sprintf("op-%05d", i%ops)); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -77,7 +83,7 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 		defer reportCPU(b, processCPU())
 		i := 0
 		for b.Loop() {
-			if _, err := l.Evidence(ctx, scope, fmt.Sprintf("op-%05d", i%1000)); err != nil {
+			if _, err := l.Evidence(ctx, scope, fmt.Sprintf("op-%05d", i%ops)); err != nil {
 				b.Fatal(err)
 			}
 			i++

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
-	"github.com/zeoruntime/runtimeipc/internal/sockettest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/sockettest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 

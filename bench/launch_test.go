@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/bench/pluginshared"
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/childproc"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -31,11 +30,11 @@ import (
 // programs do.
 func buildTool(b *testing.B, dir, name, pkg string, root bool) string {
 	b.Helper()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			b.Fatal(err)
-		}
+	// go test puts the bin directory of the go tool running the
+	// benchmarks first on PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		b.Fatal(err)
 	}
 	out := filepath.Join(dir, name)
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, pkg)
@@ -119,7 +118,7 @@ func echoInvocation(b *testing.B) launch.Invocation {
 //     within milliseconds.
 func BenchmarkLaunch(b *testing.B) {
 	dir := b.TempDir()
-	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
 	pluginBin := buildTool(b, dir, "pluginecho", "./pluginecho", false)
 	hostPluginBin := buildTool(b, dir, "pluginhost", "./pluginhost", false)
 	work := b.TempDir()
@@ -311,7 +310,7 @@ func invokeOnce(b *testing.B, l *launch.Launcher, inv launch.Invocation, want la
 //
 //	cd bench && go test -run '^$' -bench LaunchChildClose -count 5
 func BenchmarkLaunchChildClose(b *testing.B) {
-	hostsim := buildTool(b, b.TempDir(), "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	hostsim := buildTool(b, b.TempDir(), "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
 	work := b.TempDir()
 	run := func(pad bool) time.Duration {
 		start := time.Now()

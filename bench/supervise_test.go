@@ -51,7 +51,7 @@ func newSuperviseFixture(b *testing.B) *superviseFixture {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/hostsim/cmd/zeo-hostsim", true)
+	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
 	l, err := launch.New(launch.Config{Interpreter: hostsim, Dir: b.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
 		Containment: launch.Containment{Off: launch.AllLayers}}) // as these rows always were; see BenchmarkContainment
 	if err != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,9 +52,11 @@ func (f *superviseFixture) telemetrySupervisor(b *testing.B, l ledger.Ledger, ex
 //
 //   - <row>/Paired: one off and one on in every iteration, the order
 //     swapped each time (benchPaired): x-off is on's wall time ÷ off's;
-//   - <row>/PairedCPU: the same, with this process's CPU (RUSAGE_SELF,
-//     the collector included, the hosts not) around each call: cpu-x-off
-//     is on's ÷ off's, and added-cpu-ns/op their difference;
+//   - <row>/PairedMedian: the same, each call's wall time and this
+//     process's CPU (RUSAGE_SELF around the call: the collector
+//     included, the hosts not) kept: x-off-p50 and cpu-x-off-p50 are the
+//     ratios of on's and off's medians, which a stall of the loaded
+//     machine in one call does not move;
 //   - <row>/Off, <row>/On: each alone (benchRows), for the bytes and
 //     allocations per invocation.
 func BenchmarkTelemetry(b *testing.B) {
@@ -82,12 +85,14 @@ func BenchmarkTelemetry(b *testing.B) {
 				exp.Reset() // the spans are not kept from one invocation to the next
 			}
 			benchPaired(b, "Paired", runOn, runOff, "on", "off", "x-off")
-			b.Run("PairedCPU", func(b *testing.B) {
-				var cpu [2]time.Duration
+			b.Run("PairedMedian", func(b *testing.B) {
+				// wall and cpu hold each call's times, [0] on and [1] off.
+				var wall, cpu [2][]time.Duration
 				run := func(i int, row func()) {
-					c0 := processCPU()
+					t0, c0 := time.Now(), processCPU()
 					row()
-					cpu[i] += processCPU() - c0
+					cpu[i] = append(cpu[i], processCPU()-c0)
+					wall[i] = append(wall[i], time.Since(t0))
 				}
 				odd := false
 				for b.Loop() {
@@ -100,10 +105,18 @@ func BenchmarkTelemetry(b *testing.B) {
 					}
 					odd = !odd
 				}
-				b.ReportMetric(float64(cpu[0].Nanoseconds())/float64(b.N), "on-cpu-ns/op")
-				b.ReportMetric(float64(cpu[1].Nanoseconds())/float64(b.N), "off-cpu-ns/op")
-				b.ReportMetric(float64((cpu[0]-cpu[1]).Nanoseconds())/float64(b.N), "added-cpu-ns/op")
-				b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-x-off")
+				p50 := func(d []time.Duration) float64 {
+					slices.Sort(d)
+					return float64(d[len(d)/2].Nanoseconds())
+				}
+				on, off := p50(wall[0]), p50(wall[1])
+				b.ReportMetric(on, "on-p50-ns")
+				b.ReportMetric(off, "off-p50-ns")
+				b.ReportMetric(on/off, "x-off-p50")
+				on, off = p50(cpu[0]), p50(cpu[1])
+				b.ReportMetric(on, "on-cpu-p50-ns")
+				b.ReportMetric(off, "off-cpu-p50-ns")
+				b.ReportMetric(on/off, "cpu-x-off-p50")
 			})
 			benchRows(b, map[string]func(){"Off": runOff, "On": runOn}, "Off", "On")
 		})

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -31,7 +31,7 @@ func (f *firstFrame) Bootstrap(ctx context.Context, r ipc.BootstrapRequest) (ipc
 }
 
 // BenchmarkWarmLaunch compares cold and warm launches of the Python
-// stand-in host (internal/testpyhost: zeo_core.adapters.runtime_host,
+// stand-in host (internal/testkit/testpyhost: zeo_core.adapters.runtime_host,
 // laid out and importing as upstream's host does — rfc8785, pydantic,
 // jsonschema and its own contract models, built at import — and the
 // protocol far enough to bootstrap, echo and publish) on the recorded

@@ -45,7 +45,7 @@ func (o Options) Unmarshal(in []byte, target any) error {
 func (v *Value) Decode(target any) error {
 	rv := reflect.ValueOf(target)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return errPath(ErrUnsupported, "", "decode target must be a non-nil pointer, got %T", target)
+		return errPath(ErrUnsupportedType, "", "decode target must be a non-nil pointer, got %T", target)
 	}
 	return decode(v, rv.Elem(), "")
 }
@@ -103,7 +103,7 @@ func decode(v *Value, dst reflect.Value, ptr string) error {
 		return nil
 	case reflect.Interface:
 		if dst.NumMethod() != 0 {
-			return errPath(ErrUnsupported, ptr, "cannot decode into non-empty interface %s", dst.Type())
+			return errPath(ErrUnsupportedType, ptr, "cannot decode into non-empty interface %s", dst.Type())
 		}
 		if v.Kind == Null {
 			dst.SetZero()
@@ -118,7 +118,7 @@ func decode(v *Value, dst reflect.Value, ptr string) error {
 			return typeErr(v, ptr, "object")
 		}
 		if dst.Type().Key().Kind() != reflect.String {
-			return errPath(ErrUnsupported, ptr, "map key type %s is not a string type", dst.Type().Key())
+			return errPath(ErrUnsupportedType, ptr, "map key type %s is not a string type", dst.Type().Key())
 		}
 		m := reflect.MakeMapWithSize(dst.Type(), len(v.Members))
 		for i := range v.Members {
@@ -200,7 +200,7 @@ func decode(v *Value, dst reflect.Value, ptr string) error {
 		}
 		return nil
 	}
-	return errPath(ErrUnsupported, ptr, "cannot decode into %s", dst.Type())
+	return errPath(ErrUnsupportedType, ptr, "cannot decode into %s", dst.Type())
 }
 
 func decodeStruct(v *Value, dst reflect.Value, ptr string) error {
@@ -225,7 +225,7 @@ func decodeStruct(v *Value, dst reflect.Value, ptr string) error {
 		seen[j] = true
 		fv, err := fieldByIndex(dst, fields[j].index)
 		if err != nil {
-			return errPath(ErrUnsupported, mptr, "%v", err)
+			return errPath(ErrUnsupportedType, mptr, "%v", err)
 		}
 		if err := decode(&m.Value, fv, mptr); err != nil {
 			return err

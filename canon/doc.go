@@ -3,6 +3,10 @@
 // and "sha256:" digests, byte for byte as the Python host does (see
 // doc/protocol.md, “Strict JSON”, “Canonical JSON” and “Digests”).
 //
+// Start with [Unmarshal] (strict JSON into a Go value), [Marshal] or
+// [Canonicalize] (RFC 8785 bytes) and [DigestOf] or [DigestJSON] (the
+// "sha256:" [Digest] every party binds).
+//
 // # Acceptance
 //
 // Input must be RFC 8259 JSON as Python's json module parses it, and

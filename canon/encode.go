@@ -73,14 +73,14 @@ func appendValue(dst []byte, v reflect.Value, ptr string, depth, hops int) ([]by
 			if errors.As(err, &ce) {
 				return dst, err
 			}
-			return dst, errPath(ErrUnsupported, ptr, "%s.AppendCanonical: %v", t, err)
+			return dst, errPath(ErrUnsupportedType, ptr, "%s.AppendCanonical: %v", t, err)
 		}
 		return out, nil
 	}
 	if t.Implements(jsonMarshalerType) && !(t.Kind() == reflect.Pointer && v.IsNil()) {
 		raw, err := v.Interface().(json.Marshaler).MarshalJSON()
 		if err != nil {
-			return dst, errPath(ErrUnsupported, ptr, "%s.MarshalJSON: %v", t, err)
+			return dst, errPath(ErrUnsupportedType, ptr, "%s.MarshalJSON: %v", t, err)
 		}
 		return appendRaw(dst, raw, ptr)
 	}
@@ -130,7 +130,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string, depth, hops int) ([]by
 		return append(dst, ']'), nil
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
-			return dst, errPath(ErrUnsupported, ptr, "map key type %s is not a string type", t.Key())
+			return dst, errPath(ErrUnsupportedType, ptr, "map key type %s is not a string type", t.Key())
 		}
 		keys := make([]string, 0, v.Len())
 		for it := v.MapRange(); it.Next(); {
@@ -175,7 +175,7 @@ func appendValue(dst []byte, v reflect.Value, ptr string, depth, hops int) ([]by
 		}
 		return append(dst, '}'), nil
 	}
-	return dst, errPath(ErrUnsupported, ptr, "cannot encode %s", t)
+	return dst, errPath(ErrUnsupportedType, ptr, "cannot encode %s", t)
 }
 
 // appendRaw canonicalizes JSON bytes produced by a marshaler.

@@ -38,10 +38,10 @@ var (
 	// ErrType: a JSON value has the wrong type for its Go target (strict
 	// typing: no string-to-number, float-to-int or bool coercions).
 	ErrType = errors.New("wrong JSON type")
-	// ErrUnsupported: Marshal or Unmarshal was given a Go type that has no
+	// ErrUnsupportedType: Marshal or Unmarshal was given a Go type that has no
 	// JSON form here (channels, functions, complex numbers, non-string map
 	// keys).
-	ErrUnsupported = errors.New("unsupported Go type")
+	ErrUnsupportedType = errors.New("unsupported Go type")
 )
 
 // Error describes one refusal. Offset locates it in the input bytes for

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/longtest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 )
 
 // es6Sequence yields the deterministic float64 test sequence described in

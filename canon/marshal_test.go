@@ -26,28 +26,29 @@ type Extra struct {
 }
 
 type Wire struct {
-	Base                              // flattened
-	*Extra                            // flattened through a pointer
-	Count     int64                   `json:"count"`
-	Big       uint64                  `json:"big"`
-	Ratio     float64                 `json:"ratio"`
-	Flag      bool                    `json:"flag"`
-	Name      string                  `json:"name"`
-	Tags      []string                `json:"tags"`
-	Labels    map[string]string       `json:"labels"`
-	Inner     Inner                   `json:"inner"`
-	PtrInner  *Inner                  `json:"ptr_inner"`
-	PtrPtr    **int                   `json:"ptr_ptr"`
-	Any       any                     `json:"any"`
-	Raw       json.RawMessage         `json:"raw"`
-	Num       json.Number             `json:"num"`
-	Val       canon.Value             `json:"val"`
-	Fixed     [2]int                  `json:"fixed"`
-	Optional  *string                 `json:"optional,omitempty"`
-	Zero      int                     `json:"zero,omitzero"`
-	Nested    map[string][]Inner      `json:"nested"`
-	Ignored   string                  `json:"-"`
-	unexposed int                     //nolint:unused // must be ignored
+	Base                        // flattened
+	*Extra                      // flattened through a pointer
+	Count    int64              `json:"count"`
+	Big      uint64             `json:"big"`
+	Ratio    float64            `json:"ratio"`
+	Flag     bool               `json:"flag"`
+	Name     string             `json:"name"`
+	Tags     []string           `json:"tags"`
+	Labels   map[string]string  `json:"labels"`
+	Inner    Inner              `json:"inner"`
+	PtrInner *Inner             `json:"ptr_inner"`
+	PtrPtr   **int              `json:"ptr_ptr"`
+	Any      any                `json:"any"`
+	Raw      json.RawMessage    `json:"raw"`
+	Num      json.Number        `json:"num"`
+	Val      canon.Value        `json:"val"`
+	Fixed    [2]int             `json:"fixed"`
+	Optional *string            `json:"optional,omitempty"`
+	Zero     int                `json:"zero,omitzero"`
+	Nested   map[string][]Inner `json:"nested"`
+	Ignored  string             `json:"-"`
+	//lint:ignore U1000 an unexported field, there for Marshal to ignore
+	unexposed int
 	Renamed   map[keyName]json.Number `json:"renamed"`
 }
 
@@ -178,8 +179,8 @@ func TestUnmarshalRefusals(t *testing.T) {
 		t.Errorf("valid: %+v, %v", r, err)
 	}
 	for _, target := range []any{nil, r, (*Req)(nil), new(chan int), new(map[int]string), new(func())} {
-		if err := canon.Unmarshal([]byte(`{}`), target); !errors.Is(err, canon.ErrUnsupported) && !errors.Is(err, canon.ErrType) {
-			t.Errorf("Unmarshal into %T: %v, want ErrUnsupported", target, err)
+		if err := canon.Unmarshal([]byte(`{}`), target); !errors.Is(err, canon.ErrUnsupportedType) && !errors.Is(err, canon.ErrType) {
+			t.Errorf("Unmarshal into %T: %v, want ErrUnsupportedType", target, err)
 		}
 	}
 }
@@ -236,10 +237,10 @@ func TestMarshalRefusals(t *testing.T) {
 		{"invalid UTF-8 string", []string{"ok", bad}, canon.ErrInvalidUTF8, "/1"},
 		{"invalid UTF-8 key", map[string]int{bad: 1}, canon.ErrInvalidUTF8, ""},
 		{"encoded surrogate", "\xed\xa0\x80", canon.ErrInvalidUTF8, ""},
-		{"channel", make(chan int), canon.ErrUnsupported, ""},
-		{"func", func() {}, canon.ErrUnsupported, ""},
-		{"complex", complex(1, 2), canon.ErrUnsupported, ""},
-		{"int map key", map[int]string{1: "x"}, canon.ErrUnsupported, ""},
+		{"channel", make(chan int), canon.ErrUnsupportedType, ""},
+		{"func", func() {}, canon.ErrUnsupportedType, ""},
+		{"complex", complex(1, 2), canon.ErrUnsupportedType, ""},
+		{"int map key", map[int]string{1: "x"}, canon.ErrUnsupportedType, ""},
 		{"bad RawMessage", json.RawMessage(`{"a":1,"a":2}`), canon.ErrDuplicateKey, ""},
 		{"unsafe json.Number", struct {
 			N json.Number `json:"n"`

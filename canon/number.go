@@ -106,7 +106,7 @@ func verbatimNumber(tok []byte, isInt bool, dot, exp int) int {
 // trailing zeros of the fraction, and the point when nothing is left after
 // it: "100.0" is "100", "1.50" is "1.5".
 func plainDecimal(tok []byte) int {
-	if bytes.IndexAny(tok, "eE") >= 0 {
+	if bytes.ContainsAny(tok, "eE") {
 		return 0
 	}
 	dot := bytes.IndexByte(tok, '.')

@@ -111,6 +111,7 @@ type embedF struct{ W int }
 type embedG struct{ W int } // same depth, both untagged: W is hidden
 
 type selfEmbed struct {
+	//lint:ignore U1000 the self-embedding is the case tested, never read
 	*selfEmbed
 	V int `json:"v"`
 }

@@ -12,7 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/longtest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 )
 
 // The float fast path (shortest.go) must be invisible: on every token,

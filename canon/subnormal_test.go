@@ -49,10 +49,7 @@ func subnormalTokens(r *rand.Rand, b uint64) (toks []string, ordinary int) {
 // ordinary ones, without the exact comparison.
 func TestSubnormalTokens(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	var patterns []uint64
-	for _, b := range []uint64{0, 1, 2, 3, 1<<52 - 2, 1<<52 - 1, 1 << 52, 1<<52 + 1, 1 << 51, 12345} {
-		patterns = append(patterns, b)
-	}
+	patterns := []uint64{0, 1, 2, 3, 1<<52 - 2, 1<<52 - 1, 1 << 52, 1<<52 + 1, 1 << 51, 12345}
 	for range 2000 {
 		patterns = append(patterns, r.Uint64()&(1<<52-1))
 	}

@@ -341,7 +341,7 @@ func (v *Value) appendAt(dst []byte, at *valuePath, depth int) ([]byte, error) {
 		}
 		return append(dst, '}'), nil
 	}
-	return dst, errPath(ErrUnsupported, at.String(), "value of unknown kind %d", v.Kind)
+	return dst, errPath(ErrUnsupportedType, at.String(), "value of unknown kind %d", v.Kind)
 }
 
 // escapePointer escapes one reference token of an RFC 6901 JSON pointer.

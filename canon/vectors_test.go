@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 )
 
 func readJSON(t *testing.T, path string, v any) {

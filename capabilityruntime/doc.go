@@ -7,6 +7,10 @@
 // the contract (the tool that resolves and installs, the service that
 // executes) can share it without pulling in any backend.
 //
+// Start with a [Registry]: [Registry.Register] a backend per runtime kind
+// (process.New, wasm.New, zeohost.New), [Registry.Start] one runtime from
+// its [BackendSpec], and call Execute on the instance with a [Request].
+//
 // It merges the two upstream packages that carry these identifiers (a
 // dependency-free contract and the CLI's name and platform helpers) into
 // one. Every JSON shape is the upstream one byte for byte. Backends live in

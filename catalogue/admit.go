@@ -10,6 +10,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -41,7 +42,7 @@ type Admission struct {
 
 // Generation is one admitted generation of a provider.
 type Generation struct {
-	Provider       ledger.ProviderKey
+	Provider       cataloguestore.ProviderKey
 	Generation     int64
 	BindingDigest  canon.Digest
 	ManifestDigest canon.Digest
@@ -67,7 +68,7 @@ type document struct {
 // records the generation: it becomes the provider's current generation
 // for every new operation, in every controller sharing the store, at
 // once. A generation not above the provider's latest is refused with a
-// *ledger.GenerationError (ledger.ErrStaleGeneration); admitting the
+// *cataloguestore.GenerationError (cataloguestore.ErrStaleGeneration); admitting the
 // identical admission again returns the recorded generation. Operations
 // already pinned to an older generation keep it.
 func (c *Catalogue) Admit(ctx context.Context, a Admission) (Generation, error) {
@@ -90,7 +91,7 @@ func (c *Catalogue) Admit(ctx context.Context, a Admission) (Generation, error) 
 		}
 		doc.CapabilityAudience[id] = aud
 	}
-	key := ledger.ProviderKey{Distribution: b.Distribution, Factory: b.Factory}
+	key := cataloguestore.ProviderKey{Distribution: b.Distribution, Factory: b.Factory}
 	if err := c.checkTaken(ctx, key, ids); err != nil {
 		return Generation{}, err
 	}
@@ -110,7 +111,7 @@ func (c *Catalogue) Admit(ctx context.Context, a Admission) (Generation, error) 
 	if err != nil {
 		return Generation{}, fmt.Errorf("%w: encoding the admission: %w", ErrInvalidAdmission, err)
 	}
-	rec, err := c.store.AdmitProvider(ctx, ledger.ProviderRecord{Provider: key, Generation: b.Generation,
+	rec, err := c.store.AdmitProvider(ctx, cataloguestore.ProviderRecord{Provider: key, Generation: b.Generation,
 		BindingDigest: bd, ManifestDigest: b.ManifestDigest, Document: body})
 	if err != nil {
 		return Generation{}, fmt.Errorf("catalogue: admitting %s (%s) generation %d: %w", key.Distribution, key.Factory, b.Generation, err)
@@ -126,7 +127,7 @@ func (c *Catalogue) Admit(ctx context.Context, a Admission) (Generation, error) 
 // provider. Admissions of two providers racing for one id can both pass
 // it; the index then keeps the id of the provider that sorts first and
 // logs the conflict.
-func (c *Catalogue) checkTaken(ctx context.Context, key ledger.ProviderKey, ids []string) error {
+func (c *Catalogue) checkTaken(ctx context.Context, key cataloguestore.ProviderKey, ids []string) error {
 	snap, err := c.snapshot(ctx)
 	if err != nil {
 		return err
@@ -208,7 +209,7 @@ func (c *Catalogue) Providers(ctx context.Context) ([]Generation, error) {
 
 // Generations returns every admitted generation of provider p in
 // increasing order: headers only (no binding, audience or capabilities).
-func (c *Catalogue) Generations(ctx context.Context, p ledger.ProviderKey) ([]Generation, error) {
+func (c *Catalogue) Generations(ctx context.Context, p cataloguestore.ProviderKey) ([]Generation, error) {
 	recs, err := c.store.ProviderGenerations(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("catalogue: generations of %s (%s): %w", p.Distribution, p.Factory, err)
@@ -223,7 +224,7 @@ func (c *Catalogue) Generations(ctx context.Context, p ledger.ProviderKey) ([]Ge
 
 // Generation returns generation gen of provider p (0: the latest), in
 // full.
-func (c *Catalogue) Generation(ctx context.Context, p ledger.ProviderKey, gen int64) (Generation, error) {
+func (c *Catalogue) Generation(ctx context.Context, p cataloguestore.ProviderKey, gen int64) (Generation, error) {
 	g, err := c.generation(ctx, p, gen)
 	if err != nil {
 		return Generation{}, err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -21,9 +21,9 @@ func echo(t testing.TB, description string) manifest.CapabilityManifest {
 
 func wantGeneration(t testing.TB, what string, err error, presented, latest int64) {
 	t.Helper()
-	var ge *ledger.GenerationError
-	if !errors.As(err, &ge) || !errors.Is(err, ledger.ErrStaleGeneration) {
-		t.Fatalf("%s: err = %v, want a *ledger.GenerationError", what, err)
+	var ge *cataloguestore.GenerationError
+	if !errors.As(err, &ge) || !errors.Is(err, cataloguestore.ErrStaleGeneration) {
+		t.Fatalf("%s: err = %v, want a *cataloguestore.GenerationError", what, err)
 	}
 	if ge.Presented != presented || ge.Latest != latest {
 		t.Fatalf("%s: presented %d latest %d, want %d and %d", what, ge.Presented, ge.Latest, presented, latest)
@@ -183,7 +183,7 @@ func TestConcurrentAdmissions(t *testing.T) {
 					switch {
 					case err == nil:
 						won[i][g] = got
-					case !errors.Is(err, ledger.ErrStaleGeneration):
+					case !errors.Is(err, cataloguestore.ErrStaleGeneration):
 						t.Errorf("controller %d generation %d: %v", i, g, err)
 					}
 				}

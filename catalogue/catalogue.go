@@ -10,16 +10,17 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 // Store is what a Catalogue keeps its records in: a ledger whose backend
-// also implements ledger.CatalogueStore (ledger/memory, ledger/bolt and
+// also implements cataloguestore.Store (ledger/memory, ledger/bolt and
 // ledger/postgres all do). Pass the same value the Supervisor uses, so that
 // reservations are fenced by the same attempts.
 type Store interface {
 	ledger.Ledger
-	ledger.CatalogueStore
+	cataloguestore.Store
 }
 
 // DiscoverFunc runs the host's own static discovery (`describe`) for a
@@ -67,7 +68,7 @@ type Catalogue struct {
 }
 
 type genKey struct {
-	p   ledger.ProviderKey
+	p   cataloguestore.ProviderKey
 	gen int64
 }
 

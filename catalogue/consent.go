@@ -8,15 +8,16 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 )
 
 // Grant adds c's capabilities, credentials, services, effect kinds and
 // effect operations to what c.Scope has consented to with connection
 // account c.Account, and returns the whole consent. It is the only way
 // consent grows.
-func (c *Catalogue) Grant(ctx context.Context, g ledger.Consent) (ledger.Consent, error) {
+func (c *Catalogue) Grant(ctx context.Context, g cataloguestore.Consent) (cataloguestore.Consent, error) {
 	if err := checkConsent(g); err != nil {
-		return ledger.Consent{}, err
+		return cataloguestore.Consent{}, err
 	}
 	out, err := c.store.GrantConsent(ctx, g)
 	if err != nil {
@@ -29,9 +30,9 @@ func (c *Catalogue) Grant(ctx context.Context, g ledger.Consent) (ledger.Consent
 // returns what is left. It takes effect at the next check: the next
 // Prepare, and the CheckAdmission and CheckEffect of attempts already
 // running.
-func (c *Catalogue) Revoke(ctx context.Context, r ledger.Consent) (ledger.Consent, error) {
+func (c *Catalogue) Revoke(ctx context.Context, r cataloguestore.Consent) (cataloguestore.Consent, error) {
 	if err := checkConsent(r); err != nil {
-		return ledger.Consent{}, err
+		return cataloguestore.Consent{}, err
 	}
 	out, err := c.store.RevokeConsent(ctx, r)
 	if err != nil {
@@ -41,9 +42,9 @@ func (c *Catalogue) Revoke(ctx context.Context, r ledger.Consent) (ledger.Consen
 }
 
 // Consents returns what scope has consented to, per account.
-func (c *Catalogue) Consents(ctx context.Context, scope ledger.Scope) ([]ledger.Consent, error) {
+func (c *Catalogue) Consents(ctx context.Context, scope ledger.Scope) ([]cataloguestore.Consent, error) {
 	if err := scope.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	out, err := c.store.Consents(ctx, scope)
 	if err != nil {
@@ -52,7 +53,7 @@ func (c *Catalogue) Consents(ctx context.Context, scope ledger.Scope) ([]ledger.
 	return out, nil
 }
 
-func checkConsent(g ledger.Consent) error {
+func checkConsent(g cataloguestore.Consent) error {
 	errs := []error{g.Scope.Validate(), protocol.CheckIdentifier("Account", g.Account)}
 	for _, set := range []struct {
 		name string
@@ -64,14 +65,14 @@ func checkConsent(g ledger.Consent) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	return nil
 }
 
 // missing lists what running capability e with consent g needs and g does
 // not grant, as "kind:value" in a fixed order.
-func missing(e *Capability, g ledger.Consent) []string {
+func missing(e *Capability, g cataloguestore.Consent) []string {
 	var out []string
 	if !has(g.Capabilities, e.ID) {
 		out = append(out, "capability:"+e.ID)
@@ -103,14 +104,14 @@ func has(set []string, v string) bool {
 
 // consentOf returns the consent of account in scope, and whether there is
 // one.
-func (c *Catalogue) consentOf(ctx context.Context, scope ledger.Scope, account string) (ledger.Consent, bool, error) {
+func (c *Catalogue) consentOf(ctx context.Context, scope ledger.Scope, account string) (cataloguestore.Consent, bool, error) {
 	all, err := c.store.Consents(ctx, scope)
 	if err != nil {
-		return ledger.Consent{}, false, fmt.Errorf("catalogue: consents: %w", err)
+		return cataloguestore.Consent{}, false, fmt.Errorf("catalogue: consents: %w", err)
 	}
-	i, ok := slices.BinarySearchFunc(all, account, func(g ledger.Consent, a string) int { return compare(g.Account, a) })
+	i, ok := slices.BinarySearchFunc(all, account, func(g cataloguestore.Consent, a string) int { return compare(g.Account, a) })
 	if !ok {
-		return ledger.Consent{}, false, nil
+		return cataloguestore.Consent{}, false, nil
 	}
 	return all[i], true, nil
 }

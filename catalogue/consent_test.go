@@ -6,6 +6,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -73,7 +74,7 @@ func TestConsent(t *testing.T) {
 			t.Fatalf("CheckAdmission of the generation 1 operation: %v", err)
 		}
 
-		work := ledger.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"example.mail@1.0.0"}, Credentials: []string{"gmail"},
+		work := cataloguestore.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"example.mail@1.0.0"}, Credentials: []string{"gmail"},
 			EffectKinds: []string{"read", "external_communication"}}
 		if _, err := c.Grant(bg, work); err != nil {
 			t.Fatal(err)
@@ -107,7 +108,7 @@ func TestConsent(t *testing.T) {
 		// The operation keeps its account: another is a mismatch, none is
 		// the recorded one.
 		_, err = prepare(c, "op-3", "work")
-		wantIs(t, "another account for a pinned operation", err, catalogue.ErrOperationMismatch)
+		wantIs(t, "another account for a pinned operation", err, catalogue.ErrPinMismatch)
 		if p, err := prepare(c, "op-3", ""); err != nil || p.Pin.Account != "home" {
 			t.Fatalf("the pinned operation without an account: %+v, %v", p.Pin, err)
 		}
@@ -126,17 +127,17 @@ func TestConsent(t *testing.T) {
 		op3 := operation(t, s, "op-3")
 		err = c.CheckEffect(bg, op3, "home", "send")
 		wantConsent(t, "an effect operation not consented", err, "home", "effect_operation:send")
-		if _, err := c.Grant(bg, ledger.Consent{Scope: scopeA, Account: "home", EffectOperations: []string{"send"}}); err != nil {
+		if _, err := c.Grant(bg, cataloguestore.Consent{Scope: scopeA, Account: "home", EffectOperations: []string{"send"}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.CheckEffect(bg, op3, "home", "send"); err != nil {
 			t.Fatalf("a consented effect: %v", err)
 		}
-		wantIs(t, "an effect on another account", c.CheckEffect(bg, op3, "work", "send"), catalogue.ErrOperationMismatch)
-		wantIs(t, "an effect of a capability without account", c.CheckEffect(bg, operation(t, s, "op-1"), "home", "send"), catalogue.ErrOperationMismatch)
+		wantIs(t, "an effect on another account", c.CheckEffect(bg, op3, "work", "send"), catalogue.ErrPinMismatch)
+		wantIs(t, "an effect of a capability without account", c.CheckEffect(bg, operation(t, s, "op-1"), "home", "send"), catalogue.ErrPinMismatch)
 
 		// Revocation takes effect at the next check.
-		if _, err := c.Revoke(bg, ledger.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail"}}); err != nil {
+		if _, err := c.Revoke(bg, cataloguestore.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail"}}); err != nil {
 			t.Fatal(err)
 		}
 		wantConsent(t, "CheckAdmission after revocation", c.CheckAdmission(bg, operation(t, s, "op-2")), "work", "credential:gmail")
@@ -145,7 +146,7 @@ func TestConsent(t *testing.T) {
 		if err := c.CheckAdmission(bg, op3); err != nil {
 			t.Fatalf("another account's operation after the revocation: %v", err)
 		}
-		if _, err := c.Revoke(bg, ledger.Consent{Scope: scopeA, Account: "home", EffectOperations: []string{"send"}}); err != nil {
+		if _, err := c.Revoke(bg, cataloguestore.Consent{Scope: scopeA, Account: "home", EffectOperations: []string{"send"}}); err != nil {
 			t.Fatal(err)
 		}
 		wantConsent(t, "CheckEffect after revocation", c.CheckEffect(bg, op3, "home", "send"), "home", "effect_operation:send")

@@ -4,6 +4,13 @@
 // what each scope has consented to with each connection account, and the
 // resource reservations that serialize invocations across controllers.
 //
+// Start with [New]: a [Config] names the ledger's store (any ledger
+// backend) and a Discover port (agent.Discover of a launch.Launcher).
+// [Catalogue.Admit] admits a provider binding as a new generation,
+// [Catalogue.Grant] records consent, and agent.Authority makes the
+// Catalogue the Supervisor's Authority; package agent's Facade is the
+// usual way to run what it admits.
+//
 // # What it promises
 //
 //   - Admission: a provider binding is admitted only once manifest
@@ -11,11 +18,11 @@
 //     Discover port) agree on its manifest digest.
 //   - Generations: per provider (distribution and factory), each admitted
 //     generation is strictly greater than the last; a lower or equal one
-//     is refused (ledger.ErrStaleGeneration), and of two controllers
+//     is refused (cataloguestore.ErrStaleGeneration), and of two controllers
 //     admitting the same generation number concurrently exactly one wins.
 //     A new generation replaces the previous one atomically for new
 //     operations. An operation is pinned, before its first attempt, to the
-//     generation current then (ledger.OperationPin): every attempt of it,
+//     generation current then (cataloguestore.OperationPin): every attempt of it,
 //     by any controller, runs that exact binding and manifest digest until
 //     it ends.
 //   - Scope: an admission names the organizations and projects that may
@@ -47,7 +54,7 @@
 // Catalogue itself (Reserve, Recheck and Release have the port's
 // signatures).
 //
-// Durability: everything is stored through a [ledger.CatalogueStore],
+// Durability: everything is stored through a [cataloguestore.Store],
 // which every backend (ledger/memory, ledger/bolt, ledger/postgres)
 // implements beside its ledger.Ledger, and which ledgertest.RunCatalogue
 // checks.

@@ -9,8 +9,8 @@ import (
 )
 
 // Errors of the catalogue's methods. Each is wrapped with what was refused
-// and where; test with errors.Is. Ledger errors (ledger.ErrStaleGeneration,
-// ledger.ErrReserved, storage failures) are wrapped as they come.
+// and where; test with errors.Is. Ledger errors (cataloguestore.ErrStaleGeneration,
+// cataloguestore.ErrReserved, storage failures) are wrapped as they come.
 var (
 	// ErrInvalidConfig is returned by New; the message lists every problem.
 	ErrInvalidConfig = errors.New("catalogue: invalid config")
@@ -46,9 +46,11 @@ var (
 	// caller must choose.
 	ErrAccountRequired = errors.New("catalogue: several connection accounts could serve; name one")
 
-	// ErrOperationMismatch is returned by Prepare when the operation id is
-	// already pinned to another capability or account.
-	ErrOperationMismatch = errors.New("catalogue: operation is pinned to another capability or account")
+	// ErrPinMismatch is returned by Prepare when the operation id is
+	// already pinned to another capability or account: use a new
+	// operation id for a new request. (The Supervisor's check of the
+	// recorded request is supervise.ErrOperationMismatch.)
+	ErrPinMismatch = errors.New("catalogue: operation is pinned to another capability or account")
 
 	// ErrNotPinned is returned by CheckAdmission and CheckEffect for an
 	// operation that was never prepared through the catalogue.
@@ -58,9 +60,9 @@ var (
 	// longer holds every reservation its capability needs.
 	ErrReservationLost = errors.New("catalogue: reservation no longer held")
 
-	// ErrInvalidRequest is returned for a malformed argument (scope,
-	// identifiers, consent sets).
-	ErrInvalidRequest = errors.New("catalogue: invalid request")
+	// ErrInvalidCall is returned for a malformed argument (scope,
+	// identifiers, consent sets). Nothing is recorded; fix the caller.
+	ErrInvalidCall = errors.New("catalogue: invalid call")
 )
 
 // unknownCapability is the one error for an unknown or invisible id: its

@@ -8,6 +8,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -54,7 +55,7 @@ func Example() {
 	_, err = cat.Prepare(ctx, catalogue.Request{Scope: scope, OperationID: "op-1", CapabilityID: "example.mail@1.0.0"})
 	fmt.Println(errors.Is(err, catalogue.ErrConsentRequired))
 
-	if _, err := cat.Grant(ctx, ledger.Consent{Scope: scope, Account: "sales@acme", Capabilities: []string{"example.mail@1.0.0"},
+	if _, err := cat.Grant(ctx, cataloguestore.Consent{Scope: scope, Account: "sales@acme", Capabilities: []string{"example.mail@1.0.0"},
 		Credentials: []string{"gmail"}, EffectKinds: []string{"external_communication"}}); err != nil {
 		panic(err)
 	}

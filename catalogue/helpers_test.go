@@ -15,9 +15,10 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -43,7 +44,7 @@ type backend struct {
 const dsnEnv = "ZEO_TEST_POSTGRES_DSN"
 
 // demoProvider is the simulated provider's key.
-var demoProvider = ledger.ProviderKey{Distribution: hostsim.DefaultDistribution, Factory: hostsim.DemoFactory}
+var demoProvider = cataloguestore.ProviderKey{Distribution: hostsim.DefaultDistribution, Factory: hostsim.DemoFactory}
 
 func farFuture() time.Time { return time.Now().Add(time.Hour) }
 

@@ -8,12 +8,13 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
 // generation is a decoded provider record; immutable once built.
 type generation struct {
-	rec       ledger.ProviderRecord
+	rec       cataloguestore.ProviderRecord
 	doc       document
 	ids       []string
 	exclusive bool // the inventory holds an exclusive capability
@@ -28,7 +29,7 @@ type Capability struct {
 	// Manifest is the admitted manifest. It is shared: do not modify it.
 	Manifest manifest.CapabilityManifest
 	// Provider and Generation name the provider generation.
-	Provider   ledger.ProviderKey
+	Provider   cataloguestore.ProviderKey
 	Generation int64
 	// ManifestDigest is the provider inventory's digest (what an
 	// operation's manifest_digest binds).
@@ -59,7 +60,7 @@ func (g *generation) public() Generation {
 }
 
 // decode builds a generation from its record.
-func (c *Catalogue) decode(rec ledger.ProviderRecord) (*generation, error) {
+func (c *Catalogue) decode(rec cataloguestore.ProviderRecord) (*generation, error) {
 	var doc document
 	if err := canon.Unmarshal(rec.Document, &doc); err != nil {
 		return nil, fmt.Errorf("catalogue: provider %s (%s) generation %d: stored admission: %w: %w",
@@ -85,7 +86,7 @@ func (c *Catalogue) decode(rec ledger.ProviderRecord) (*generation, error) {
 
 // generation returns generation gen of p (0: latest), from the cache when
 // it holds it: a recorded generation never changes.
-func (c *Catalogue) generation(ctx context.Context, p ledger.ProviderKey, gen int64) (*generation, error) {
+func (c *Catalogue) generation(ctx context.Context, p cataloguestore.ProviderKey, gen int64) (*generation, error) {
 	if gen > 0 {
 		c.mu.Lock()
 		g := c.gens[genKey{p, gen}]
@@ -178,7 +179,7 @@ type View struct {
 // View returns the catalogue as scope sees it now.
 func (c *Catalogue) View(ctx context.Context, scope ledger.Scope) (*View, error) {
 	if err := scope.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	s, err := c.snapshot(ctx)
 	if err != nil {

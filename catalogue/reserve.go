@@ -9,6 +9,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -29,17 +30,17 @@ import (
 // When b's inventory holds an exclusive capability, every other
 // invocation of b also takes the provider's key, shared, so that an
 // exclusive one runs alone.
-func Claims(b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any) ([]ledger.Claim, error) {
+func Claims(b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any) ([]cataloguestore.Claim, error) {
 	id := m.ID.String()
 	provider := key("provider:", b.Distribution+":"+b.Factory)
 	if m.Effects.Concurrency == manifest.Exclusive {
-		return []ledger.Claim{{Key: provider, CapabilityID: id}}, nil
+		return []cataloguestore.Claim{{Key: provider, CapabilityID: id}}, nil
 	}
-	var out []ledger.Claim
+	var out []cataloguestore.Claim
 	name := m.ID.Namespace + "." + m.ID.Name
 	switch m.Effects.Concurrency {
 	case manifest.SerialPerCapability:
-		out = append(out, ledger.Claim{Key: key("capability:", name), CapabilityID: id})
+		out = append(out, cataloguestore.Claim{Key: key("capability:", name), CapabilityID: id})
 	case manifest.SerialPerResource:
 		values := make([]any, len(m.Effects.ResourceKeyFields))
 		for i, f := range m.Effects.ResourceKeyFields {
@@ -47,16 +48,16 @@ func Claims(b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments
 		}
 		d, err := canon.DigestOf(map[string]any{"fields": m.Effects.ResourceKeyFields, "values": values})
 		if err != nil {
-			return nil, fmt.Errorf("%w: the resource key of %s: %w", ErrInvalidRequest, id, err)
+			return nil, fmt.Errorf("%w: the resource key of %s: %w", ErrInvalidCall, id, err)
 		}
-		out = append(out, ledger.Claim{Key: key("resource:", name+":"+string(d)), CapabilityID: id})
+		out = append(out, cataloguestore.Claim{Key: key("resource:", name+":"+string(d)), CapabilityID: id})
 	case manifest.ParallelSafe:
 	default:
-		return nil, fmt.Errorf("%w: %s declares concurrency %q", ErrInvalidRequest, id, m.Effects.Concurrency)
+		return nil, fmt.Errorf("%w: %s declares concurrency %q", ErrInvalidCall, id, m.Effects.Concurrency)
 	}
 	for _, o := range b.Manifests {
 		if o.Effects.Concurrency == manifest.Exclusive {
-			out = append(out, ledger.Claim{Key: provider, Shared: true, CapabilityID: id})
+			out = append(out, cataloguestore.Claim{Key: provider, Shared: true, CapabilityID: id})
 			break
 		}
 	}
@@ -77,7 +78,7 @@ func key(prefix, name string) string {
 // another live attempt holds one, it waits up to wait for it to end (a
 // release in this process wakes it at once; another controller's is seen
 // within PollInterval) and then gives up with an error wrapping a
-// *ledger.ReservationError (ledger.ErrReserved) that names the holder.
+// *cataloguestore.ReservationError (cataloguestore.ErrReserved) that names the holder.
 // A zero wait gives up at once. ctx bounds the whole call. Reserve has the
 // signature of package supervise's reservation port.
 func (c *Catalogue) Reserve(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any, wait time.Duration) error {
@@ -92,7 +93,7 @@ func (c *Catalogue) Reserve(ctx context.Context, f ledger.Fence, b manifest.Prov
 		released := c.released
 		c.mu.Unlock()
 		_, err := c.store.Reserve(ctx, f, claims)
-		var re *ledger.ReservationError
+		var re *cataloguestore.ReservationError
 		if !errors.As(err, &re) {
 			if err != nil {
 				return fmt.Errorf("catalogue: reserving for operation %q: %w", f.OperationID, err)
@@ -128,7 +129,7 @@ func (c *Catalogue) Reserve(ctx context.Context, f ledger.Fence, b manifest.Prov
 
 // Recheck is the reservation check at invoke.admit, immediately before
 // invocation: nil when f still holds, live, every reservation Claims
-// gives, else an error wrapping ErrReservationLost and ledger.ErrReserved
+// gives, else an error wrapping ErrReservationLost and cataloguestore.ErrReserved
 // (so that package supervise refuses the host). It has the signature
 // of package supervise's reservation port.
 func (c *Catalogue) Recheck(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any) error {
@@ -150,7 +151,7 @@ func (c *Catalogue) Recheck(ctx context.Context, f ledger.Fence, b manifest.Prov
 		}
 		if !found {
 			return fmt.Errorf("%w (%w): operation %q (attempt %q, generation %d) does not hold %q",
-				ErrReservationLost, ledger.ErrReserved, f.OperationID, f.AttemptID, f.Generation, cl.Key)
+				ErrReservationLost, cataloguestore.ErrReserved, f.OperationID, f.AttemptID, f.Generation, cl.Key)
 		}
 	}
 	return nil
@@ -174,9 +175,9 @@ func (c *Catalogue) Release(ctx context.Context, f ledger.Fence) error {
 }
 
 // Reservations returns the live reservations in scope.
-func (c *Catalogue) Reservations(ctx context.Context, scope ledger.Scope) ([]ledger.Reservation, error) {
+func (c *Catalogue) Reservations(ctx context.Context, scope ledger.Scope) ([]cataloguestore.Reservation, error) {
 	if err := scope.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	out, err := c.store.Reservations(ctx, scope)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -34,7 +35,7 @@ func modes(t testing.TB) (manifest.ProviderBinding, map[string]manifest.Capabili
 // TestClaims: the reservations each concurrency mode takes.
 func TestClaims(t *testing.T) {
 	b, ms := modes(t)
-	claims := func(b manifest.ProviderBinding, mode string, args map[string]any) []ledger.Claim {
+	claims := func(b manifest.ProviderBinding, mode string, args map[string]any) []cataloguestore.Claim {
 		t.Helper()
 		cs, err := catalogue.Claims(b, ms[mode], args)
 		if err != nil {
@@ -45,7 +46,7 @@ func TestClaims(t *testing.T) {
 	provider := "provider:" + b.Distribution + ":" + b.Factory
 	args := map[string]any{"account": "acme", "text": "x", "other": 1}
 	res := claims(b, "serial_per_resource", args)
-	want := map[string][]ledger.Claim{
+	want := map[string][]cataloguestore.Claim{
 		"parallel_safe":         {{Key: provider, Shared: true, CapabilityID: "example.par@1.0.0"}},
 		"serial_per_capability": {{Key: "capability:example.cap", CapabilityID: "example.cap@1.0.0"}, {Key: provider, Shared: true, CapabilityID: "example.cap@1.0.0"}},
 		"serial_per_resource":   {{Key: res[0].Key, CapabilityID: "example.res@1.0.0"}, {Key: provider, Shared: true, CapabilityID: "example.res@1.0.0"}},
@@ -87,7 +88,7 @@ func TestClaims(t *testing.T) {
 		t.Fatalf("parallel_safe without exclusive: %+v", cs)
 	}
 	diff(t, "serial_per_capability without exclusive", claims(plain, "serial_per_capability", args),
-		[]ledger.Claim{{Key: "capability:example.cap", CapabilityID: "example.cap@1.0.0"}})
+		[]cataloguestore.Claim{{Key: "capability:example.cap", CapabilityID: "example.cap@1.0.0"}})
 }
 
 // A call of the reservation model.
@@ -106,7 +107,7 @@ type rmCall struct {
 type holder struct {
 	id       int
 	fence    ledger.Fence
-	claims   []ledger.Claim
+	claims   []cataloguestore.Claim
 	deadline time.Time // zero: none that matters
 }
 
@@ -211,7 +212,7 @@ func TestReservationModel(t *testing.T) {
 					f, m := fences[i], ms[cl.mode]
 					args := map[string]any{"account": cl.account, "text": "t"}
 					err := c.Reserve(bg, f, b, m, args, cl.wait)
-					var re *ledger.ReservationError
+					var re *cataloguestore.ReservationError
 					switch {
 					case errors.As(err, &re):
 						if !tr.fences[re.Holder.Holder] {

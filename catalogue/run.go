@@ -7,6 +7,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -28,7 +29,7 @@ type Request struct {
 // Plan is what a run executes: the pinned generation's exact binding and
 // the capability's manifest in it.
 type Plan struct {
-	Pin      ledger.OperationPin
+	Pin      cataloguestore.OperationPin
 	Binding  manifest.ProviderBinding
 	Manifest manifest.CapabilityManifest
 	// Capability is the capability as the pinned generation holds it.
@@ -42,17 +43,17 @@ type Plan struct {
 // written before any attempt, so that every attempt runs the same
 // binding.
 //
-// Errors: ErrInvalidRequest; ErrUnknownCapability (unknown, or outside the
-// scope: the same text); ErrOperationMismatch (the operation is pinned to
+// Errors: ErrInvalidCall; ErrUnknownCapability (unknown, or outside the
+// scope: the same text); ErrPinMismatch (the operation is pinned to
 // another capability or account); *ConsentError (ErrConsentRequired);
 // *AccountError (ErrAccountRequired); storage errors.
 func (c *Catalogue) Prepare(ctx context.Context, r Request) (Plan, error) {
 	if err := errors.Join(r.Scope.Validate(), protocol.CheckIdentifier("OperationID", r.OperationID),
 		protocol.CheckIdentifier("CapabilityID", r.CapabilityID)); err != nil {
-		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidCall, err)
 	}
 	if r.Account != "" && !protocol.ValidIdentifier(r.Account) {
-		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidRequest, protocol.CheckIdentifier("Account", r.Account))
+		return Plan{}, fmt.Errorf("%w: %w", ErrInvalidCall, protocol.CheckIdentifier("Account", r.Account))
 	}
 	pin, err := c.store.OperationPin(ctx, r.Scope, r.OperationID)
 	switch {
@@ -73,7 +74,7 @@ func (c *Catalogue) Prepare(ctx context.Context, r Request) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	want := ledger.OperationPin{Scope: r.Scope, OperationID: r.OperationID, CapabilityID: e.ID, Provider: e.Provider,
+	want := cataloguestore.OperationPin{Scope: r.Scope, OperationID: r.OperationID, CapabilityID: e.ID, Provider: e.Provider,
 		Generation: e.Generation, ManifestDigest: e.ManifestDigest, Account: account}
 	g, err := c.generation(ctx, e.Provider, e.Generation)
 	if err != nil {
@@ -108,7 +109,7 @@ func (c *Catalogue) chooseAccount(ctx context.Context, r Request, e *Capability)
 	}
 	switch len(serve) {
 	case 0:
-		return "", &ConsentError{Scope: r.Scope, CapabilityID: e.ID, Missing: missing(e, ledger.Consent{})}
+		return "", &ConsentError{Scope: r.Scope, CapabilityID: e.ID, Missing: missing(e, cataloguestore.Consent{})}
 	case 1:
 		return serve[0], nil
 	}
@@ -116,16 +117,16 @@ func (c *Catalogue) chooseAccount(ctx context.Context, r Request, e *Capability)
 }
 
 // pinned plans a run of an operation that has a pin.
-func (c *Catalogue) pinned(ctx context.Context, r Request, pin ledger.OperationPin) (Plan, error) {
+func (c *Catalogue) pinned(ctx context.Context, r Request, pin cataloguestore.OperationPin) (Plan, error) {
 	if pin.CapabilityID != r.CapabilityID {
-		return Plan{}, fmt.Errorf("%w: operation %q runs capability %q, not %q", ErrOperationMismatch, r.OperationID, pin.CapabilityID, r.CapabilityID)
+		return Plan{}, fmt.Errorf("%w: operation %q runs capability %q, not %q", ErrPinMismatch, r.OperationID, pin.CapabilityID, r.CapabilityID)
 	}
 	e, g, err := c.pinnedCapability(ctx, pin)
 	if err != nil {
 		return Plan{}, err
 	}
 	if r.Account != "" && e.NeedsAccount && r.Account != pin.Account {
-		return Plan{}, fmt.Errorf("%w: operation %q runs with connection account %q, not %q", ErrOperationMismatch, r.OperationID, pin.Account, r.Account)
+		return Plan{}, fmt.Errorf("%w: operation %q runs with connection account %q, not %q", ErrPinMismatch, r.OperationID, pin.Account, r.Account)
 	}
 	if err := c.checkConsentFor(ctx, r.Scope, e, pin.Account); err != nil {
 		return Plan{}, err
@@ -135,7 +136,7 @@ func (c *Catalogue) pinned(ctx context.Context, r Request, pin ledger.OperationP
 
 // pinnedCapability returns the capability and generation a pin names,
 // ErrUnknownCapability if the scope may not see it there.
-func (c *Catalogue) pinnedCapability(ctx context.Context, pin ledger.OperationPin) (*Capability, *generation, error) {
+func (c *Catalogue) pinnedCapability(ctx context.Context, pin cataloguestore.OperationPin) (*Capability, *generation, error) {
 	g, err := c.generation(ctx, pin.Provider, pin.Generation)
 	if err != nil {
 		return nil, nil, err
@@ -153,7 +154,7 @@ func (c *Catalogue) pinnedCapability(ctx context.Context, pin ledger.OperationPi
 // records, visible to its scope in the pinned generation, and its account
 // still consented (a revocation since launch refuses it here). nil
 // means allow. An error wrapping ErrUnknownCapability, ErrNotPinned,
-// ErrOperationMismatch or ErrConsentRequired means refuse (answer the host
+// ErrPinMismatch or ErrConsentRequired means refuse (answer the host
 // refused); any other error means the catalogue could not decide.
 // Reservations are re-checked separately by Recheck.
 func (c *Catalogue) CheckAdmission(ctx context.Context, op ledger.Operation) error {
@@ -167,7 +168,7 @@ func (c *Catalogue) CheckAdmission(ctx context.Context, op ledger.Operation) err
 // running returns the pin of the recorded operation op and its capability
 // in the pinned generation, refusing an operation never prepared, one
 // whose record disagrees with its pin, and one its scope may not see.
-func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (ledger.OperationPin, *Capability, error) {
+func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (cataloguestore.OperationPin, *Capability, error) {
 	pin, err := c.store.OperationPin(ctx, op.Scope, op.OperationID)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return pin, nil, fmt.Errorf("%w: operation %q", ErrNotPinned, op.OperationID)
@@ -177,7 +178,7 @@ func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (ledger.Op
 	}
 	if pin.CapabilityID != op.CapabilityID || pin.ManifestDigest != op.ManifestDigest {
 		return pin, nil, fmt.Errorf("%w: operation %q is recorded for %s with manifest digest %s, pinned to %s with %s",
-			ErrOperationMismatch, op.OperationID, op.CapabilityID, op.ManifestDigest, pin.CapabilityID, pin.ManifestDigest)
+			ErrPinMismatch, op.OperationID, op.CapabilityID, op.ManifestDigest, pin.CapabilityID, pin.ManifestDigest)
 	}
 	e, _, err := c.pinnedCapability(ctx, pin)
 	return pin, e, err
@@ -189,7 +190,7 @@ func (c *Catalogue) running(ctx context.Context, op ledger.Operation) (ledger.Op
 // must still cover the capability and effectOperation. nil means allow.
 // An error wrapping ErrConsentRequired means a person must grant consent
 // first (answer waiting_approval: nothing is recorded and a later attempt
-// asks again); ErrUnknownCapability, ErrNotPinned or ErrOperationMismatch
+// asks again); ErrUnknownCapability, ErrNotPinned or ErrPinMismatch
 // mean refuse; any other error means the catalogue could not decide.
 func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connectionRef, effectOperation string) error {
 	pin, e, err := c.running(ctx, op)
@@ -198,7 +199,7 @@ func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connec
 	}
 	if !e.NeedsAccount || connectionRef != pin.Account {
 		return fmt.Errorf("%w: operation %q runs with connection account %q; its capability may not request effects on %q",
-			ErrOperationMismatch, op.OperationID, pin.Account, connectionRef)
+			ErrPinMismatch, op.OperationID, pin.Account, connectionRef)
 	}
 	g, _, err := c.consentOf(ctx, op.Scope, pin.Account)
 	if err != nil {
@@ -221,7 +222,7 @@ func (c *Catalogue) CheckEffect(ctx context.Context, op ledger.Operation, connec
 // operation keeps the generation it started on. An unknown provider or
 // generation wraps ledger.ErrNotFound. It decides no visibility or
 // consent: Prepare and the catalogue's Authority do.
-func (c *Catalogue) ProviderBinding(ctx context.Context, scope ledger.Scope, operationID string, p ledger.ProviderKey, gen int64) (manifest.ProviderBinding, error) {
+func (c *Catalogue) ProviderBinding(ctx context.Context, scope ledger.Scope, operationID string, p cataloguestore.ProviderKey, gen int64) (manifest.ProviderBinding, error) {
 	if gen == 0 {
 		pin, err := c.store.OperationPin(ctx, scope, operationID)
 		switch {

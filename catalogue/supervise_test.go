@@ -11,10 +11,11 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
-	"github.com/zeoruntime/runtimeipc/internal/testbin"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -65,7 +66,7 @@ func verdict(err error, holdForConsent bool) (supervise.Verdict, error) {
 	case holdForConsent && errors.Is(err, catalogue.ErrConsentRequired):
 		return supervise.Verdict{Decision: supervise.Hold, Reason: err.Error()}, nil
 	case errors.Is(err, catalogue.ErrConsentRequired), errors.Is(err, catalogue.ErrUnknownCapability),
-		errors.Is(err, catalogue.ErrNotPinned), errors.Is(err, catalogue.ErrOperationMismatch):
+		errors.Is(err, catalogue.ErrNotPinned), errors.Is(err, catalogue.ErrPinMismatch):
 		return supervise.Verdict{Decision: supervise.Refuse, Reason: err.Error()}, nil
 	}
 	return supervise.Verdict{}, err
@@ -304,7 +305,7 @@ func TestSerialPerResourceWithHosts(t *testing.T) {
 		if first != nil {
 			t.Fatalf("the holder: %v", first)
 		}
-		var re *ledger.ReservationError
+		var re *cataloguestore.ReservationError
 		if !errors.Is(err, supervise.ErrRefused) || !errors.As(err, &re) || re.Holder.Holder.OperationID != "op-1" {
 			t.Fatalf("a call that cannot get its reservation: %v, want refused naming op-1", err)
 		}
@@ -319,7 +320,7 @@ func TestSerialPerResourceWithHosts(t *testing.T) {
 func TestRevocationAtAdmit(t *testing.T) {
 	ctx := testContext(t)
 	r := newHostRig(t, capManifest(t, "example.mail@1.0.0", "parallel_safe", nil, []string{"gmail"}, nil))
-	work := ledger.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"example.mail@1.0.0"}, Credentials: []string{"gmail"},
+	work := cataloguestore.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"example.mail@1.0.0"}, Credentials: []string{"gmail"},
 		EffectKinds: []string{"read", "external_communication"}}
 	if _, err := r.cat.Grant(ctx, work); err != nil {
 		t.Fatal(err)
@@ -329,7 +330,7 @@ func TestRevocationAtAdmit(t *testing.T) {
 	}
 	o, err := r.run(ctx, t, "op-2", "example.mail@1.0.0", map[string]any{"text": "hello"}, 0, func(supervise.Admission) {
 		// The host is running and has asked for admission: revoke now.
-		if _, err := r.cat.Revoke(ctx, ledger.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail"}}); err != nil {
+		if _, err := r.cat.Revoke(ctx, cataloguestore.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail"}}); err != nil {
 			t.Error(err)
 		}
 	})

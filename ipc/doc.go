@@ -4,6 +4,11 @@
 // (see doc/protocol.md, “Frames”, “Session order”, “Request envelope”,
 // “Reply envelope”, “Methods” and “Runtime duties”).
 //
+// An embedder of package supervise never calls it: the Supervisor serves
+// every attempt's socket. A controller of your own starts here:
+// [NewSession] over the child's socket and [Session.Serve] with a
+// [Handler] (supervise.NewHandler is the ledger-backed one).
+//
 // # Frames
 //
 // Both directions carry frames: a 4-byte big-endian length, then that many

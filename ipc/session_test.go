@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
@@ -90,7 +90,7 @@ type step struct {
 // runScript serves a Session with h and plays the steps as the host; the
 // host closes its end after the last step. It returns Serve's error and
 // the replies read.
-func runScript(t *testing.T, cfg ipc.SessionConfig, h ipc.Handler, steps []step) (error, []*ipc.Reply) {
+func runScript(t *testing.T, cfg ipc.SessionConfig, h ipc.Handler, steps []step) ([]*ipc.Reply, error) {
 	t.Helper()
 	rt, host := socketpair(t)
 	s := ipc.NewSession(rt, cfg)
@@ -129,7 +129,7 @@ func runScript(t *testing.T, cfg ipc.SessionConfig, h ipc.Handler, steps []step)
 	if n, rerr := host.Read(make([]byte, 1)); n != 0 || rerr != io.EOF && !errors.Is(rerr, syscall.ECONNRESET) {
 		t.Errorf("after Serve: host read %d bytes, %v; want EOF", n, rerr)
 	}
-	return err, replies
+	return replies, err
 }
 
 func frame(t fatalT, e any) []byte { return frameBytes(body(t, e)) }
@@ -249,7 +249,7 @@ func TestSessionRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err, _ := runScript(t, f.config(), &allowAll{}, tt.steps)
+			_, err := runScript(t, f.config(), &allowAll{}, tt.steps)
 			if tt.rule == nil {
 				if err != nil {
 					t.Fatalf("Serve = %v, want nil", err)
@@ -363,7 +363,7 @@ func TestSessionHandlerDecisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err, reps := runScript(t, f.config(), tt.h, tt.steps)
+			reps, err := runScript(t, f.config(), tt.h, tt.steps)
 			if tt.rule == nil && err != nil || tt.rule != nil && !isRule(err, tt.rule) {
 				t.Fatalf("Serve = %v, want %v", err, tt.rule)
 			}
@@ -598,7 +598,7 @@ func TestSessionAttemptDeadline(t *testing.T) {
 		cfg := f.config()
 		cfg.Deadline = time.Now().Add(300 * time.Millisecond)
 		h := &slowHandler{}
-		err, _ := runScript(t, cfg, h, []step{{raw: frame(t, f.env(1, ipc.MethodBootstrap, f.bootstrap()))}})
+		_, err := runScript(t, cfg, h, []step{{raw: frame(t, f.env(1, ipc.MethodBootstrap, f.bootstrap()))}})
 		if !isRule(err, ipc.ErrTimeout) {
 			t.Fatalf("Serve = %v", err)
 		}

@@ -93,7 +93,7 @@ func TestForgedResultsRefused(t *testing.T) {
 			}
 			table = append(table, fmt.Sprintf("| %s | %d | %s |", tt.name, out.Session.Frames, got))
 			if tt.want == "" {
-				if !errors.Is(err, launch.ErrSessionMismatch) || !errors.Is(err, launch.ErrProtocol) || re == nil || string(re.Result.State) != tt.claim {
+				if !errors.Is(err, launch.ErrSessionMismatch) || !errors.Is(err, launch.ErrBadResult) || re == nil || string(re.Result.State) != tt.claim {
 					t.Fatalf("forged %s after %d frames: %s, want ErrSessionMismatch", tt.claim, out.Session.Frames, got)
 				}
 				return

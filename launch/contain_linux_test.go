@@ -12,13 +12,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
@@ -236,11 +239,16 @@ func TestContainedNetwork(t *testing.T) {
 	}
 }
 
-// serveHTTP serves body on a local port until the test ends; it returns
+// serveHTTP serves body on a local port until the test ends, or a
+// redirect to the URL a request's "to" parameter names; it returns
 // host:port.
 func serveHTTP(t *testing.T, body string) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if to := r.URL.Query().Get("to"); to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
 		io.WriteString(w, body)
 	}))
 	t.Cleanup(srv.Close)
@@ -287,10 +295,13 @@ func (h *logRecords) find(sub ...string) bool {
 // beside other (answering "other"): what each action must get.
 func egressTable(t *testing.T, allowed, other, dns string) map[string]string {
 	rows := map[string]string{
-		"proxyget:http://" + allowed + "/":     "ok 200 allowed",
-		"tunnel:" + allowed:                    "ok 200 allowed",
-		"connect:" + allowed:                   "fail", // not directly
-		"proxyget:http://" + other + "/":       "403",
+		"proxyget:http://" + allowed + "/": "ok 200 allowed",
+		"tunnel:" + allowed:                "ok 200 allowed",
+		"connect:" + allowed:               "fail", // not directly
+		"proxyget:http://" + other + "/":   "403",
+		// A redirect is followed by a new request, checked like the first.
+		"proxyget:http://" + allowed + "/?to=http://" + other + "/":   "403",
+		"proxyget:http://" + allowed + "/?to=http://" + allowed + "/": "ok 200 allowed",
 		"tunnel:" + other:                      "403",
 		"connect:" + other:                     "fail",
 		"tunnel:127.0.0.1:5432":                "403",
@@ -346,10 +357,16 @@ func TestContainedEgress(t *testing.T) {
 		actions = append(actions, a)
 	}
 	logs := &logRecords{}
+	fds, checkGoroutines := leaktest.OpenFDs(t), leaktest.Goroutines(t)
 	got := hostileRunContext(t, launch.Containment{}, nil, slog.New(logs), func(c *launch.LaunchContext) {
 		c.NetworkAllowed = true
 		c.NetworkHosts = []string{allowed}
 	}, actions...)
+	// The proxy ended with the host: no goroutine, no descriptor left.
+	checkGoroutines()
+	if n := leaktest.OpenFDs(t); n != fds {
+		t.Errorf("%d descriptors open after the launch, %d before", n, fds)
+	}
 	checkEgress(t, "egress", rows, got)
 	t.Logf("egress: %v", got)
 	if !logs.find("egress refused", "host=127.0.0.1", "port="+port(t, other)) || !logs.find("egress refused", "host=localhost") {
@@ -558,6 +575,69 @@ func TestContainedWarm(t *testing.T) {
 	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
 		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
 	}
+}
+
+// TestContainedEgressUnprivileged runs the egress rows from a controller
+// that is not root (this test binary again, as uid 65534), the common
+// case: its host's user namespace has no mapping, so the init gets the
+// capability to bring the loopback up as an ambient one. The rows hold as
+// for a root controller, and the host itself has no capability left.
+func TestContainedEgressUnprivileged(t *testing.T) {
+	requireRoot(t)
+	dir := openDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "launch.test")
+	if err := copyFile(self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	rows := egressTable(t, allowed, other, dns)
+	actions := []string{"caps:"}
+	for a := range rows {
+		actions = append(actions, a)
+	}
+	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{allowed}
+	b, err := json.Marshal(struct {
+		Context launch.LaunchContext
+		Request []byte
+	}{inv.Context, inv.Request})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invPath := filepath.Join(dir, "invocation.json")
+	if err := os.WriteFile(invPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(testCtx(t), bin, "-test.run=^$")
+	cmd.Env = []string{controllerEnv + "=" + invPath, "ZEO_HOSTSIM_PATH=" + hostsimPath, "ZEO_LAUNCH_DIR=" + dir,
+		controllerHostileEnv + "=" + strings.Join(actions, ";")}
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("controller as uid %d: %v\n%s", nobody, err, stderr.String())
+	}
+	var r struct {
+		Actions map[string]string `json:"actions"`
+	}
+	if err := json.Unmarshal(stdout, &r); err != nil {
+		t.Fatalf("report %q: %v\n%s", stdout, err, stderr.String())
+	}
+	checkEgress(t, "unprivileged controller", rows, r.Actions)
+	caps := r.Actions["caps:"]
+	for _, set := range []string{"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"} {
+		if !strings.Contains(caps, set+"0000000000000000") {
+			t.Errorf("the host's %s is not empty: %q", set, caps)
+		}
+	}
+	t.Logf("unprivileged: %v", r.Actions)
 }
 
 // TestContainedEgressWarm runs the egress rows with the Python hostile

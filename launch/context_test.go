@@ -9,7 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 

@@ -7,6 +7,14 @@
 // supervises it to its deadline, and judges what it left behind — its one
 // stdout line and its exit status — with ParseResult.
 //
+// Start with [New]: it checks a [Config] (the provider environment's
+// interpreter, its working directory, a Verifier such as [TreeVerifier])
+// and returns the
+// [*Launcher] that supervise.Config takes. [Launcher.Describe] and
+// [Launcher.Doctor] run the host's static discovery on an installed
+// provider (no capability runs); [Launcher.Invoke] is one launch, for a controller of
+// your own.
+//
 // # What a launch guarantees
 //
 // The five duties of the trusted launcher (doc/protocol.md,
@@ -90,7 +98,7 @@
 // signal, an unknown exit status, empty, oversized, multi-line or malformed
 // stdout, an incoherent HostResult, a foreign or null binding and an exit
 // status that disagrees with the state are each a distinct *ResultError
-// wrapping ErrProtocol. Invoke also refuses a result that what its own
+// wrapping ErrBadResult. Invoke also refuses a result that what its own
 // session saw contradicts (ErrSessionMismatch; History.Check holds the
 // rules): a waiting_approval, cancelled, refused or needs_reconciliation
 // that no reply and no ending of the host's own explains, a success whose

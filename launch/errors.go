@@ -8,14 +8,18 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// ErrProtocol is wrapped by every *ResultError: what the host left behind
-// does not prove an outcome. The Runtime must not redispatch; it keeps the
+// ErrBadResult is wrapped by every *ResultError: what the host left behind
+// (its stdout and exit status) does not prove an outcome. It is a verdict
+// on the host's report, not the operation's outcome: a Supervisor decides
+// that from the ledger (supervise.ErrProtocol, the outcome protocol_error,
+// is the usual one, but a result the ledger accepted, a cancellation or
+// the deadline decide first). The Runtime must not redispatch; it keeps the
 // evidence and asks its ledger what happened to the operation
 // (doc/protocol.md, “Result check”; doc/design.md, “No retries on the wire”).
-var ErrProtocol = errors.New("launch: host result is a protocol failure")
+var ErrBadResult = errors.New("launch: host result is a protocol failure")
 
 // These errors say which check of ParseResult failed. Each *ResultError wraps
-// exactly one of them (and ErrProtocol).
+// exactly one of them (and ErrBadResult).
 var (
 	// ErrSignaled: the host was terminated by a signal (killed at the
 	// deadline, crashed, or killed by someone else).
@@ -57,7 +61,7 @@ var (
 
 // ResultError is a protocol failure found in a host's stdout and exit status.
 // It carries both sides of the disagreement. Its Error text is for people and
-// may change; test with errors.Is against the sentinels and ErrProtocol, or
+// may change; test with errors.Is against the sentinels and ErrBadResult, or
 // errors.As for the fields.
 type ResultError struct {
 	// Err is the sentinel naming the failed check.
@@ -119,8 +123,8 @@ func (e *ResultError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// Is reports true for ErrProtocol, so that every ResultError matches it.
-func (e *ResultError) Is(target error) bool { return target == ErrProtocol }
+// Is reports true for ErrBadResult, so that every ResultError matches it.
+func (e *ResultError) Is(target error) bool { return target == ErrBadResult }
 
 // These errors refuse a launch before any process starts.
 var (

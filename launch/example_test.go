@@ -38,7 +38,7 @@ func ExampleParseResult() {
 	other := want
 	other.AttemptID = "attempt-b"
 	_, err = launch.ParseResult(stdout, 0, other)
-	fmt.Println("another attempt:", errors.Is(err, launch.ErrBindingMismatch), errors.Is(err, launch.ErrProtocol))
+	fmt.Println("another attempt:", errors.Is(err, launch.ErrBindingMismatch), errors.Is(err, launch.ErrBadResult))
 	// Output:
 	// succeeded [artifact-a] <nil>
 	// exit 5: true true

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testbin"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"

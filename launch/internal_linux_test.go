@@ -7,7 +7,7 @@ import (
 	"testing/iotest"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 

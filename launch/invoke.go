@@ -99,7 +99,7 @@ func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error
 // result is valid, bound to the attempt, agrees with the exit status and
 // is coherent with what the session saw (History.Check: a claim the
 // session contradicts is ErrSessionMismatch), and otherwise a
-// *ResultError (errors.Is ErrProtocol) naming the failure, with its
+// *ResultError (errors.Is ErrBadResult) naming the failure, with its
 // Signal set when the host was killed.
 //
 // ctx bounds the whole call together with the attempt deadline; when it is

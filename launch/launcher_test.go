@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
-	"github.com/zeoruntime/runtimeipc/internal/longtest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )

@@ -163,6 +163,10 @@ func TestHostAsAnotherUser(t *testing.T) {
 // helperController).
 const controllerEnv = "ZEO_LAUNCH_HELPER_CONTROLLER"
 
+// controllerHostileEnv, set for a helper controller, makes it launch the
+// hostile host with these actions, contained, instead of the probe.
+const controllerHostileEnv = "ZEO_LAUNCH_HELPER_HOSTILE"
+
 // TestControllerNotDumpable runs a controller (this test binary again) as
 // uid 65534, which launches the probing host as the same user: with the
 // controller non-dumpable (New's default) the host cannot read the
@@ -243,11 +247,17 @@ func helperController() int {
 		os.Stderr.WriteString(err.Error())
 		return 1
 	}
-	l, err := launch.New(launch.Config{Interpreter: os.Getenv("ZEO_HOSTSIM_PATH"), Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"},
+	cfg := launch.Config{Interpreter: os.Getenv("ZEO_HOSTSIM_PATH"), Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"},
 		Dir: os.Getenv("ZEO_LAUNCH_DIR"), Verifier: launch.TrustEnvironment{}, LeaveDumpable: os.Getenv("ZEO_LAUNCH_DUMPABLE") == "1",
 		// What is tested is the controller's dumpability alone: a contained
 		// host (Landlock, its own user namespace) could read neither.
-		Containment: launch.Containment{Off: launch.AllLayers}})
+		Containment: launch.Containment{Off: launch.AllLayers}}
+	if actions, ok := os.LookupEnv(controllerHostileEnv); ok {
+		// TestContainedEgressUnprivileged: the hostile host, every layer on.
+		cfg.Env = []string{"ZEO_HOSTSIM_SCENARIO=hostile", "ZEO_HOSTSIM_HOSTILE=" + actions}
+		cfg.Containment = launch.Containment{}
+	}
+	l, err := launch.New(cfg)
 	if err != nil {
 		os.Stderr.WriteString(err.Error())
 		return 1

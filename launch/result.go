@@ -182,7 +182,7 @@ func (r *HostResult) Validate() error {
 // was terminated by a signal, as [os.ProcessState.ExitCode] reports it.
 //
 // Every disagreement is a protocol failure, returned as a *ResultError that
-// wraps ErrProtocol and exactly one of the specific sentinels below, and
+// wraps ErrBadResult and exactly one of the specific sentinels below, and
 // carries both sides (the exit status seen, the one the state requires, the
 // envelope when it parsed, the expected binding, the head of stdout). It is
 // never resolved toward the exit code: a zero exit does not bless an invalid

@@ -12,7 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testvectors"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
@@ -129,7 +129,7 @@ func TestParseResultRealHost(t *testing.T) {
 				if code == rh.ExitStatus {
 					continue
 				}
-				if _, err := launch.ParseResult([]byte(rh.Stdout), code, ctx.Attempt); !errors.Is(err, launch.ErrProtocol) {
+				if _, err := launch.ParseResult([]byte(rh.Stdout), code, ctx.Attempt); !errors.Is(err, launch.ErrBadResult) {
 					t.Fatalf("exit %d accepted for state %s", code, r.State)
 				}
 			}
@@ -210,7 +210,7 @@ func TestParseResultRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := launch.ParseResult(tt.stdout, tt.exit, tt.want)
-			if !errors.Is(err, tt.err) || !errors.Is(err, launch.ErrProtocol) {
+			if !errors.Is(err, tt.err) || !errors.Is(err, launch.ErrBadResult) {
 				t.Fatalf("err = %v, want %v", err, tt.err)
 			}
 			for _, s := range sentinels {
@@ -382,7 +382,7 @@ func FuzzParseResult(f *testing.F) {
 		r, err := launch.ParseResult(stdout, exit, want)
 		if err != nil {
 			var re *launch.ResultError
-			if !errors.As(err, &re) || !errors.Is(err, launch.ErrProtocol) {
+			if !errors.As(err, &re) || !errors.Is(err, launch.ErrBadResult) {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}
 			return

@@ -24,9 +24,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
-	"github.com/zeoruntime/runtimeipc/internal/longtest"
-	"github.com/zeoruntime/runtimeipc/internal/testpyhost"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -428,7 +428,7 @@ func TestWarmServerCrash(t *testing.T) {
 		unix.Kill(server, unix.SIGKILL)
 	}()
 	out, err := z.Invoke(testCtx(t), inv)
-	if !errors.Is(err, launch.ErrExitUnknown) || !errors.Is(err, launch.ErrProtocol) {
+	if !errors.Is(err, launch.ErrExitUnknown) || !errors.Is(err, launch.ErrBadResult) {
 		t.Fatalf("err = %v", err)
 	}
 	if !out.Process.Warm || out.Process.Stopped != launch.StopNone {

@@ -3,17 +3,33 @@
 // logical effects with a total budget, accepted results and their scoped,
 // immutable artifacts, cancellation and reconciliation.
 //
+// # Start here
+//
+// Open a backend and hand it to supervise.Config; the Supervisor makes
+// every write. [github.com/zeoruntime/runtimeipc/ledger/memory.New] is for
+// tests and examples, [github.com/zeoruntime/runtimeipc/ledger/bolt.Open]
+// (one file, embedded, durable) is the default, and
+// [github.com/zeoruntime/runtimeipc/ledger/postgres.Open] serves several
+// controllers that share one store. Every operation lives in a [Scope]
+// (organization and project). The calls an embedder makes on a [Ledger]
+// itself are reads and the end of its life: Operation, ListOperations and
+// Evidence to see what happened, ListUnknown for effects whose outcome
+// was lost (settle them with the Supervisor's Resolve), and Close. The
+// other methods are the Supervisor's, or the Handler's in a controller of
+// your own. Its errors are the two var blocks below: the call and the
+// store ([ErrClosed], [ErrInvalid], [ErrNotFound], ...), and the state the
+// ledger holds ([ErrStaleFence], [ErrChangedInput], ...).
+//
 // The host process cannot be trusted with any of this: its budget counter
 // dies with it. The [Ledger] interface is what the Runtime consults instead,
 // and the only thing that decides recovery across a restarted host.
-// Backends: [github.com/zeoruntime/runtimeipc/ledger/memory] (in memory,
-// for tests and examples), [github.com/zeoruntime/runtimeipc/ledger/bolt]
-// (embedded, durable, the default) and
-// [github.com/zeoruntime/runtimeipc/ledger/postgres] (PostgreSQL, shared by
-// several controllers: conditional writes on the fencing generation column
-// and unique constraints for idempotency keys).
-// Every backend must pass
-// [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
+// Backends: ledger/memory (in memory), ledger/bolt (embedded, durable) and
+// ledger/postgres (PostgreSQL, shared by several controllers: conditional
+// writes on the fencing generation column and unique constraints for
+// idempotency keys). The catalogue's records are kept beside the ledger,
+// in the same store: see
+// [github.com/zeoruntime/runtimeipc/ledger/cataloguestore]. Every backend
+// must pass [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
 //
 // # What the ledger promises
 //
@@ -86,7 +102,7 @@
 // of any idempotency key with another fingerprint ([ErrChangedInput]), new
 // effects past the budget ([ErrBudgetExhausted]) or the deadline
 // ([ErrDeadlineExceeded]), advancing a cancelled operation
-// ([ErrCancelled]) or one whose result was accepted
+// ([ErrOperationCancelled]) or one whose result was accepted
 // ([ErrResultAlreadyAccepted]), calls out of protocol order
 // ([ErrOutOfOrder]), new work for a controller whose lease ended
 // ([ErrLeaseExpired]), taking over a live controller's attempt

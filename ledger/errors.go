@@ -3,14 +3,15 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
-// Errors returned by every [Ledger] method. Backends wrap them with context
-// (what was refused and where), so test for them with [errors.Is]; the text
-// after the "ledger: " prefix may change and is not part of the contract.
+// Errors about the call and the store rather than the operation: every
+// [Ledger] method may return the first four, and a durable backend the
+// rest. Backends wrap them with context (what was refused and where), so
+// test for them with [errors.Is]; the text after the "ledger: " prefix may
+// change and is not part of the contract.
 var (
 	// ErrClosed is returned by every method called after Close has begun.
 	ErrClosed = errors.New("ledger: closed")
@@ -27,10 +28,43 @@ var (
 	// ErrCorrupt is returned when a stored record cannot be decoded. The
 	// ledger refuses to guess; restore the store from a backup.
 	ErrCorrupt = errors.New("ledger: stored record is corrupt")
+
+	// A durable backend returns ErrNotApplied or ErrOutcomeUnknown when a
+	// write's outcome is not the answer to the call: the call's context
+	// ended, or the store failed, before the write was known to be
+	// durable. Both wrap the cause (ctx's error, the storage error) as
+	// well. Every write is idempotent, so after either one the caller may
+	// repeat the identical call: it then gets the recorded outcome, or
+	// applies the write now.
+
+	// ErrNotApplied: the write certainly did not commit (it was never run,
+	// or its transaction was rolled back). Nothing changed.
+	ErrNotApplied = errors.New("ledger: write not applied")
+
+	// ErrOutcomeUnknown: the write may or may not have committed (the
+	// context ended while it was being made durable, or the commit itself
+	// failed). Repeat the call, or read the operation, to learn which.
+	ErrOutcomeUnknown = errors.New("ledger: write outcome unknown")
+
+	// Ownership of a durable store: opening it, and closing it.
+
+	// ErrLocked is returned when a durable ledger cannot be opened because
+	// another owner (process) holds it. The wrapping error names the path.
+	// Stop the other owner, or point this one at another file.
+	ErrLocked = errors.New("ledger: held by another owner")
+
+	// ErrCloseTimeout is returned by Close when writes were still in flight
+	// when its context ended. The ledger has entered fail-stop: ownership is
+	// NOT released, because a write could still land, and the process must
+	// exit so that the operating system releases it.
+	ErrCloseTimeout = errors.New("ledger: close timed out with writes in flight; ownership kept, exit the process")
 )
 
-// Errors that refuse a write because of the state the ledger already holds.
-// None of them is transient: retrying the same call gets the same answer.
+// Errors that refuse a call because of the state the ledger already
+// holds: the operation's, its attempts' and effects', or a controller's
+// lease. Retrying the same call gets the same answer until that state
+// changes, and most never change (a stale fence, an accepted result, a
+// lease that ended).
 var (
 	// ErrStaleFence is returned when a write presents a fence that is not the
 	// operation's current one: a newer attempt has started (the presenter is
@@ -62,11 +96,13 @@ var (
 	// organization or project other than the one it was stored under.
 	ErrOutOfScope = errors.New("ledger: out of scope")
 
-	// ErrCancelled is returned when an operation is cancelled and the call
-	// would advance it (new attempt, bootstrap, admission, new effect,
-	// result). Recording the outcome of an effect that was already authorized
-	// stays allowed, so that the truth about the outside world is not lost.
-	ErrCancelled = errors.New("ledger: operation cancelled")
+	// ErrOperationCancelled is returned when an operation is cancelled and
+	// the call would advance it (new attempt, bootstrap, admission, new
+	// effect, result). Recording the outcome of an effect that was already
+	// authorized stays allowed, so that the truth about the outside world
+	// is not lost. (A Supervisor reports such an operation with the
+	// outcome cancelled, supervise.ErrCancelled.)
+	ErrOperationCancelled = errors.New("ledger: operation cancelled")
 
 	// ErrDeadlineExceeded is returned by Admit and by BeginEffect for a new
 	// effect once the operation's deadline has passed.
@@ -86,37 +122,28 @@ var (
 	// marked not consumed, confirming with a second receipt, leaving unknown
 	// other than through Resolve.
 	ErrInvalidTransition = errors.New("ledger: effect state transition not allowed")
-)
 
-// Errors a durable backend returns when a write's outcome is not the
-// answer to the call: the call's context ended, or the store failed,
-// before the write was known to be durable. Both wrap the cause (ctx's
-// error, the storage error) as well; test with [errors.Is]. Every write is
-// idempotent, so after either one the caller may repeat the identical
-// call: it then gets the recorded outcome, or applies the write now.
-var (
-	// ErrNotApplied: the write certainly did not commit (it was never run,
-	// or its transaction was rolled back). Nothing changed.
-	ErrNotApplied = errors.New("ledger: write not applied")
+	// Controller leases (see [Lease]); a [*LeaseError] wraps each of them.
 
-	// ErrOutcomeUnknown: the write may or may not have committed (the
-	// context ended while it was being made durable, or the commit itself
-	// failed). Repeat the call, or read the operation, to learn which.
-	ErrOutcomeUnknown = errors.New("ledger: write outcome unknown")
-)
+	// ErrLeaseExpired is returned when a lease has expired or was released:
+	// by RenewLease, and by LaunchAttempt and BeginEffect (new effect) for
+	// an attempt whose controller's lease is not live. It is final for that
+	// controller id: stop acting for its attempts (fail-stop).
+	ErrLeaseExpired = errors.New("ledger: controller lease expired")
 
-// Errors about ownership of a durable store.
-var (
-	// ErrLocked is returned when a durable ledger cannot be opened because
-	// another owner (process) holds it. The wrapping error names the path.
-	// Stop the other owner, or point this one at another file.
-	ErrLocked = errors.New("ledger: held by another owner")
+	// ErrLeaseHeld is returned by AcquireLease when another live lease
+	// exists under the same controller id with another ttl.
+	ErrLeaseHeld = errors.New("ledger: controller lease held")
 
-	// ErrCloseTimeout is returned by Close when writes were still in flight
-	// when its context ended. The ledger has entered fail-stop: ownership is
-	// NOT released, because a write could still land, and the process must
-	// exit so that the operating system releases it.
-	ErrCloseTimeout = errors.New("ledger: close timed out with writes in flight; ownership kept, exit the process")
+	// ErrOwnerLive is returned by TakeOver when the attempt's controller
+	// still holds a live lease: its attempts are never touched.
+	ErrOwnerLive = errors.New("ledger: attempt's controller is live")
+
+	// ErrInFlight is returned by Resolve for an authorized effect whose
+	// controller still holds a live lease: the dispatch may be under way,
+	// and only that controller may record its outcome. Ask again after the
+	// controller has recorded it, or after its lease expired.
+	ErrInFlight = errors.New("ledger: effect in flight under a live controller")
 )
 
 // FenceError reports a write refused because its fence is not the
@@ -143,57 +170,3 @@ func (e *FenceError) Error() string {
 
 // Unwrap returns [ErrStaleFence].
 func (e *FenceError) Unwrap() error { return ErrStaleFence }
-
-// Errors of the [CatalogueStore] methods besides the common ones.
-var (
-	// ErrStaleGeneration is returned by AdmitProvider when the generation
-	// is not strictly greater than every generation recorded for the
-	// provider (an equal generation with other content included). It is
-	// always wrapped in a [*GenerationError]. Admit a greater generation.
-	ErrStaleGeneration = errors.New("ledger: provider generation not above the recorded one")
-
-	// ErrReserved is returned by Reserve when a claim's key is held by
-	// another live attempt. It is always wrapped in a [*ReservationError]
-	// naming the holder. Wait for the holder to end, or give up.
-	ErrReserved = errors.New("ledger: resource reserved by another attempt")
-)
-
-// GenerationError reports an admission refused because its generation is
-// not above the provider's latest. It wraps [ErrStaleGeneration].
-type GenerationError struct {
-	Provider ProviderKey
-	// Presented is the generation asked for; Latest the greatest recorded.
-	Presented, Latest int64
-}
-
-// Error names both generations.
-func (e *GenerationError) Error() string {
-	return fmt.Sprintf("ledger: provider %s (%s): generation %d is not above the recorded generation %d; admit a greater generation",
-		e.Provider.Distribution, e.Provider.Factory, e.Presented, e.Latest)
-}
-
-// Unwrap returns [ErrStaleGeneration].
-func (e *GenerationError) Unwrap() error { return ErrStaleGeneration }
-
-// ReservationError reports a claim refused because another live attempt
-// holds its key. It wraps [ErrReserved].
-type ReservationError struct {
-	// Claim is the claim that was refused.
-	Claim Claim
-	// Holder is the live reservation in the way (its holder's fence, and
-	// the deadline after which it is free at the latest).
-	Holder Reservation
-}
-
-// Error names the key and its holder.
-func (e *ReservationError) Error() string {
-	msg := fmt.Sprintf("ledger: resource %q is reserved by operation %q (attempt %q, generation %d, capability %s)",
-		e.Claim.Key, e.Holder.Holder.OperationID, e.Holder.Holder.AttemptID, e.Holder.Holder.Generation, e.Holder.CapabilityID)
-	if !e.Holder.Deadline.IsZero() {
-		msg += " until it ends, at the latest " + e.Holder.Deadline.UTC().Format(time.RFC3339Nano)
-	}
-	return msg
-}
-
-// Unwrap returns [ErrReserved].
-func (e *ReservationError) Unwrap() error { return ErrReserved }

@@ -10,22 +10,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
-// Bounds of an AttemptEvidence. They keep one record small enough for any
-// backend to store in one row or value.
-const (
-	// MaxEvidenceOutputBytes bounds AttemptEvidence.HostResult: the host's
-	// stdout as the launcher keeps it (its 1 MiB result line and one byte
-	// more, which tells an oversized output apart).
-	MaxEvidenceOutputBytes = 1<<20 + 1
-	// MaxEvidenceStderrBytes bounds AttemptEvidence.StderrTail.
-	MaxEvidenceStderrBytes = 64 << 10
-	// MaxEvidenceExchanges bounds SessionEvidence.Exchanges.
-	MaxEvidenceExchanges = 1024
-	// MaxEvidenceTextBytes bounds each free-text field of an
-	// AttemptEvidence (Reason, Session.Error).
-	MaxEvidenceTextBytes = 4096
-)
-
 // AttemptEvidence is what the Runtime observed of one attempt, recorded
 // once when the attempt ends (RecordAttempt): enough to rebuild, after a
 // restart, the attempt's full wire binding (with the operation and the
@@ -190,14 +174,6 @@ func text(what, s string) error {
 	}
 	return nil
 }
-
-// Limits of ListOperations.
-const (
-	// DefaultListLimit is the page size when OperationQuery.Limit is zero.
-	DefaultListLimit = 100
-	// MaxListLimit is the largest page size.
-	MaxListLimit = 1000
-)
 
 // OperationRef names an operation: its scope and id.
 type OperationRef struct {

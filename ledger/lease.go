@@ -29,9 +29,6 @@ import (
 // with an empty ControllerID) has no live owner: it is orphaned as soon as
 // it exists, as every attempt was before leases.
 
-// MaxLeaseTTL is the longest lease a controller may hold.
-const MaxLeaseTTL = time.Hour
-
 // Lease is a controller's recorded lease.
 type Lease struct {
 	// ControllerID names the controller; unique per controller process.
@@ -62,29 +59,6 @@ type Takeover struct {
 	// ControllerID is the taking controller; its lease must be live.
 	ControllerID string
 }
-
-// Errors about controller leases.
-var (
-	// ErrLeaseExpired is returned when a lease has expired or was released:
-	// by RenewLease, and by LaunchAttempt and BeginEffect (new effect) for
-	// an attempt whose controller's lease is not live. It is final for that
-	// controller id: stop acting for its attempts (fail-stop).
-	ErrLeaseExpired = errors.New("ledger: controller lease expired")
-
-	// ErrLeaseHeld is returned by AcquireLease when another live lease
-	// exists under the same controller id with another ttl.
-	ErrLeaseHeld = errors.New("ledger: controller lease held")
-
-	// ErrOwnerLive is returned by TakeOver when the attempt's controller
-	// still holds a live lease: its attempts are never touched.
-	ErrOwnerLive = errors.New("ledger: attempt's controller is live")
-
-	// ErrInFlight is returned by Resolve for an authorized effect whose
-	// controller still holds a live lease: the dispatch may be under way,
-	// and only that controller may record its outcome. Ask again after the
-	// controller has recorded it, or after its lease expired.
-	ErrInFlight = errors.New("ledger: effect in flight under a live controller")
-)
 
 // LeaseError reports a call refused because of a controller's lease. It
 // wraps one of ErrLeaseExpired, ErrLeaseHeld, ErrOwnerLive or ErrInFlight.

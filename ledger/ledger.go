@@ -39,7 +39,7 @@ import (
 //  4. *FenceError (ErrStaleFence) for a fenced call;
 //  5. then per method, in the order its comment lists them.
 //
-// Per method, after step 4: StartAttempt: ErrCancelled or
+// Per method, after step 4: StartAttempt: ErrOperationCancelled or
 // ErrResultAlreadyAccepted, then a *FenceError for an older attempt id.
 // IssueBootstrap: operation over, then ErrChangedInput. LaunchAttempt (whose
 // operation may be missing, so step 3 does not apply): ErrLeaseExpired when
@@ -60,7 +60,7 @@ import (
 // its controller live), then ErrInvalidTransition unless the recorded
 // outcome is the one asked for. AcceptResult: ErrOutOfOrder; with a result
 // accepted ErrResultAlreadyAccepted (other digest) or ErrChangedInput
-// (other bytes), else ErrCancelled. Cancel: ErrResultAlreadyAccepted.
+// (other bytes), else ErrOperationCancelled. Cancel: ErrResultAlreadyAccepted.
 // RecordAttempt, which is not fenced (step 4 does not apply): ErrNotFound
 // (no attempt of that id and generation), then
 // ErrChangedInput. TakeOver (step 3 for t.From's operation; t.From is
@@ -87,7 +87,7 @@ type Ledger interface {
 	// one of this operation. From then on every older attempt is fenced off.
 	// Starting the current attempt again returns its fence unchanged
 	// (a lost reply is safe to repeat); naming an older attempt returns a
-	// *FenceError. Refused with ErrCancelled or ErrResultAlreadyAccepted once
+	// *FenceError. Refused with ErrOperationCancelled or ErrResultAlreadyAccepted once
 	// the operation is over.
 	StartAttempt(ctx context.Context, scope Scope, operationID, attemptID string) (Fence, error)
 
@@ -244,7 +244,7 @@ type Ledger interface {
 
 	// TakeOver starts attempt t.AttemptID of the operation t.From names,
 	// owned by t.ControllerID, fencing off t.From, in one write that checks:
-	// the operation is open (ErrCancelled, ErrResultAlreadyAccepted), t.From
+	// the operation is open (ErrOperationCancelled, ErrResultAlreadyAccepted), t.From
 	// is its current attempt (else *FenceError), t.From's controller holds
 	// no live lease (else *LeaseError wrapping ErrOwnerLive), and
 	// t.ControllerID's lease is live (else ErrLeaseExpired). The new
@@ -264,10 +264,6 @@ type Ledger interface {
 	// called more than once.
 	Close(ctx context.Context) error
 }
-
-// MaxArtifactBytes is the largest artifact AcceptResult stores (16 MiB, far
-// above the wire's 1 MiB frame limit). Larger ones are ErrInvalid.
-const MaxArtifactBytes = 16 << 20
 
 // Scope is the organization and project an operation belongs to. Both
 // fields are required identifiers.

@@ -6,6 +6,14 @@
 // `capabilities list` pagination, JSON Schema (draft 2020-12) validation
 // and request preparation (defaults and request digest).
 //
+// Start with [DecodeBinding]: it reads a provider binding (the JSON a
+// provider's installer writes) strictly into the [ProviderBinding] that
+// supervise.Config and catalogue admissions take, and [ValidateBinding]
+// runs the host's discovery and activation checks on it. [Describe] finds
+// one capability's [CapabilityManifest] among its capabilities;
+// [PrepareRequest] applies the request schema's defaults and computes the
+// request digest.
+//
 // # Decoding
 //
 // ProviderBinding decodes strictly, like upstream's wire model: unknown or

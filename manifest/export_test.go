@@ -1,6 +1,9 @@
 package manifest
 
-import "github.com/zeoruntime/runtimeipc/canon"
+import (
+	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/pydantic"
+)
 
 // CompileWithoutPrecheck compiles a schema skipping the $ref/$schema key
 // walk, to prove the loader alone refuses every external resource.
@@ -27,7 +30,7 @@ func MarshalReflect(m CapabilityManifest) ([]byte, error) {
 // defaults) over plain JSON values with a given step budget and reports
 // whether it finished.
 func MaterializeDefaults(schema map[string]any, args map[string]any, budget int) bool {
-	_, err := normalizeArguments(buildPlan(schema), args, budget)
+	_, err := pydantic.Compile(schema).Normalize(args, budget)
 	return err == nil
 }
 

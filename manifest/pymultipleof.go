@@ -131,3 +131,16 @@ func pyMultipleOf(v, divisor any) bool {
 	}
 	return true
 }
+
+// numberValue is v as a float64 when v is a JSON number.
+func numberValue(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}

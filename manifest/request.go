@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/pydantic"
 )
 
 // Prepared is a request ready to bind: what the host will recompute after it
@@ -24,10 +25,6 @@ type Prepared struct {
 	// {"capability_id": CapabilityID, "arguments": Arguments}.
 	RequestDigest canon.Digest
 }
-
-// maxRefChain bounds how many $ref hops are followed without descending
-// into the value, so that a self-referencing schema cannot loop.
-const maxRefChain = 32
 
 // PrepareRequest is [Validator.PrepareRequest] with a fresh Validator.
 func PrepareRequest(m CapabilityManifest, args map[string]any) (Prepared, error) {
@@ -135,12 +132,12 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 	if err := validateInstance(s, args, ErrInvalidArguments, id, "", "arguments.schema"); err != nil {
 		return Prepared{}, err
 	}
-	args, nerr := normalizeArguments(s.normPlan(), args, maxNormSteps)
+	args, nerr := s.normPlan().Normalize(args, pydantic.MaxSteps)
 	if nerr != nil {
-		if nerr.abort {
-			return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.normalize", Detail: nerr.detail}
+		if nerr.SchemaFault {
+			return Prepared{}, &ValidationError{Err: ErrInvalidSchema, CapabilityID: id, Pointer: "/request_schema", Rule: "schema.normalize", Detail: nerr.Detail}
 		}
-		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Pointer: nerr.ptr, Rule: "pydantic." + nerr.rule, Detail: nerr.detail}
+		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Pointer: nerr.Pointer, Rule: "pydantic." + nerr.Rule, Detail: nerr.Detail}
 	}
 	av, _ := objectValue(args) // plain by construction
 	pre := obj(canon.Member{Key: "arguments", Value: av}, canon.Member{Key: "capability_id", Value: strValue(id)})
@@ -149,23 +146,6 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments have no canonical JSON form", Cause: err}
 	}
 	return Prepared{CapabilityID: id, Arguments: args, RequestDigest: canon.Sum(b)}, nil
-}
-
-// resolve follows local "$ref"s from schema until a schema without one
-// (or an unresolvable one, which gives nil).
-func resolve(root map[string]any, schema any) map[string]any {
-	for range maxRefChain {
-		m, ok := schema.(map[string]any)
-		if !ok {
-			return nil
-		}
-		ref, ok := m["$ref"].(string)
-		if !ok {
-			return m
-		}
-		schema = lookupPointer(root, ref)
-	}
-	return nil
 }
 
 // lookupPointer resolves a "#/a/b" fragment pointer in root; anchors and
@@ -194,25 +174,6 @@ func lookupPointer(root map[string]any, ref string) any {
 		}
 	}
 	return cur
-}
-
-// deepCopy copies a plain JSON value.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		a := make([]any, len(x))
-		for i, e := range x {
-			a[i] = deepCopy(e)
-		}
-		return a
-	}
-	return v
 }
 
 // ValidateResponse checks a capability's response data against m's

@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/pydantic"
 )
 
 // DefaultMaxSchemas is the number of compiled schemas a zero Validator
@@ -43,12 +44,12 @@ type compiledSchema struct {
 	doc any
 
 	planOnce sync.Once
-	plan     *pyNode // built on first use by plan()
+	plan     *pydantic.Plan // built on first use by normPlan()
 }
 
 // normPlan returns the schema's normalization plan, built once.
-func (s *compiledSchema) normPlan() *pyNode {
-	s.planOnce.Do(func() { s.plan = buildPlan(s.doc) })
+func (s *compiledSchema) normPlan() *pydantic.Plan {
+	s.planOnce.Do(func() { s.plan = pydantic.Compile(s.doc) })
 	return s.plan
 }
 

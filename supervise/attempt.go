@@ -68,7 +68,7 @@ func (a *attempt) run(ctx context.Context) (res *Outcome, again bool, err error)
 			return a.s.launchRefused(ctx, a.c, a.o, err)
 		}
 		a.launched = true
-		if done, res, err := a.s.reserve(ctx, a.c, a.p, a.m, a.prep.Arguments, a.fence, a.binding, a.o, a.started); done {
+		if done, res, err := a.reserve(ctx); done {
 			return res, false, err
 		}
 		defer a.s.release(ctx, a.fence)
@@ -250,7 +250,7 @@ func (a *attempt) judge(ctx context.Context, lo *launch.Outcome, lerr error) err
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.s.cfg.OutcomeTimeout)
 	defer cancel()
 	after, verr := a.s.cfg.Ledger.Operation(wctx, a.c.Scope, a.c.OperationID)
-	cause := a.s.judge(a.o, lo, lerr, after, verr, cancelled, a.h)
+	cause := judge(a.o, leftBehind{lo: lo, lerr: lerr, after: after, verr: verr, cancelled: cancelled, h: a.h})
 	if a.o.State == launch.StateFailed && a.o.Reason == "" && verr == nil && effectful(a.m) {
 		op := after.Operation
 		if op.EffectsUsed >= op.EffectBudget {

@@ -4,6 +4,15 @@
 // team does not write the attempt loop and the ledger-backed IPC handler
 // by hand (see doc/design.md, “Layering”).
 //
+// Start with [New] and [Supervisor.Invoke]: New takes a [Config] (a
+// ledger, a launch.Launcher, the provider's manifest.ProviderBinding, and
+// a [Dispatcher] when its capabilities have effects) and Invoke runs one
+// [Call] to an [*Outcome]; every state but succeeded also comes as an [*OutcomeError]
+// whose sentinel (ErrRefused, ErrNeedsReconciliation, ...) says what to do
+// next. Fetch a result with [Supervisor.Artifact] and settle an uncertain
+// effect with [Supervisor.Resolve]. examples/quickstart is the whole
+// program; supervise/supervisetest is its test host.
+//
 // It has two layers; a team with its own controller can take the lower one
 // alone:
 //
@@ -91,7 +100,7 @@
 //
 // bootstrap: the in-process cancel signal → cancelled; RedeemBootstrap with
 // the child's pid (checked by the Session against the kernel's
-// credentials) and the Session's ID → allowed. ledger.ErrCancelled → cancelled;
+// credentials) and the Session's ID → allowed. ledger.ErrOperationCancelled → cancelled;
 // ledger.ErrStaleFence (a newer attempt, or an id issued to an older one),
 // ErrBootstrapRedeemed (replay), ErrChangedInput (another launch digest),
 // ErrNotFound, ErrResultAlreadyAccepted → refused.
@@ -101,16 +110,16 @@
 // the binding's capability, request digest or manifest digest not the
 // operation's → refused; the Authority: Refuse → refused, Hold →
 // waiting_approval; with a Reserver, its Recheck: the attempt no longer
-// holds its reservations (ledger.ErrReserved) → refused; then ledger Admit, which checks the fence, the
+// holds its reservations (cataloguestore.ErrReserved) → refused; then ledger Admit, which checks the fence, the
 // deadline and the request digest and records the admission:
-// ErrCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
+// ErrOperationCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
 // ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
 //
 // effect.request: the cancel signal → cancelled. A logical effect id the
 // ledger does not hold yet is new: with no Dispatcher → refused; the
 // Authority: Refuse → refused, Hold → waiting_approval (nothing recorded,
 // no budget spent, so a later attempt asks again). Then BeginEffect:
-// ErrCancelled → cancelled; ErrChangedInput (same id, other request),
+// ErrOperationCancelled → cancelled; ErrChangedInput (same id, other request),
 // ErrBudgetExhausted, ErrDeadlineExceeded, ErrStaleFence, ErrOutOfOrder →
 // refused. A new effect is dispatched and its outcome recorded under
 // context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
@@ -131,8 +140,8 @@
 //
 // result.publish: the cancel signal → cancelled; data not valid against the
 // admitted response schema → refused; AcceptResult stores the data's
-// canonical bytes as the artifact → allowed with its refs. ErrCancelled →
-// cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
+// canonical bytes as the artifact → allowed with its refs.
+// ErrOperationCancelled → cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
 // ErrOutOfOrder → refused.
 //
 // # Invoke
@@ -173,8 +182,8 @@
 // attempt takes its capability's resource reservations before anything is
 // launched, waiting up to Call.ReservationWait for another attempt that
 // holds one; if it cannot, the attempt ends refused without launching, and
-// the error names the holder (errors.Is ledger.ErrReserved, errors.As
-// *ledger.ReservationError). The reservations are re-checked at
+// the error names the holder (errors.Is cataloguestore.ErrReserved, errors.As
+// *cataloguestore.ReservationError). The reservations are re-checked at
 // invoke.admit and released when the attempt ends, whatever its outcome
 // (a crash leaves them to be freed by the next attempt's fence, the
 // operation's end or its deadline).

@@ -180,7 +180,7 @@ func (s *Supervisor) recoverOne(ctx context.Context, op ledger.Operation) (*ledg
 	nf, err := s.cfg.Ledger.TakeOver(ctx, ledger.Takeover{From: old, AttemptID: id, ControllerID: s.ctl.id})
 	switch {
 	case err == nil:
-	case errors.Is(err, ledger.ErrCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted),
+	case errors.Is(err, ledger.ErrOperationCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted),
 		errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrOwnerLive):
 		// Settled, taken over by another controller, or its owner renewed
 		// since it was listed: nothing to do.

@@ -14,6 +14,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -260,7 +261,7 @@ func reasonData(reason string) map[string]any {
 // so that the Session answers needs_reconciliation.
 func refusal(err error) (state ipc.ReplyState, ok bool) {
 	switch {
-	case errors.Is(err, ledger.ErrCancelled):
+	case errors.Is(err, ledger.ErrOperationCancelled):
 		return ipc.StateCancelled, true
 	case errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrBootstrapRedeemed),
 		errors.Is(err, ledger.ErrChangedInput), errors.Is(err, ledger.ErrBudgetExhausted),
@@ -383,7 +384,7 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (d ipc.Decisi
 	}
 	if h.cfg.Reserver != nil {
 		err := h.cfg.Reserver.Recheck(ctx, f, *h.cfg.Provider, *h.cfg.Manifest, req.Payload.Arguments)
-		if errors.Is(err, ledger.ErrReserved) {
+		if errors.Is(err, cataloguestore.ErrReserved) {
 			ev.Refusal = err
 			return answer(ipc.StateRefused, err.Error())
 		}
@@ -473,13 +474,11 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 	h.mu.Lock()
 	h.recorded[id] = true
 	h.mu.Unlock()
-	if !g.Redelivery {
-		h.tel.debited(h.cfg.Binding.CapabilityID)
-	}
 	if g.Redelivery {
 		ev.Redelivery = true
 		return h.redeliver(ctx, req, g.Effect, &ev)
 	}
+	h.tel.debited(h.cfg.Binding.CapabilityID)
 	if err := h.owned(); err != nil {
 		// Authorized but not dispatched: the effect stays authorized, and
 		// unknown once this controller's lease has expired.

@@ -30,11 +30,26 @@ var hints = map[string]string{
 	"ZEO_HOST_INVALID_REQUEST": "the host refused the arguments against the capability's model",
 }
 
+// leftBehind is what an ended attempt leaves for judge: the launcher's
+// report of the host, the operation as the ledger holds it afterwards,
+// and what the Runtime itself saw (a cancel, its session's decisions).
+type leftBehind struct {
+	lo   *launch.Outcome // the launcher's report; the host's claim is in it
+	lerr error           // the launch's error (a *launch.ResultError when the claim proves nothing)
+
+	after ledger.OperationView // the operation read after the host ended
+	verr  error                // that read's error: nothing can be claimed without it
+
+	cancelled bool     // the attempt was cancelled in process (Cancel)
+	h         *Handler // the attempt's Handler: its decisions
+}
+
 // judge decides o's state from what the attempt left behind: the ledger
 // first (an accepted result is the truth whatever the host says), then the
 // host's result when it is valid and coherent with the ledger, and
 // otherwise what the launcher observed. It returns the cause to wrap.
-func (s *Supervisor) judge(o *Outcome, lo *launch.Outcome, lerr error, after ledger.OperationView, verr error, cancelled bool, h *Handler) error {
+func judge(o *Outcome, left leftBehind) error {
+	lo, lerr, after, verr, cancelled, h := left.lo, left.lerr, left.after, left.verr, left.cancelled, left.h
 	if verr == nil {
 		o.Effects, o.Budget, o.BudgetUsed = after.Effects, after.Operation.EffectBudget, after.Operation.EffectsUsed
 	}

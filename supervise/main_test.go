@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/zeoruntime/runtimeipc/internal/testbin"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 

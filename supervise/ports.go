@@ -179,10 +179,10 @@ func (NoEffects) Dispatch(context.Context, Dispatch) (Receipt, error) {
 // Reserve takes what the invocation of m (of provider b, with the
 // arguments with defaults) needs, waiting up to wait for a holder to end;
 // an error means the host is not launched: an error wrapping
-// ledger.ErrReserved (a *ledger.ReservationError naming the holder) is
+// cataloguestore.ErrReserved (a *cataloguestore.ReservationError naming the holder) is
 // answered refused, any other error is returned as the cause of the
 // failure to start. Recheck returns nil when the attempt still holds what
-// it needs, an error wrapping ledger.ErrReserved when it does not (the
+// it needs, an error wrapping cataloguestore.ErrReserved when it does not (the
 // host is refused), and any other error when it cannot tell (the host is
 // answered needs_reconciliation). Release must free what the
 // attempt holds even when it was fenced off; reservations of an attempt

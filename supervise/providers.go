@@ -10,6 +10,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -23,7 +24,7 @@ import (
 // the caller of Invoke wrapped, without launching anything; an error
 // wrapping ledger.ErrNotFound says the provider or generation is unknown.
 type Providers interface {
-	ProviderBinding(ctx context.Context, scope ledger.Scope, operationID string, p ledger.ProviderKey, generation int64) (manifest.ProviderBinding, error)
+	ProviderBinding(ctx context.Context, scope ledger.Scope, operationID string, p cataloguestore.ProviderKey, generation int64) (manifest.ProviderBinding, error)
 }
 
 // provider is one binding the Supervisor has checked, with what every
@@ -134,7 +135,7 @@ func (s *Supervisor) resolve(ctx context.Context, c Call) (*provider, error) {
 	switch {
 	case c.Binding != nil:
 		b = *c.Binding
-	case c.Provider != (ledger.ProviderKey{}):
+	case c.Provider != (cataloguestore.ProviderKey{}):
 		if s.cfg.Providers == nil {
 			return nil, fmt.Errorf("%w: the call names provider %s (%s) but Config.Providers is nil", ErrInvalidCall, c.Provider.Distribution, c.Provider.Factory)
 		}

@@ -133,8 +133,9 @@ func (ss *starters) startProviderWarm(st *starter, p *pwServer, b manifest.Provi
 	if err != nil {
 		p.failed = true
 		ss.s.log.Warn("supervise: the provider-warm server did not start; this binding and tenant start hosts without it",
-			"distribution", b.Distribution, "generation", b.Generation, "organization_id", p.key.organization,
-			"project_id", p.key.project, "err", err)
+			keyDistribution, b.Distribution, keyProviderGeneration, b.Generation, keyOrganization, p.key.organization,
+			keyProject, p.key.project, keyErr, err)
+		ss.s.tel.serverFailed()
 		return
 	}
 	p.z = z
@@ -158,9 +159,9 @@ func (ss *starters) armProviderWarm(st *starter, p *pwServer) {
 		z := p.z
 		st.mu.Unlock()
 		if err := z.Close(); err != nil {
-			ss.s.log.Warn("supervise: closing an idle provider-warm server failed", "err", err)
+			ss.s.log.Warn("supervise: closing an idle provider-warm server failed", keyErr, err)
 		}
-		ss.s.log.Debug("supervise: idle provider-warm server closed", "generation", p.generation)
+		ss.s.log.Debug("supervise: idle provider-warm server closed", keyProviderGeneration, p.generation)
 	})
 }
 

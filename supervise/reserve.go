@@ -4,34 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
-	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 )
 
 // reserve takes the attempt's reservations through the Reserver before
 // anything is launched. done reports that the attempt ends here: refused
 // when another attempt holds what it needs (the error names the holder),
 // or an error before any outcome.
-func (s *Supervisor) reserve(ctx context.Context, c Call, p *provider, m manifest.CapabilityManifest, args map[string]any,
-	fence ledger.Fence, b ipc.AttemptBinding, o *Outcome, started time.Time) (done bool, res *Outcome, err error) {
-	err = s.cfg.Reserver.Reserve(ctx, fence, p.binding, m, args, c.ReservationWait)
+func (a *attempt) reserve(ctx context.Context) (done bool, res *Outcome, err error) {
+	s, c, fence, o := a.s, a.c, a.fence, a.o
+	err = s.cfg.Reserver.Reserve(ctx, fence, a.p.binding, a.m, a.prep.Arguments, c.ReservationWait)
 	if err == nil {
 		return false, nil, nil
 	}
 	// Reserve takes all or nothing; a release makes sure of it whatever
 	// the error was.
 	s.release(ctx, fence)
-	if !errors.Is(err, ledger.ErrReserved) {
+	if !errors.Is(err, cataloguestore.ErrReserved) {
 		return true, nil, fmt.Errorf("supervise: operation %q: taking its reservations: %w", c.OperationID, err)
 	}
 	o.AttemptID, o.Generation = fence.AttemptID, fence.Generation
 	o.State = launch.StateRefused
 	o.Reason = "a resource this capability reserves is held by another attempt; nothing was launched: Invoke again with the same operation id later"
-	s.record(ctx, fence, o, evidence(o, b, "", "", nil, nil, started))
+	s.record(ctx, fence, o, evidence(o, a.binding, "", "", nil, nil, a.started))
 	s.emit(Event{Kind: EventOutcome, Scope: c.Scope, OperationID: c.OperationID, AttemptID: o.AttemptID, Generation: o.Generation, Outcome: o})
 	res, err = o.result(err)
 	return true, res, err

@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
@@ -25,16 +26,16 @@ import (
 // generation each operation was first resolved to (its pin).
 type registry struct {
 	mu   sync.Mutex
-	gens map[ledger.ProviderKey][]manifest.ProviderBinding
+	gens map[cataloguestore.ProviderKey][]manifest.ProviderBinding
 	pins map[string]int64
 }
 
 func newRegistry() *registry {
-	return &registry{gens: map[ledger.ProviderKey][]manifest.ProviderBinding{}, pins: map[string]int64{}}
+	return &registry{gens: map[cataloguestore.ProviderKey][]manifest.ProviderBinding{}, pins: map[string]int64{}}
 }
 
-func keyOf(b manifest.ProviderBinding) ledger.ProviderKey {
-	return ledger.ProviderKey{Distribution: b.Distribution, Factory: b.Factory}
+func keyOf(b manifest.ProviderBinding) cataloguestore.ProviderKey {
+	return cataloguestore.ProviderKey{Distribution: b.Distribution, Factory: b.Factory}
 }
 
 func (r *registry) admit(b manifest.ProviderBinding) {
@@ -43,7 +44,7 @@ func (r *registry) admit(b manifest.ProviderBinding) {
 	r.gens[keyOf(b)] = append(r.gens[keyOf(b)], b)
 }
 
-func (r *registry) ProviderBinding(_ context.Context, scope ledger.Scope, op string, p ledger.ProviderKey, gen int64) (manifest.ProviderBinding, error) {
+func (r *registry) ProviderBinding(_ context.Context, scope ledger.Scope, op string, p cataloguestore.ProviderKey, gen int64) (manifest.ProviderBinding, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	gs := r.gens[p]

@@ -162,7 +162,7 @@ func (ss *starters) expire(st *starter) {
 		}
 	}
 	if err := closeZygotes(pws); err != nil {
-		ss.s.log.Warn("supervise: closing idle provider-warm servers failed", "err", err)
+		ss.s.log.Warn("supervise: closing idle provider-warm servers failed", keyErr, err)
 	}
 	ss.s.log.Debug("supervise: idle starter closed")
 }
@@ -173,7 +173,9 @@ func (ss *starters) expire(st *starter) {
 func (ss *starters) invoke(ctx context.Context, st *starter, b manifest.ProviderBinding, inv launch.Invocation) (*launch.Outcome, error) {
 	if z, release := ss.providerWarm(st, b, inv); z != nil {
 		defer release()
-		return z.Invoke(ctx, inv)
+		lo, err := z.Invoke(ctx, inv)
+		ss.s.tel.started(ctx, lo, true)
+		return lo, err
 	}
 	if z := ss.zygote(ctx, st, b); z != nil {
 		lo, err := z.Invoke(ctx, inv)

@@ -17,6 +17,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -321,7 +322,7 @@ type Call struct {
 	// An operation runs on one binding: a continuing call must resolve to
 	// the binding it was recorded with (else ErrOperationMismatch).
 	Binding    *manifest.ProviderBinding
-	Provider   ledger.ProviderKey
+	Provider   cataloguestore.ProviderKey
 	Generation int64
 	// Arguments are the request's arguments, sent to the host as given.
 	// The request digest binds them as the provider's validation leaves
@@ -602,7 +603,7 @@ func (s *Supervisor) launchRefused(ctx context.Context, c Call, o *Outcome, err 
 	switch {
 	case errors.Is(err, ledger.ErrStaleFence), errors.Is(err, ledger.ErrChangedInput):
 		return nil, true, err
-	case errors.Is(err, ledger.ErrCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted):
+	case errors.Is(err, ledger.ErrOperationCancelled), errors.Is(err, ledger.ErrResultAlreadyAccepted):
 		if view, verr := s.cfg.Ledger.Operation(ctx, c.Scope, c.OperationID); verr == nil {
 			if done, res, serr := s.settled(view, o); done {
 				return res, false, serr

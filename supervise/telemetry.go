@@ -13,12 +13,14 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 )
 
 // The attribute keys of the package's spans, metrics and log records
 // (doc/design.md, “Telemetry”): one name per fact, wherever it appears.
-// Every value is an identifier, a state or a count, never an argument, a
-// result or an error's text, which can quote them.
+// The value of a span or metric attribute is an identifier, a state or a
+// count, never an argument, a result or an error's text, which can quote
+// them; only log records carry reasons and errors.
 const (
 	keyOrganization = "zeo.organization.id"
 	keyProject      = "zeo.project.id"
@@ -44,13 +46,14 @@ const (
 	keyErrorType    = "error.type"
 
 	// Keys of log records only.
-	keyDistribution = "zeo.provider.distribution"
-	keyEnvironment  = "zeo.provider.environment_digest"
-	keyLeaseTTL     = "zeo.lease.ttl"
-	keyLeaseExpires = "zeo.lease.expires"
-	keyCount        = "zeo.count"
-	keyReason       = "reason"
-	keyErr          = "err"
+	keyDistribution       = "zeo.provider.distribution"
+	keyEnvironment        = "zeo.provider.environment_digest"
+	keyProviderGeneration = "zeo.provider.generation"
+	keyLeaseTTL           = "zeo.lease.ttl"
+	keyLeaseExpires       = "zeo.lease.expires"
+	keyCount              = "zeo.count"
+	keyReason             = "reason"
+	keyErr                = "err"
 )
 
 // scopeName is the instrumentation scope of the tracer and the meter.
@@ -111,23 +114,29 @@ type telemetry struct {
 	tracer trace.Tracer // nil: no spans
 	meter  bool         // false: no metrics
 
-	invocations  metric.Int64Counter
-	invokeTime   metric.Float64Histogram
-	effects      metric.Int64Counter
-	budgetUsed   metric.Int64Counter
-	writeTime    metric.Float64Histogram
-	starts       metric.Int64Counter
-	fallbacks    metric.Int64Counter
-	renewals     metric.Int64Counter
-	takeovers    metric.Int64Counter
-	writeSets    [nWrites]metric.MeasurementOption
+	invocations metric.Int64Counter
+	invokeTime  metric.Float64Histogram
+	effects     metric.Int64Counter
+	budgetUsed  metric.Int64Counter
+	writeTime   metric.Float64Histogram
+	starts      metric.Int64Counter
+	fallbacks   metric.Int64Counter
+	renewals    metric.Int64Counter
+	takeovers   metric.Int64Counter
+
+	// What every call would otherwise allocate, made once: span names,
+	// start options, attribute sets and the option slices passed to the
+	// instruments (a slice passed on with ... is not copied).
+	writeSets    [nWrites][]metric.RecordOption
 	writeSpans   [nWrites]string
 	writeStart   [nWrites][]trace.SpanStartOption
 	methodSpans  [len(methods)]string
-	startSets    [2]metric.MeasurementOption // cold, warm
+	methodStart  []trace.SpanStartOption
+	replyStates  map[ipc.ReplyState][]attribute.KeyValue
+	startSets    [2][]metric.AddOption // cold, warm
 	startAttrs   [2]attribute.KeyValue
-	fallbackSets map[string]metric.MeasurementOption
-	renewalSets  map[string]metric.MeasurementOption
+	fallbackSets map[string][]metric.AddOption
+	renewalSets  map[string][]metric.AddOption
 }
 
 // Metric names (doc/design.md, “Telemetry”).
@@ -145,7 +154,7 @@ const (
 
 // The reasons of a warm fallback (zeo.host.fallback.reason).
 const (
-	fallbackServer = "fork_server_failed"  // the fork server did not start: the environment runs cold
+	fallbackServer = "fork_server_failed"  // a fork server (warm or provider-warm) did not start
 	fallbackLaunch = "warm_launch_refused" // the fork server could not start this host warm
 )
 
@@ -176,22 +185,30 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	for k := range nWrites {
 		t.writeSpans[k] = "zeo.ledger." + writeNames[k]
 		t.writeStart[k] = []trace.SpanStartOption{trace.WithAttributes(attribute.String(keyWrite, writeNames[k]))}
-		t.writeSets[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String(keyWrite, writeNames[k])))
+		t.writeSets[k] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(keyWrite, writeNames[k])))}
 	}
 	for i, m := range methods {
 		t.methodSpans[i] = "zeo.ipc." + string(m)
 	}
+	t.methodStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	t.replyStates = map[ipc.ReplyState][]attribute.KeyValue{}
+	for _, st := range []ipc.ReplyState{ipc.StateAllowed, ipc.StateRefused, ipc.StateCancelled, ipc.StateWaitingApproval, ipc.StateNeedsReconciliation} {
+		t.replyStates[st] = []attribute.KeyValue{attribute.String(keyState, string(st))}
+	}
+	add := func(kv attribute.KeyValue) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kv))}
+	}
 	for i, v := range [2]string{"cold", "warm"} {
 		t.startAttrs[i] = attribute.String(keyHostStart, v)
-		t.startSets[i] = metric.WithAttributeSet(attribute.NewSet(t.startAttrs[i]))
+		t.startSets[i] = add(t.startAttrs[i])
 	}
-	t.fallbackSets = map[string]metric.MeasurementOption{}
+	t.fallbackSets = map[string][]metric.AddOption{}
 	for _, v := range []string{fallbackServer, fallbackLaunch} {
-		t.fallbackSets[v] = metric.WithAttributeSet(attribute.NewSet(attribute.String(keyFallback, v)))
+		t.fallbackSets[v] = add(attribute.String(keyFallback, v))
 	}
-	t.renewalSets = map[string]metric.MeasurementOption{}
+	t.renewalSets = map[string][]metric.AddOption{}
 	for _, v := range []string{renewalOK, renewalFailed, renewalLost} {
-		t.renewalSets[v] = metric.WithAttributeSet(attribute.NewSet(attribute.String(keyLeaseResult, v)))
+		t.renewalSets[v] = add(attribute.String(keyLeaseResult, v))
 	}
 	if mp == nil {
 		return t, nil
@@ -227,6 +244,7 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 // span is a span in progress, or the zero value when spans are off.
 type span struct {
 	s trace.Span
+	t *telemetry
 }
 
 func (s span) on() bool { return s.s != nil }
@@ -266,7 +284,7 @@ func (t *telemetry) invoke(ctx context.Context, c *Call, controller string) (con
 			attribute.String(keyOrganization, c.Scope.OrganizationID), attribute.String(keyProject, c.Scope.ProjectID),
 			attribute.String(keyOperation, c.OperationID), attribute.String(keyCapability, c.CapabilityID),
 			attribute.String(keyController, controller)))
-		ic.span = span{s}
+		ic.span = span{s, t}
 	}
 	return ctx, ic
 }
@@ -306,7 +324,7 @@ func (t *telemetry) attempt(ctx context.Context) (context.Context, span) {
 		return ctx, span{}
 	}
 	ctx, s := t.tracer.Start(ctx, "zeo.attempt")
-	return ctx, span{s}
+	return ctx, span{s, t}
 }
 
 // endAttempt ends a's span with its ids and the state it reached.
@@ -335,14 +353,14 @@ func (t *telemetry) method(ctx context.Context, call ipc.Call, effect *ipc.Effec
 	if i < 0 {
 		return ctx, span{}
 	}
-	attrs := make([]attribute.KeyValue, 1, 4)
-	attrs[0] = attribute.Int64(keySequence, call.Sequence)
+	ctx, s := t.tracer.Start(ctx, t.methodSpans[i], t.methodStart...)
 	if effect != nil {
-		attrs = append(attrs, attribute.String(keyEffect, effect.LogicalEffectID),
+		s.SetAttributes(attribute.Int64(keySequence, call.Sequence), attribute.String(keyEffect, effect.LogicalEffectID),
 			attribute.String(keyEffectOp, effect.Operation), attribute.String(keyConnection, effect.ConnectionRef))
+	} else {
+		s.SetAttributes(attribute.Int64(keySequence, call.Sequence))
 	}
-	ctx, s := t.tracer.Start(ctx, t.methodSpans[i], trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return ctx, span{s}
+	return ctx, span{s, t}
 }
 
 // endMethod ends a method's span with the reply state.
@@ -350,7 +368,9 @@ func (s span) endMethod(st ipc.ReplyState, err error) {
 	if !s.on() {
 		return
 	}
-	if st != "" {
+	if kv, ok := s.t.replyStates[st]; ok {
+		s.s.SetAttributes(kv...)
+	} else if st != "" {
 		s.s.SetAttributes(attribute.String(keyState, string(st)))
 	}
 	s.end(err)
@@ -364,7 +384,7 @@ func (t *telemetry) dispatch(ctx context.Context, d *Dispatch) (context.Context,
 	ctx, s := t.tracer.Start(ctx, "zeo.dispatch", trace.WithAttributes(
 		attribute.String(keyEffect, d.LogicalEffectID), attribute.String(keyEffectOp, d.Request.Operation),
 		attribute.String(keyConnection, d.Request.ConnectionRef), attribute.String(keyAuthz, d.AuthorizationID)))
-	return ctx, span{s}
+	return ctx, span{s, t}
 }
 
 // write is a ledger write in progress.
@@ -383,14 +403,14 @@ func (t *telemetry) write(ctx context.Context, k writeKind) (context.Context, wr
 	if t.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
 		var s trace.Span
 		ctx, s = t.tracer.Start(ctx, t.writeSpans[k], t.writeStart[k]...)
-		w.span = span{s}
+		w.span = span{s, t}
 	}
 	return ctx, w
 }
 
 func (w write) end(err error) {
 	if w.t.meter {
-		w.t.writeTime.Record(context.Background(), time.Since(w.start).Seconds(), w.t.writeSets[w.k])
+		w.t.writeTime.Record(context.Background(), time.Since(w.start).Seconds(), w.t.writeSets[w.k]...)
 	}
 	w.span.end(err)
 }
@@ -456,19 +476,19 @@ func (t *telemetry) started(ctx context.Context, lo *launch.Outcome, warm bool) 
 	if !t.meter {
 		return
 	}
-	t.starts.Add(context.Background(), 1, t.startSets[i])
+	t.starts.Add(context.Background(), 1, t.startSets[i]...)
 	if warm && !lo.Process.Warm {
-		t.fallbacks.Add(context.Background(), 1, t.fallbackSets[fallbackLaunch])
+		t.fallbacks.Add(context.Background(), 1, t.fallbackSets[fallbackLaunch]...)
 	}
 }
 
-// fallback counts an environment that runs cold because its fork server
-// did not start.
+// serverFailed counts a warm fallback: a fork server (warm, or a
+// binding's provider-warm one) did not start, and its hosts start cold.
 func (t *telemetry) serverFailed() {
 	if t == nil || !t.meter {
 		return
 	}
-	t.fallbacks.Add(context.Background(), 1, t.fallbackSets[fallbackServer])
+	t.fallbacks.Add(context.Background(), 1, t.fallbackSets[fallbackServer]...)
 }
 
 // renewal counts a lease renewal by its result.
@@ -476,7 +496,7 @@ func (t *telemetry) renewal(result string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.renewals.Add(context.Background(), 1, t.renewalSets[result])
+	t.renewals.Add(context.Background(), 1, t.renewalSets[result]...)
 }
 
 // tookOver counts an attempt taken over by Recover.
@@ -499,12 +519,12 @@ var errorClasses = []struct {
 	{ErrRunning, "running"}, {ErrPreflight, "preflight"}, {ErrOperationMismatch, "operation_mismatch"},
 	{ErrLeaseLost, "lease_lost"}, {ErrClosed, "closed"}, {ErrNotConsumed, "not_consumed"},
 	{ErrInvalidCall, "invalid_call"}, {ErrInvalidConfig, "invalid_config"},
-	{ledger.ErrStaleFence, "ledger.stale_fence"}, {ledger.ErrCancelled, "ledger.cancelled"},
+	{ledger.ErrStaleFence, "ledger.stale_fence"}, {ledger.ErrOperationCancelled, "ledger.cancelled"},
 	{ledger.ErrBootstrapRedeemed, "ledger.bootstrap_redeemed"}, {ledger.ErrChangedInput, "ledger.changed_input"},
 	{ledger.ErrBudgetExhausted, "ledger.budget_exhausted"}, {ledger.ErrResultAlreadyAccepted, "ledger.result_already_accepted"},
 	{ledger.ErrDeadlineExceeded, "ledger.deadline_exceeded"}, {ledger.ErrOutOfOrder, "ledger.out_of_order"},
 	{ledger.ErrOutOfScope, "ledger.out_of_scope"}, {ledger.ErrNotFound, "ledger.not_found"},
-	{ledger.ErrInvalidTransition, "ledger.invalid_transition"}, {ledger.ErrReserved, "ledger.reserved"},
+	{ledger.ErrInvalidTransition, "ledger.invalid_transition"}, {cataloguestore.ErrReserved, "ledger.reserved"},
 	{ledger.ErrInFlight, "ledger.in_flight"}, {ledger.ErrOwnerLive, "ledger.owner_live"},
 	{ledger.ErrLeaseExpired, "ledger.lease_expired"}, {ledger.ErrLeaseHeld, "ledger.lease_held"},
 	{ledger.ErrCorrupt, "ledger.corrupt"}, {ledger.ErrClosed, "ledger.closed"},

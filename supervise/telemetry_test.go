@@ -454,3 +454,45 @@ func TestTelemetryImports(t *testing.T) {
 		t.Error("no library file imports the OpenTelemetry API")
 	}
 }
+
+// TestHandlerTelemetry: a Handler used alone, with its own providers in
+// HandlerConfig, reports its methods with their ledger writes and
+// dispatches under them, and the effect metrics.
+func TestHandlerTelemetry(t *testing.T) {
+	t.Parallel()
+	r := newRecorders(t)
+	l := memory.New()
+	t.Cleanup(func() { l.Close(context.Background()) })
+	w := startLower(t, l, newLauncher(t, 0), "op-handler", "attempt-1", supervisetest.TwoEffects, map[string]any{"target": "doc-1"}, 2)
+	w.cfg.Dispatcher = newDispatcher()
+	w.cfg.TracerProvider, w.cfg.MeterProvider = r.tracers, r.meters
+	out, _ := w.run(t)
+	if out.Result.State != launch.StateSucceeded {
+		t.Fatalf("state %s", out.Result.State)
+	}
+	names := func(depth int, ss ...string) string {
+		var b strings.Builder
+		for _, s := range ss {
+			b.WriteString(strings.Repeat("  ", depth) + s + "\n")
+		}
+		return b.String()
+	}
+	effect := names(0, "zeo.ipc.effect.request") + names(1, "zeo.ledger.begin_effect", "zeo.dispatch", "zeo.ledger.confirm_effect")
+	want := names(0, "zeo.ipc.bootstrap") + names(1, "zeo.ledger.redeem_bootstrap") +
+		names(0, "zeo.ipc.invoke.admit") + names(1, "zeo.ledger.admit") + effect + effect +
+		names(0, "zeo.ipc.result.publish") + names(1, "zeo.ledger.accept_result")
+	var got strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(tree(r.spans.GetSpans()), "\n"), "\n") {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		got.WriteString(line[:indent] + strings.Fields(line)[0] + "\n")
+	}
+	if diff := cmp.Diff(want, got.String()); diff != "" {
+		t.Errorf("spans (-want +got):\n%s", diff)
+	}
+	cs := "zeo.capability.id=" + supervisetest.TwoEffects
+	m := r.metrics(t)
+	if m["zeo.runtime.effects{"+cs+",zeo.effect.outcome=confirmed}"] != 2 || m["zeo.runtime.effect_budget.used{"+cs+"}"] != 2 ||
+		m["zeo.runtime.ledger.write.duration{zeo.ledger.write=confirm_effect}"] != 2 {
+		t.Errorf("metrics %v", m)
+	}
+}

@@ -152,8 +152,8 @@ func TestDecodeStrict(t *testing.T) {
 		"{\"capability_id\":\"e\xff@1.0.0\"}",
 	} {
 		var a runArgs
-		if err := decode(ToolRun, []byte(raw), &a); !errors.Is(err, agent.ErrInvalidRequest) {
-			t.Errorf("decode(%q) = %v, want ErrInvalidRequest", raw, err)
+		if err := decode(ToolRun, []byte(raw), &a); !errors.Is(err, agent.ErrInvalidCall) {
+			t.Errorf("decode(%q) = %v, want ErrInvalidCall", raw, err)
 		}
 	}
 	var a runArgs
@@ -170,7 +170,7 @@ func TestDecodeStrict(t *testing.T) {
 
 // FuzzDecodeArguments: tool arguments are untrusted bytes from an agent.
 // Decoding never panics; what decodes is a refusal wrapping
-// ErrInvalidRequest or arguments whose canonical form decodes again to
+// ErrInvalidCall or arguments whose canonical form decodes again to
 // the same.
 func FuzzDecodeArguments(f *testing.F) {
 	for _, s := range []string{`{}`, `{"capability_id":"example.echo@1.0.0","arguments":{"text":"hi"}}`,
@@ -182,8 +182,8 @@ func FuzzDecodeArguments(f *testing.F) {
 		for _, name := range []string{ToolSearch, ToolDescribe, ToolRun} {
 			v := argsFor(name)
 			if err := decode(name, raw, v); err != nil {
-				if !errors.Is(err, agent.ErrInvalidRequest) {
-					t.Fatalf("%s: error %v does not wrap ErrInvalidRequest", name, err)
+				if !errors.Is(err, agent.ErrInvalidCall) {
+					t.Fatalf("%s: error %v does not wrap ErrInvalidCall", name, err)
 				}
 				continue
 			}

@@ -2,6 +2,10 @@
 // the Model Context Protocol, with the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk).
 //
+// Start with [New]: it returns the *mcp.Server of one agent.Facade for one
+// scope; run it on a [LineTransport] over stdin and stdout, or on any
+// transport of the MCP Go SDK.
+//
 // The server has exactly three tools, search, describe and run, whatever
 // the catalogue holds: a capability id is always an argument, never a tool
 // name, so the tool list does not grow with the catalogue and reveals
@@ -196,7 +200,7 @@ func (a *searchArgs) check() (agent.SearchRequest, error) {
 	r := agent.SearchRequest{Query: a.Query, Cursor: a.Cursor}
 	if a.Limit != nil {
 		if *a.Limit < 1 || *a.Limit > agent.MaxPageSize {
-			return r, fmt.Errorf("%w: search arguments: limit %d is outside 1..%d", agent.ErrInvalidRequest, *a.Limit, agent.MaxPageSize)
+			return r, fmt.Errorf("%w: search arguments: limit %d is outside 1..%d", agent.ErrInvalidCall, *a.Limit, agent.MaxPageSize)
 		}
 		r.Limit = *a.Limit
 	}
@@ -214,7 +218,7 @@ func (a *runArgs) check() (agent.RunRequest, error) {
 			continue
 		}
 		if *f.v == "" {
-			return r, fmt.Errorf("%w: run arguments: %s is empty; leave it out instead", agent.ErrInvalidRequest, f.name)
+			return r, fmt.Errorf("%w: run arguments: %s is empty; leave it out instead", agent.ErrInvalidCall, f.name)
 		}
 		*f.dst = *f.v
 	}
@@ -228,7 +232,7 @@ func decode(tool string, raw json.RawMessage, v any) error {
 		raw = json.RawMessage("{}")
 	}
 	if err := canon.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: %s arguments (see the tool's input schema): %w", agent.ErrInvalidRequest, tool, err)
+		return fmt.Errorf("%w: %s arguments (see the tool's input schema): %w", agent.ErrInvalidCall, tool, err)
 	}
 	return nil
 }

@@ -36,11 +36,14 @@ const (
 	DefaultMaxResponseBytes = 4 << 20
 )
 
-// EnvAllowlist names the variables of the backend's own environment that a
-// runtime process inherits, when they are set. Nothing else of the backend's
-// environment reaches it: the runtime's environment is these plus the
-// NEURON_CAPABILITY_RUNTIME_* variables of its protocol.
-var EnvAllowlist = []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+// EnvAllowlist returns the names of the variables of the backend's own
+// environment that a runtime process inherits, when they are set. Nothing
+// else of the backend's environment reaches it: the runtime's environment
+// is these plus the NEURON_CAPABILITY_RUNTIME_* variables of its protocol.
+// The list is fixed; each call returns a new slice.
+func EnvAllowlist() []string {
+	return []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+}
 
 // Config tunes a Backend. Its zero value means every default.
 type Config struct {
@@ -155,7 +158,7 @@ func New(cfg Config) (*Backend, error) {
 		cfg.TempDir = os.TempDir()
 	}
 	var env []string
-	for _, k := range EnvAllowlist {
+	for _, k := range EnvAllowlist() {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

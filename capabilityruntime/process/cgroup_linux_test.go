@@ -15,7 +15,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 )
 
 // cgroupOf returns the directory of pid's cgroup v2 under parent.

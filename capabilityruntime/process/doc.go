@@ -2,6 +2,9 @@
 // native executables started as child processes, speaking either protocol of
 // the contract (see doc/capabilityruntime.md, “The process backend”).
 //
+// Start with [New]: the [*Backend] it returns is registered in a
+// capabilityruntime.Registry under the kind "process".
+//
 // # Long-lived workers: neuron/capability-runtime-v1
 //
 // Every Start of the same type@version shares one pool of gRPC workers,
@@ -36,7 +39,7 @@
 //
 // # What every runtime process gets
 //
-// Its environment is the variables of EnvAllowlist that are set in this
+// Its environment is the variables named by EnvAllowlist that are set in this
 // process plus the NEURON_CAPABILITY_RUNTIME_* variables of its protocol,
 // and nothing else (upstream's one-shot path passed the whole environment).
 // Its working directory is the spec's RootDir, its only descriptors are 0–2

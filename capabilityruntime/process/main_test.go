@@ -17,7 +17,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
-	"github.com/zeoruntime/runtimeipc/internal/testbin"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 )
 
 // fixtureBin is the testruntime program, built once by TestMain.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 )
 
 func TestJSONRoundTrip(t *testing.T) {
@@ -211,7 +211,7 @@ func TestChildEnvironmentAndDescriptors(t *testing.T) {
 	cfg := testConfig(t)
 	b := newBackend(t, cfg)
 	var allowed []string
-	for _, k := range process.EnvAllowlist {
+	for _, k := range process.EnvAllowlist() {
 		if v, ok := os.LookupEnv(k); ok {
 			allowed = append(allowed, k+"="+v)
 		}

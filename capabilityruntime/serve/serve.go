@@ -3,6 +3,8 @@
 // whichever protocol the backend that started the program asked for (see
 // doc/capabilityruntime.md, “Writing a runtime”).
 //
+// Start with [Serve]: a runtime's main calls it with its [Handler].
+//
 //   - When NEURON_CAPABILITY_RUNTIME_SOCKET is set, the program is a
 //     long-lived gRPC worker (neuron/capability-runtime-v1): Serve listens
 //     on that Unix socket, creates the NEURON_CAPABILITY_RUNTIME_READY file

@@ -3,6 +3,9 @@
 // no cgo), speaking neuron/capability-runtime-v1-json (see
 // doc/capabilityruntime.md, “The wasm backend”).
 //
+// Start with [New]: the [*Backend] it returns is registered in a
+// capabilityruntime.Registry under the kind "wasm".
+//
 // # One call, one instance
 //
 // Each Execute instantiates the compiled module afresh: the Request as JSON

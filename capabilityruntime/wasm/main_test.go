@@ -10,13 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/wasm"
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 )
 
 // guestPackage is the test program, built for wasip1 by TestMain.
@@ -57,11 +56,11 @@ func runMain(m *testing.M) int {
 
 // buildGuest builds the guest program for goos/goarch into out.
 func buildGuest(out, goos, goarch string) error {
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			return fmt.Errorf("go tool not found: %w", err)
-		}
+	// go test puts the bin directory of the go tool running the tests
+	// first on the test binary's PATH.
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("go tool not found on PATH: %w", err)
 	}
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, guestPackage)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)

@@ -6,6 +6,10 @@
 // effect port's exactly-once, the Authority, bounded shutdown (see
 // doc/capabilityruntime.md, “The zeohost backend”).
 //
+// Start with [New]: a [Config] holds the supervise.Config and the
+// launch.Config its providers run with, and the [*Backend] it returns is
+// registered in a capabilityruntime.Registry under [Kind].
+//
 // # An extension of the contract
 //
 // Its runtime kind (Kind, "zeohost") and its protocol (Protocol,

@@ -15,6 +15,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -194,7 +195,7 @@ until consent is granted.
 				e.progress("asking %s to describe %s generation %d", host.describeHost(), b.Distribution, b.Generation)
 				g, err := cat.Admit(ctx, catalogue.Admission{Binding: b, Audience: audience, CapabilityAudience: only})
 				if err != nil {
-					if errors.Is(err, ledger.ErrStaleGeneration) {
+					if errors.Is(err, cataloguestore.ErrStaleGeneration) {
 						return fmt.Errorf("%w (give a greater -generation; 'zeoctl catalogue generations' lists those admitted)", err)
 					}
 					return err
@@ -307,17 +308,17 @@ func listScope(ctx context.Context, e *env, cat *catalogue.Catalogue, scope ledg
 		return err
 	}
 	type capJSON struct {
-		CapabilityID string             `json:"capability_id"`
-		Provider     ledger.ProviderKey `json:"provider"`
-		Generation   int64              `json:"generation"`
-		NeedsAccount bool               `json:"needs_account"`
+		CapabilityID string                     `json:"capability_id"`
+		Provider     cataloguestore.ProviderKey `json:"provider"`
+		Generation   int64                      `json:"generation"`
+		NeedsAccount bool                       `json:"needs_account"`
 	}
 	caps := make([]capJSON, 0, len(v.Capabilities()))
 	for _, c := range v.Capabilities() {
 		caps = append(caps, capJSON{c.ID, c.Provider, c.Generation, c.NeedsAccount})
 	}
 	if consents == nil {
-		consents = []ledger.Consent{}
+		consents = []cataloguestore.Consent{}
 	}
 	if asJSON {
 		return printJSON(e.stdout, map[string]any{"organization_id": scope.OrganizationID, "project_id": scope.ProjectID,
@@ -366,9 +367,9 @@ operations; operations pinned to an older one keep it until they end.
 					return err
 				}
 				defer closeLedger(l, &err)
-				var keys []ledger.ProviderKey
+				var keys []cataloguestore.ProviderKey
 				if *dist != "" {
-					keys = []ledger.ProviderKey{{Distribution: *dist, Factory: *factory}}
+					keys = []cataloguestore.ProviderKey{{Distribution: *dist, Factory: *factory}}
 				} else {
 					gens, err := cat.Providers(ctx)
 					if err != nil {
@@ -422,12 +423,12 @@ func (f *consentFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.effectOperations, "effect-operation", "an effect `operation` an effect request may name (repeatable)")
 }
 
-func (f *consentFlags) consent() ledger.Consent {
-	return ledger.Consent{Scope: f.scope(), Account: f.account, Capabilities: f.capabilities, Credentials: f.credentials,
+func (f *consentFlags) consent() cataloguestore.Consent {
+	return cataloguestore.Consent{Scope: f.scope(), Account: f.account, Capabilities: f.capabilities, Credentials: f.credentials,
 		Services: f.services, EffectKinds: f.effectKinds, EffectOperations: f.effectOperations}
 }
 
-func printConsent(w io.Writer, c ledger.Consent) {
+func printConsent(w io.Writer, c cataloguestore.Consent) {
 	for _, row := range []struct {
 		name string
 		set  []string
@@ -481,7 +482,7 @@ run, the run must name one.
 					return err
 				}
 				defer closeLedger(l, &err)
-				var c ledger.Consent
+				var c cataloguestore.Consent
 				if grant {
 					c, err = cat.Grant(ctx, f.consent())
 				} else {

@@ -18,20 +18,36 @@
 // IPC request and the state it was answered, the ledger's evidence (fence,
 // bootstrap redemption, each effect with its authorization and receipt,
 // the budget left), the result and its artifact; then a redelivery after a
-// lost host (same logical effects, same receipts, no second dispatch) and a
-// lost-result reconnect (the accepted result, nothing launched). It needs
-// nothing but Go. With -ledger PATH the ledger is kept for the ledger and
-// artifact commands.
+// host it loses on purpose (same logical effects, same receipts, no second
+// dispatch), a lost-result reconnect (the accepted result, nothing
+// launched), an Authority that refuses one effect and holds another until
+// approved, and an uncertain effect settled as 'zeoctl ledger resolve'
+// does and redelivered. Its receipts come from a stand-in dispatcher;
+// examples/quickstart is the code of such a controller. Every line fits in
+// 100 columns (-v prints ids and digests in full). It needs nothing but
+// Go. With -ledger PATH the ledger is kept for the ledger and artifact
+// commands.
 //
 // Wherever a command takes -ledger PATH, PATH may also be a PostgreSQL DSN
 // (postgres://user@host:5432/db?sslmode=disable): the ledger that several
 // controllers share (package ledger/postgres), in the schema the DSN's
 // ledger_schema parameter names (default zeo_ledger), created on first use.
 //
+// # Scope
+//
+// -org and -project name the organization and project whose records a
+// command reads or writes. One rule holds in every command: they default
+// to org-local and project-local, the scope invoke and run record their
+// operations in when none is given, and giving one changes only that
+// half. A listing across the ledger (ledger operations without
+// -operation, ledger effects -unknown and -in-flight, catalogue list)
+// covers every scope unless -org or -project keeps one. 'zeoctl help
+// scope' says the same.
+//
 // # Running a capability
 //
 //	zeoctl invoke -python PATH -binding FILE -capability ID -args JSON|@FILE
-//	              [-ledger PATH] [-operation ID] [-deadline D] [-budget N]
+//	              [-ledger PATH] [-org ID] [-project ID] [-operation ID] [-deadline D] [-budget N]
 //	              [-services LIST] [-effects refuse|accept|uncertain] [-warm] [-json]
 //
 // runs one capability operation with package supervise on a real provider
@@ -65,12 +81,17 @@
 // Every host is contained (package launch, “Containment”; doc/design.md,
 // “Containment”): Landlock lets it read only its interpreter, its
 // environment, the system directories and what -read PATH adds, and
-// write only its working directory; it has no network (zeoctl's contexts
-// do not allow it), runs under resource limits, no_new_privs and a
-// seccomp deny list, cold or warm. zeoctl prints one line naming the
+// write only its working directory; it has no network, unless -network
+// grants it to a capability that requires it, and then it reaches only
+// the hosts its manifest names and -network-host grants, through the
+// launcher's egress proxy (such a host is launched cold); it runs under
+// resource limits, no_new_privs and a seccomp deny list, cold or warm. zeoctl prints one line naming the
 // containment in force, and a warning when it runs as root (the host then
-// runs as root too). -uncontained turns every layer off; on a kernel that
-// lacks a layer zeoctl refuses to launch and says so.
+// runs as root too). -user NAME (or UID[:GID]) runs the host as another
+// user, refused before launch, naming the path, when that user could not
+// execute the host or enter a directory on the way to it. -uncontained
+// turns every layer off; on a kernel that lacks a layer zeoctl refuses to
+// launch and says so.
 //
 // # Static discovery
 //
@@ -88,17 +109,19 @@
 //
 // # The ledger
 //
-//	zeoctl ledger operations -ledger PATH [-org ID -project ID] [-state S]
+//	zeoctl ledger operations -ledger PATH [-org ID] [-project ID] [-state S]
 //	                             the operations, or with -operation ID one in
 //	                             full, with the evidence each attempt left
 //	zeoctl ledger effects -ledger PATH -unknown
 //	                             every effect that needs reconciliation
-//	zeoctl ledger effects -ledger PATH -org ID -project ID -operation ID
+//	zeoctl ledger effects -ledger PATH -operation ID [-org ID] [-project ID]
 //	                             an operation's effects
-//	zeoctl ledger resolve -ledger PATH -org ID -project ID -operation ID
+//	zeoctl ledger resolve -ledger PATH [-org ID] [-project ID] -operation ID
 //	              -effect ID (-confirmed RECEIPT | -not-consumed REASON)
 //	                             settle an effect whose dispatch is uncertain
-//	zeoctl artifact get -ledger PATH -org ID -project ID REF
+//	                             (invoke and ledger effects -unknown print the
+//	                             exact command)
+//	zeoctl artifact get -ledger PATH [-org ID] [-project ID] REF
 //	                             an accepted result's artifact, only within
 //	                             its organization and project
 //	zeoctl ledger upgrade -ledger PATH
@@ -121,19 +144,19 @@
 //	                             admit a provider generation once the host's own
 //	                             discovery agrees with the binding; -audience says
 //	                             who may see and run its capabilities
-//	zeoctl catalogue list -ledger PATH [-org ID -project ID]
+//	zeoctl catalogue list -ledger PATH [-org ID] [-project ID]
 //	                             the providers' current generations, or what one
 //	                             project sees and has consented to
 //	zeoctl catalogue generations -ledger PATH [-distribution D -factory F]
-//	zeoctl catalogue consent grant|revoke -ledger PATH -org ID -project ID
+//	zeoctl catalogue consent grant|revoke -ledger PATH [-org ID] [-project ID]
 //	              -account NAME [-capability ID]... [-credential NAME]...
 //	              [-service NAME]... [-effect-kind KIND]... [-effect-operation OP]...
-//	zeoctl search -ledger PATH -org ID -project ID [-limit N] [-cursor C] [WORD...]
-//	zeoctl describe-capability -ledger PATH -org ID -project ID ID
-//	zeoctl run (-python PATH | -host PATH | -simulated) -ledger PATH -org ID
-//	              -project ID [-args JSON|@FILE] [-operation ID] [-account NAME] ID
-//	zeoctl mcp (-python PATH | -host PATH | -simulated) -ledger PATH -org ID
-//	              -project ID
+//	zeoctl search -ledger PATH [-org ID] [-project ID] [-limit N] [-cursor C] [WORD...]
+//	zeoctl describe-capability -ledger PATH [-org ID] [-project ID] ID
+//	zeoctl run (-python PATH | -host PATH | -simulated) -ledger PATH [-org ID]
+//	              [-project ID] [-args JSON|@FILE] [-operation ID] [-account NAME] ID
+//	zeoctl mcp (-python PATH | -host PATH | -simulated) -ledger PATH [-org ID]
+//	              [-project ID]
 //	                             the agent facade as an MCP server on stdin and
 //	                             stdout: exactly three tools, search, describe and
 //	                             run, with capability ids as arguments
@@ -141,6 +164,18 @@
 // search, describe-capability, run and mcp answer as the project sees the
 // catalogue: a capability outside its audience does not exist for them,
 // not even in an error's wording.
+//
+// # Telemetry
+//
+// demo, invoke, run and mcp take -telemetry stdout|stderr|otlp: the
+// Supervisor's OpenTelemetry spans (one per invocation, attempt, IPC
+// method, ledger write and dispatch) and its zeo.runtime.* metrics
+// (doc/design.md, “Telemetry”). stdout and stderr get one JSON object per
+// span as it ends and the metrics when the command ends (mcp, whose
+// standard output is its protocol, refuses stdout); otlp sends them to
+// the endpoint the standard OTEL_EXPORTER_OTLP_* variables name
+// (http/protobuf, or grpc with OTEL_EXPORTER_OTLP_PROTOCOL=grpc), with
+// service.name zeoctl unless OTEL_SERVICE_NAME says otherwise.
 //
 // # Exit status
 //

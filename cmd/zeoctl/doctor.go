@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/hostsim"
-	"github.com/zeoruntime/runtimeipc/internal/hostsim/hostproc"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 

@@ -52,6 +52,9 @@ accepted artifact. The trace of the attempt goes to stderr as it happens.
 -capability may be left out when the binding has one capability. -args is
 the arguments object as JSON, or @FILE to read it from a file; the request
 schema's defaults are filled in before it is sent.
+The operation is recorded in the scope -org and -project name, by default
+org-local/project-local, which every other command defaults to as well
+('zeoctl help scope').
 
 The ledger is a bolt file with -ledger PATH, which keeps the operation: run
 invoke again with the same -operation ID to continue it (a new attempt; an
@@ -360,7 +363,7 @@ func printOutcome(ctx context.Context, w io.Writer, l ledger.Ledger, o *supervis
 			fmt.Fprintf(w, "             %s\n", line)
 		}
 	}
-	return printArtifact(ctx, w, l, o)
+	return style{}.printArtifact(ctx, w, l, o)
 }
 
 // nextStep says what the caller may do after a non-success, one line

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/zeoruntime/runtimeipc/internal/testbin"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 )
 
 // zeoctlPath is the zeoctl binary, built once by TestMain.

@@ -105,8 +105,8 @@ func (e *LimitError) Error() string {
 // Is makes every *LimitError match ErrLimitUnavailable.
 func (e *LimitError) Is(target error) bool { return target == ErrLimitUnavailable }
 
-// limitFiles are the files Limits sets, with their controllers and
-// values ("" when unset).
+// files are the limit files l sets, with their controllers and values;
+// an unset limit has none.
 func (l Limits) files() []limitFile {
 	var out []limitFile
 	if l.Pids > 0 {

@@ -218,7 +218,12 @@ func (g *Group) Close(ctx context.Context) error {
 	if g.removed {
 		return nil
 	}
-	if err := g.Kill(); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := g.Kill(); errors.Is(err, os.ErrNotExist) {
+		// Removed by someone else: nothing can be in it.
+		g.removed = true
+		g.fd.Close()
+		return nil
+	} else if err != nil {
 		return err
 	}
 	if err := g.awaitEmpty(ctx); err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/zeoruntime/runtimeipc/internal/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 )
 
 // openOrSkip opens the discovered parent, skipping where this machine has
@@ -250,5 +250,25 @@ func TestUnescapeMount(t *testing.T) {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestCloseRemovedElsewhere: a Group whose directory someone else removed
+// closes cleanly, its descriptor released.
+func TestCloseRemovedElsewhere(t *testing.T) {
+	p := openOrSkip(t, Options{})
+	fds := leaktest.OpenFDs(t)
+	g, err := p.New("zeo-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(g.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(context.Background()); err != nil {
+		t.Errorf("Close of a removed group: %v", err)
+	}
+	if n := leaktest.OpenFDs(t); n != fds {
+		t.Errorf("%d descriptors open, %d before", n, fds)
 	}
 }

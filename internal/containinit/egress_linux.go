@@ -53,12 +53,23 @@ func egressListener(sock, port int) error {
 	return nil
 }
 
-// dropAmbient clears this thread's ambient capabilities, so that the exec
-// (from this thread) gives a host that is not root in its user namespace
-// no capability at all.
+// dropAmbient clears this thread's ambient capabilities, and the
+// inheritable set raising one required, so that the exec (from this
+// thread) gives a host that is not root in its user namespace no
+// capability at all, whatever file capabilities the programs it runs
+// carry.
 func dropAmbient() error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("egress: clearing the ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("egress: capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("egress: clearing the inheritable capabilities: %w", err)
 	}
 	return nil
 }

@@ -19,9 +19,10 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/zeoruntime/runtimeipc/internal/longtest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 )
 
@@ -98,7 +99,7 @@ func populateSmall(t testing.TB, path string) {
 			}
 			must(err)
 		}
-		_, err = l.Reserve(ctx, f, []ledger.Claim{{Key: "k-" + op, CapabilityID: "cap"}})
+		_, err = l.Reserve(ctx, f, []cataloguestore.Claim{{Key: "k-" + op, CapabilityID: "cap"}})
 		must(err)
 		_, err = l.RecordAttempt(ctx, f, ledger.AttemptEvidence{SeatID: "seat", RuntimeBindingID: "rb", PacketID: "pk",
 			BootstrapID: "boot-" + s.OrganizationID + op, LaunchDigest: ledgertest.Digest("launch"), State: "succeeded", Launched: true, PID: 100 + i})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 )
 
@@ -511,7 +512,7 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	if _, err := l.RecordAttempt(ctx, f, ev); err != nil {
 		t.Fatalf("RecordAttempt after the upgrade: %v", err)
 	}
-	if _, err := l.Reserve(ctx, f, []ledger.Claim{{Key: "k", CapabilityID: "cap"}}); err != nil {
+	if _, err := l.Reserve(ctx, f, []cataloguestore.Claim{{Key: "k", CapabilityID: "cap"}}); err != nil {
 		t.Fatalf("Reserve after the upgrade: %v", err)
 	}
 	if _, err := l.AcquireLease(ctx, "c1", time.Minute); err != nil {
@@ -669,7 +670,7 @@ func TestCatalogueChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Reserve(ctx, f, []ledger.Claim{{Key: "k", CapabilityID: "cap"}}); err != nil {
+	if _, err := l.Reserve(ctx, f, []cataloguestore.Claim{{Key: "k", CapabilityID: "cap"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Check(ctx); err != nil {

@@ -5,15 +5,16 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// The catalogue's records (ledger.CatalogueStore) live in one bucket,
+// The catalogue's records (cataloguestore.Store) live in one bucket,
 // keyed by the record's kind (one byte) and its core.Key tuple, so that a
 // prefix scan of a kind and tuple prefix yields records in key order.
 // boltTx is the core.CatTx of a transaction.
 
-var _ ledger.CatalogueStore = (*Ledger)(nil)
+var _ cataloguestore.Store = (*Ledger)(nil)
 
 // catKey returns kind and key as a bucket key in the arena (bbolt keeps a
 // Put's key until the transaction ends).

@@ -1,6 +1,9 @@
 // Package bolt is the embedded, durable [ledger.Ledger], stored in one
 // go.etcd.io/bbolt file.
 //
+// Start with [Open]: Open(path, Options{}) opens or creates the file and
+// owns it until Close; hand the ledger to supervise.Config.
+//
 // # Ownership
 //
 // The file's exclusive flock is the ledger's single-owner lock: the
@@ -48,7 +51,7 @@
 // dirties few pages, because effects are keyed by a sequence number and so
 // appended together, and operation records are small and binary; attempt
 // evidence has a bucket of its own, so that it never weighs on those
-// records, and so do the catalogue's records (the [ledger.CatalogueStore]
+// records, and so do the catalogue's records (the [cataloguestore.Store]
 // the ledger also is), and so do the controller leases. Open upgrades a
 // format 3, 4 or 5 file (the same layout without the evidence, catalogue
 // and leases buckets, without the catalogue and leases buckets, or

@@ -3,9 +3,7 @@ package bolt
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
@@ -57,15 +55,6 @@ func guard(f func() error) (err error) {
 func panicked(err error) bool {
 	var pe *panicError
 	return errors.As(err, &pe)
-}
-
-// releaseFile releases the file lock bbolt took on f and closes f,
-// without bbolt, after a panic inside bbolt may have left it unable to
-// close (see the comment at the top). The lock is released explicitly:
-// bbolt's memory map keeps the open file description, and with it the
-// lock, alive after the descriptor is closed.
-func releaseFile(f *os.File) error {
-	return errors.Join(syscall.Flock(int(f.Fd()), syscall.LOCK_UN), f.Close())
 }
 
 // stop records err, which wraps ledger.ErrCorrupt, as the reason the

@@ -149,8 +149,6 @@ func splitKey(k []byte) ([]string, error) {
 
 func opKey(k core.OpKey) []byte { return appendKey(nil, k.Org, k.Project, k.Op) }
 
-func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
-
 // boltTx adapts a bbolt read-write or read-only transaction to core.Tx. It
 // remembers, for this transaction only, the operation records it decoded
 // or changed and the sequence numbers of effects it looked up, so the

@@ -7,23 +7,24 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 )
 
 // CatalogueLedger is a ledger whose backend also keeps the catalogue's
 // records.
 type CatalogueLedger interface {
 	ledger.Ledger
-	ledger.CatalogueStore
+	cataloguestore.Store
 }
 
 // CatalogueOpener returns a fresh, empty ledger for one subtest; the suite
 // closes it.
 type CatalogueOpener func(t *testing.T) CatalogueLedger
 
-// RunCatalogue runs the conformance subtests of [ledger.CatalogueStore]
+// RunCatalogue runs the conformance subtests of [cataloguestore.Store]
 // against ledgers made by open: generations, pins, consent and
 // reservations, alone, racing, and against a model (ReservationModel).
-// Every backend that implements CatalogueStore runs it beside [Run].
+// Every backend that implements cataloguestore.Store runs it beside [Run].
 func RunCatalogue(t *testing.T, open CatalogueOpener) {
 	t.Helper()
 	tests := []struct {
@@ -50,20 +51,20 @@ func RunCatalogue(t *testing.T, open CatalogueOpener) {
 }
 
 var (
-	provA = ledger.ProviderKey{Distribution: "dist-a", Factory: "pkg.a:factory"}
-	provB = ledger.ProviderKey{Distribution: "dist-b", Factory: "pkg.b:factory"}
+	provA = cataloguestore.ProviderKey{Distribution: "dist-a", Factory: "pkg.a:factory"}
+	provB = cataloguestore.ProviderKey{Distribution: "dist-b", Factory: "pkg.b:factory"}
 )
 
-func provRec(p ledger.ProviderKey, gen int64, doc string) ledger.ProviderRecord {
-	return ledger.ProviderRecord{Provider: p, Generation: gen, BindingDigest: Digest("binding:" + doc),
+func provRec(p cataloguestore.ProviderKey, gen int64, doc string) cataloguestore.ProviderRecord {
+	return cataloguestore.ProviderRecord{Provider: p, Generation: gen, BindingDigest: Digest("binding:" + doc),
 		ManifestDigest: Digest("manifest:" + doc), Document: []byte(`{"doc":"` + doc + `"}`)}
 }
 
 func wantGenerationError(t testing.TB, what string, err error, presented, latest int64) {
 	t.Helper()
-	var ge *ledger.GenerationError
-	if !errors.As(err, &ge) || !errors.Is(err, ledger.ErrStaleGeneration) {
-		t.Fatalf("%s: err = %v, want a *ledger.GenerationError wrapping ErrStaleGeneration", what, err)
+	var ge *cataloguestore.GenerationError
+	if !errors.As(err, &ge) || !errors.Is(err, cataloguestore.ErrStaleGeneration) {
+		t.Fatalf("%s: err = %v, want a *cataloguestore.GenerationError wrapping ErrStaleGeneration", what, err)
 	}
 	if ge.Presented != presented || ge.Latest != latest {
 		t.Fatalf("%s: GenerationError presented %d latest %d, want %d and %d", what, ge.Presented, ge.Latest, presented, latest)
@@ -135,7 +136,7 @@ func testGenerations(t *testing.T, l CatalogueLedger) {
 	}
 	h1, h3 := g1, g3
 	h1.Document, h3.Document = nil, nil
-	diff(t, "generations", gens, []ledger.ProviderRecord{h1, h3})
+	diff(t, "generations", gens, []cataloguestore.ProviderRecord{h1, h3})
 	snap, err := l.LatestProviders(bg)
 	if err != nil {
 		t.Fatalf("LatestProviders: %v", err)
@@ -159,7 +160,7 @@ func testRacingAdmissions(t *testing.T, l CatalogueLedger) {
 			switch {
 			case err == nil:
 				won[i][g] = true
-			case errors.Is(err, ledger.ErrStaleGeneration):
+			case errors.Is(err, cataloguestore.ErrStaleGeneration):
 			default:
 				t.Errorf("controller %d generation %d: %v", i, g, err)
 			}
@@ -198,7 +199,7 @@ func testCatalogueInvalid(t *testing.T, l CatalogueLedger) {
 	bad := provRec(provA, 1, "x")
 	bad.Generation = 0
 	_, calls["generation 0"] = l.AdmitProvider(bg, bad)
-	bad = provRec(ledger.ProviderKey{Distribution: "", Factory: "f:g"}, 1, "x")
+	bad = provRec(cataloguestore.ProviderKey{Distribution: "", Factory: "f:g"}, 1, "x")
 	_, calls["empty distribution"] = l.AdmitProvider(bg, bad)
 	bad = provRec(provA, 1, "x")
 	bad.Document = nil
@@ -207,12 +208,12 @@ func testCatalogueInvalid(t *testing.T, l CatalogueLedger) {
 	bad.BindingDigest = "sha256:nope"
 	_, calls["bad digest"] = l.AdmitProvider(bg, bad)
 	_, calls["negative generation"] = l.ProviderGeneration(bg, provA, -1)
-	_, calls["pin without provider"] = l.PinOperation(bg, ledger.OperationPin{Scope: scopeA, OperationID: "op1", CapabilityID: "c", Generation: 1,
+	_, calls["pin without provider"] = l.PinOperation(bg, cataloguestore.OperationPin{Scope: scopeA, OperationID: "op1", CapabilityID: "c", Generation: 1,
 		BindingDigest: Digest("b"), ManifestDigest: Digest("m")})
-	_, calls["consent long account"] = l.GrantConsent(bg, ledger.Consent{Scope: scopeA, Account: long})
-	_, calls["consent empty entry"] = l.GrantConsent(bg, ledger.Consent{Scope: scopeA, Account: "acct", Credentials: []string{""}})
-	_, calls["claim empty key"] = l.Reserve(bg, f, []ledger.Claim{{Key: "", CapabilityID: "c"}})
-	_, calls["claim twice"] = l.Reserve(bg, f, []ledger.Claim{{Key: "k", CapabilityID: "c"}, {Key: "k", Shared: true, CapabilityID: "c"}})
+	_, calls["consent long account"] = l.GrantConsent(bg, cataloguestore.Consent{Scope: scopeA, Account: long})
+	_, calls["consent empty entry"] = l.GrantConsent(bg, cataloguestore.Consent{Scope: scopeA, Account: "acct", Credentials: []string{""}})
+	_, calls["claim empty key"] = l.Reserve(bg, f, []cataloguestore.Claim{{Key: "", CapabilityID: "c"}})
+	_, calls["claim twice"] = l.Reserve(bg, f, []cataloguestore.Claim{{Key: "k", CapabilityID: "c"}, {Key: "k", Shared: true, CapabilityID: "c"}})
 	_, calls["reserve generation 0"] = l.Reserve(bg, ledger.Fence{Scope: scopeA, OperationID: "op1", AttemptID: "a1"}, nil)
 	_, calls["release bad fence"] = l.Release(bg, ledger.Fence{Scope: scopeA, OperationID: "op1"})
 	_, calls["reservations bad scope"] = l.Reservations(bg, ledger.Scope{})
@@ -226,8 +227,8 @@ func testCatalogueInvalid(t *testing.T, l CatalogueLedger) {
 	}
 }
 
-func pin(s ledger.Scope, op string, gen int64, account string) ledger.OperationPin {
-	return ledger.OperationPin{Scope: s, OperationID: op, CapabilityID: "ns.cap@1.0.0", Provider: provA, Generation: gen,
+func pin(s ledger.Scope, op string, gen int64, account string) cataloguestore.OperationPin {
+	return cataloguestore.OperationPin{Scope: s, OperationID: op, CapabilityID: "ns.cap@1.0.0", Provider: provA, Generation: gen,
 		BindingDigest: Digest(fmt.Sprint("binding", gen)), ManifestDigest: Digest(fmt.Sprint("manifest", gen)), Account: account}
 }
 
@@ -256,7 +257,7 @@ func testPins(t *testing.T, l CatalogueLedger) {
 	}
 	// Racing pins: one wins, every caller is answered with it.
 	const n = 8
-	answers := make([]ledger.OperationPin, n)
+	answers := make([]cataloguestore.OperationPin, n)
 	parallel(n, func(i int) {
 		var err error
 		answers[i], err = l.PinOperation(bg, pin(scopeA, "op2", int64(i+1), ""))
@@ -270,27 +271,27 @@ func testPins(t *testing.T, l CatalogueLedger) {
 }
 
 func testConsent(t *testing.T, l CatalogueLedger) {
-	got, err := l.GrantConsent(bg, ledger.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"b@1", "a@1", "b@1"},
+	got, err := l.GrantConsent(bg, cataloguestore.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"b@1", "a@1", "b@1"},
 		Credentials: []string{"gmail"}, EffectKinds: []string{"write", "read"}})
 	if err != nil {
 		t.Fatalf("GrantConsent: %v", err)
 	}
-	want := ledger.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"a@1", "b@1"}, Credentials: []string{"gmail"},
+	want := cataloguestore.Consent{Scope: scopeA, Account: "work", Capabilities: []string{"a@1", "b@1"}, Credentials: []string{"gmail"},
 		Services: []string{}, EffectKinds: []string{"read", "write"}, EffectOperations: []string{}}
 	diff(t, "granted", got, want)
-	got, err = l.GrantConsent(bg, ledger.Consent{Scope: scopeA, Account: "work", Services: []string{"mail"}, EffectOperations: []string{"send"}})
+	got, err = l.GrantConsent(bg, cataloguestore.Consent{Scope: scopeA, Account: "work", Services: []string{"mail"}, EffectOperations: []string{"send"}})
 	if err != nil {
 		t.Fatalf("GrantConsent more: %v", err)
 	}
 	want.Services, want.EffectOperations = []string{"mail"}, []string{"send"}
 	diff(t, "granted more", got, want)
-	if _, err := l.GrantConsent(bg, ledger.Consent{Scope: scopeA, Account: "home", Capabilities: []string{"a@1"}}); err != nil {
+	if _, err := l.GrantConsent(bg, cataloguestore.Consent{Scope: scopeA, Account: "home", Capabilities: []string{"a@1"}}); err != nil {
 		t.Fatalf("GrantConsent home: %v", err)
 	}
-	if _, err := l.GrantConsent(bg, ledger.Consent{Scope: scopeB, Account: "other", Capabilities: []string{"a@1"}}); err != nil {
+	if _, err := l.GrantConsent(bg, cataloguestore.Consent{Scope: scopeB, Account: "other", Capabilities: []string{"a@1"}}); err != nil {
 		t.Fatalf("GrantConsent other scope: %v", err)
 	}
-	got, err = l.RevokeConsent(bg, ledger.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail", "never-granted"}, Capabilities: []string{"a@1"}})
+	got, err = l.RevokeConsent(bg, cataloguestore.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail", "never-granted"}, Capabilities: []string{"a@1"}})
 	if err != nil {
 		t.Fatalf("RevokeConsent: %v", err)
 	}
@@ -300,9 +301,9 @@ func testConsent(t *testing.T, l CatalogueLedger) {
 	if err != nil {
 		t.Fatalf("Consents: %v", err)
 	}
-	home := ledger.Consent{Scope: scopeA, Account: "home", Capabilities: []string{"a@1"}, Credentials: []string{}, Services: []string{},
+	home := cataloguestore.Consent{Scope: scopeA, Account: "home", Capabilities: []string{"a@1"}, Credentials: []string{}, Services: []string{},
 		EffectKinds: []string{}, EffectOperations: []string{}}
-	diff(t, "consents", all, []ledger.Consent{home, want})
+	diff(t, "consents", all, []cataloguestore.Consent{home, want})
 	// Revoking everything removes the account's consent.
 	if _, err := l.RevokeConsent(bg, home); err != nil {
 		t.Fatalf("RevokeConsent all: %v", err)
@@ -311,25 +312,25 @@ func testConsent(t *testing.T, l CatalogueLedger) {
 	if err != nil {
 		t.Fatalf("Consents: %v", err)
 	}
-	diff(t, "consents after revoking home", all, []ledger.Consent{want})
+	diff(t, "consents after revoking home", all, []cataloguestore.Consent{want})
 }
 
-func claim(key string, shared bool) ledger.Claim {
-	return ledger.Claim{Key: key, Shared: shared, CapabilityID: "ns.cap@1.0.0"}
+func claim(key string, shared bool) cataloguestore.Claim {
+	return cataloguestore.Claim{Key: key, Shared: shared, CapabilityID: "ns.cap@1.0.0"}
 }
 
 func wantReserved(t testing.TB, what string, err error, holder ledger.Fence) {
 	t.Helper()
-	var re *ledger.ReservationError
-	if !errors.As(err, &re) || !errors.Is(err, ledger.ErrReserved) {
-		t.Fatalf("%s: err = %v, want a *ledger.ReservationError wrapping ErrReserved", what, err)
+	var re *cataloguestore.ReservationError
+	if !errors.As(err, &re) || !errors.Is(err, cataloguestore.ErrReserved) {
+		t.Fatalf("%s: err = %v, want a *cataloguestore.ReservationError wrapping ErrReserved", what, err)
 	}
 	if re.Holder.Holder != holder {
 		t.Fatalf("%s: holder %+v, want %+v", what, re.Holder.Holder, holder)
 	}
 }
 
-func mustReserve(t testing.TB, l CatalogueLedger, f ledger.Fence, claims ...ledger.Claim) []ledger.Reservation {
+func mustReserve(t testing.TB, l CatalogueLedger, f ledger.Fence, claims ...cataloguestore.Claim) []cataloguestore.Reservation {
 	t.Helper()
 	rs, err := l.Reserve(bg, f, claims)
 	if err != nil {
@@ -338,7 +339,7 @@ func mustReserve(t testing.TB, l CatalogueLedger, f ledger.Fence, claims ...ledg
 	return rs
 }
 
-func reservations(t testing.TB, l CatalogueLedger, s ledger.Scope) []ledger.Reservation {
+func reservations(t testing.TB, l CatalogueLedger, s ledger.Scope) []cataloguestore.Reservation {
 	t.Helper()
 	rs, err := l.Reservations(bg, s)
 	if err != nil {
@@ -351,16 +352,16 @@ func testReservations(t *testing.T, l CatalogueLedger) {
 	f1, f2, f3 := newOp(t, l, "op1", 0), newOp(t, l, "op2", 0), newOp(t, l, "op3", 0)
 	rs := mustReserve(t, l, f1, claim("k1", false), claim("p", true))
 	dl := spec(scopeA, "op1", 0).Deadline
-	want := []ledger.Reservation{{Claim: claim("k1", false), Holder: f1, Deadline: dl}, {Claim: claim("p", true), Holder: f1, Deadline: dl}}
+	want := []cataloguestore.Reservation{{Claim: claim("k1", false), Holder: f1, Deadline: dl}, {Claim: claim("p", true), Holder: f1, Deadline: dl}}
 	diff(t, "Reserve", rs, want)
 	diff(t, "Reserve again (idempotent)", mustReserve(t, l, f1, claim("k1", false), claim("p", true)), want)
-	_, err := l.Reserve(bg, f2, []ledger.Claim{claim("k2", false), claim("k1", false)})
+	_, err := l.Reserve(bg, f2, []cataloguestore.Claim{claim("k2", false), claim("k1", false)})
 	wantReserved(t, "exclusive claim of a held key", err, f1)
 	// All or none: k2 was not taken.
-	diff(t, "HeldBy f2 after a refusal", heldBy(t, l, f2), []ledger.Reservation{})
-	_, err = l.Reserve(bg, f2, []ledger.Claim{claim("k1", true)})
+	diff(t, "HeldBy f2 after a refusal", heldBy(t, l, f2), []cataloguestore.Reservation{})
+	_, err = l.Reserve(bg, f2, []cataloguestore.Claim{claim("k1", true)})
 	wantReserved(t, "shared claim of an exclusively held key", err, f1)
-	_, err = l.Reserve(bg, f2, []ledger.Claim{claim("p", false)})
+	_, err = l.Reserve(bg, f2, []cataloguestore.Claim{claim("p", false)})
 	wantReserved(t, "exclusive claim of a shared key", err, f1)
 	mustReserve(t, l, f2, claim("p", true), claim("k2", false))
 	mustReserve(t, l, f3, claim("p", true))
@@ -382,13 +383,13 @@ func testReservations(t *testing.T, l CatalogueLedger) {
 	if n, err := l.Release(bg, f1); err != nil || n != 0 {
 		t.Fatalf("Release f1 again = %d, %v; want 0", n, err)
 	}
-	diff(t, "HeldBy after release", heldBy(t, l, f1), []ledger.Reservation{})
+	diff(t, "HeldBy after release", heldBy(t, l, f1), []cataloguestore.Reservation{})
 	mustReserve(t, l, f2, claim("k1", false))
-	_, err = l.Reserve(bg, f3, []ledger.Claim{claim("p", false)})
+	_, err = l.Reserve(bg, f3, []cataloguestore.Claim{claim("p", false)})
 	wantReserved(t, "exclusive claim with two shared holders", err, f2)
 }
 
-func heldBy(t testing.TB, l CatalogueLedger, f ledger.Fence) []ledger.Reservation {
+func heldBy(t testing.TB, l CatalogueLedger, f ledger.Fence) []cataloguestore.Reservation {
 	t.Helper()
 	rs, err := l.HeldBy(bg, f)
 	if err != nil {
@@ -402,19 +403,19 @@ func testReservationLiveness(t *testing.T, l CatalogueLedger) {
 	mustReserve(t, l, f1, claim("k", false))
 	// The holder's next attempt frees it, without any release.
 	f1b := mustStart(t, l, scopeA, "op1", "a2")
-	diff(t, "HeldBy a fenced-off attempt", heldBy(t, l, f1), []ledger.Reservation{})
-	_, err := l.Reserve(bg, f1, []ledger.Claim{claim("k", false)})
+	diff(t, "HeldBy a fenced-off attempt", heldBy(t, l, f1), []cataloguestore.Reservation{})
+	_, err := l.Reserve(bg, f1, []cataloguestore.Claim{claim("k", false)})
 	wantStale(t, "Reserve with a stale fence", err)
 	mustReserve(t, l, f2, claim("k", false))
-	_, err = l.Reserve(bg, f1b, []ledger.Claim{claim("k", false)})
+	_, err = l.Reserve(bg, f1b, []cataloguestore.Claim{claim("k", false)})
 	wantReserved(t, "the new attempt waits like any other", err, f2)
 	// Cancelling the holder's operation frees it.
 	if _, err := l.Cancel(bg, scopeA, "op2", "test"); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
 	mustReserve(t, l, f1b, claim("k", false))
-	_, err = l.Reserve(bg, f2, []ledger.Claim{claim("other", false)})
-	wantErr(t, "Reserve for a cancelled operation", err, ledger.ErrCancelled)
+	_, err = l.Reserve(bg, f2, []cataloguestore.Claim{claim("other", false)})
+	wantErr(t, "Reserve for a cancelled operation", err, ledger.ErrOperationCancelled)
 	// Accepting the holder's result frees it.
 	ready(t, l, f1b)
 	if _, err := l.AcceptResult(bg, f1b, Digest("data"), []byte("{}")); err != nil {
@@ -422,9 +423,9 @@ func testReservationLiveness(t *testing.T, l CatalogueLedger) {
 	}
 	f3 := newOp(t, l, "op3", 0)
 	mustReserve(t, l, f3, claim("k", false))
-	_, err = l.Reserve(bg, f1b, []ledger.Claim{claim("k", false)})
+	_, err = l.Reserve(bg, f1b, []cataloguestore.Claim{claim("k", false)})
 	wantErr(t, "Reserve for a completed operation", err, ledger.ErrResultAlreadyAccepted)
-	_, err = l.Reserve(bg, ledger.Fence{Scope: scopeA, OperationID: "nope", AttemptID: "a1", Generation: 1}, []ledger.Claim{claim("k", false)})
+	_, err = l.Reserve(bg, ledger.Fence{Scope: scopeA, OperationID: "nope", AttemptID: "a1", Generation: 1}, []cataloguestore.Claim{claim("k", false)})
 	wantErr(t, "Reserve for an unknown operation", err, ledger.ErrNotFound)
 	// The holder's deadline frees it.
 	sp := spec(scopeA, "op4", 0)
@@ -433,7 +434,7 @@ func testReservationLiveness(t *testing.T, l CatalogueLedger) {
 	f4 := mustStart(t, l, scopeA, "op4", "a1")
 	mustReserve(t, l, f4, claim("d", false))
 	f5 := newOp(t, l, "op5", 0)
-	if _, err := l.Reserve(bg, f5, []ledger.Claim{claim("d", false)}); err != nil {
+	if _, err := l.Reserve(bg, f5, []cataloguestore.Claim{claim("d", false)}); err != nil {
 		// Taken before the deadline: held until it passes.
 		wantReserved(t, "before the holder's deadline", err, f4)
 		for time.Now().Before(sp.Deadline.Add(10 * time.Millisecond)) {
@@ -441,9 +442,9 @@ func testReservationLiveness(t *testing.T, l CatalogueLedger) {
 		}
 		mustReserve(t, l, f5, claim("d", false))
 	}
-	_, err = l.Reserve(bg, f4, []ledger.Claim{claim("e", false)})
+	_, err = l.Reserve(bg, f4, []cataloguestore.Claim{claim("e", false)})
 	wantErr(t, "Reserve past the operation's deadline", err, ledger.ErrDeadlineExceeded)
-	diff(t, "HeldBy past the deadline", heldBy(t, l, f4), []ledger.Reservation{})
+	diff(t, "HeldBy past the deadline", heldBy(t, l, f4), []cataloguestore.Reservation{})
 	// Releasing a dead holder's records is still allowed and counted.
 	if n, err := l.Release(bg, f4); err != nil || n > 1 {
 		t.Fatalf("Release of an expired holder = %d, %v", n, err)
@@ -459,13 +460,13 @@ func testRacingReservations(t *testing.T, l CatalogueLedger) {
 	for round := range 3 {
 		key := fmt.Sprintf("k%d", round)
 		errs := make([]error, n)
-		parallel(n, func(i int) { _, errs[i] = l.Reserve(bg, fences[i], []ledger.Claim{claim(key, false)}) })
+		parallel(n, func(i int) { _, errs[i] = l.Reserve(bg, fences[i], []cataloguestore.Claim{claim(key, false)}) })
 		winners := 0
 		for i, err := range errs {
 			switch {
 			case err == nil:
 				winners++
-			case errors.Is(err, ledger.ErrReserved):
+			case errors.Is(err, cataloguestore.ErrReserved):
 			default:
 				t.Fatalf("round %d, Reserve %d: %v", round, i, err)
 			}
@@ -475,7 +476,7 @@ func testRacingReservations(t *testing.T, l CatalogueLedger) {
 		}
 		// Shared claims all win together.
 		skey := fmt.Sprintf("s%d", round)
-		parallel(n, func(i int) { _, errs[i] = l.Reserve(bg, fences[i], []ledger.Claim{claim(skey, true)}) })
+		parallel(n, func(i int) { _, errs[i] = l.Reserve(bg, fences[i], []cataloguestore.Claim{claim(skey, true)}) })
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("round %d, shared Reserve %d: %v", round, i, err)

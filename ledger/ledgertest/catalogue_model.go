@@ -10,11 +10,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 )
 
 // The reservation model: random operations, attempts, cancellations,
 // reservations and releases over a small universe of keys, against a
-// sequential model of CatalogueStore's reservation rules. After every step
+// sequential model of cataloguestore.Store's reservation rules. After every step
 // the live reservations of every scope, and what every fence holds, must
 // equal the model's; so no key ever has two live holders unless both are
 // shared, and nothing stays held by an attempt that is over.
@@ -53,7 +54,7 @@ func (m *rmModel) live(r rmRecord) bool {
 	return ok && !o.cancelled && cur == r.fence
 }
 
-func (m *rmModel) reserve(f ledger.Fence, claims []ledger.Claim) error {
+func (m *rmModel) reserve(f ledger.Fence, claims []cataloguestore.Claim) error {
 	o := m.ops[mKey{f.Scope, f.OperationID}]
 	if o == nil {
 		return ledger.ErrNotFound
@@ -62,13 +63,13 @@ func (m *rmModel) reserve(f ledger.Fence, claims []ledger.Claim) error {
 		return ledger.ErrStaleFence
 	}
 	if o.cancelled {
-		return ledger.ErrCancelled
+		return ledger.ErrOperationCancelled
 	}
 	keys := m.recs[f.Scope]
 	for _, c := range claims {
 		for op, r := range keys[c.Key] {
 			if op != f.OperationID && m.live(r) && !(c.Shared && r.shared) {
-				return ledger.ErrReserved
+				return cataloguestore.ErrReserved
 			}
 		}
 	}
@@ -103,16 +104,16 @@ func (m *rmModel) release(f ledger.Fence) int {
 	return n
 }
 
-func (m *rmModel) reservations(s ledger.Scope) []ledger.Reservation {
-	out := []ledger.Reservation{}
+func (m *rmModel) reservations(s ledger.Scope) []cataloguestore.Reservation {
+	out := []cataloguestore.Reservation{}
 	for key, holders := range m.recs[s] {
 		for _, r := range holders {
 			if m.live(r) {
-				out = append(out, ledger.Reservation{Claim: claim(key, r.shared), Holder: r.fence, Deadline: spec(s, r.fence.OperationID, 0).Deadline})
+				out = append(out, cataloguestore.Reservation{Claim: claim(key, r.shared), Holder: r.fence, Deadline: spec(s, r.fence.OperationID, 0).Deadline})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b ledger.Reservation) int {
+	slices.SortFunc(out, func(a, b cataloguestore.Reservation) int {
 		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Holder.OperationID, b.Holder.OperationID))
 	})
 	return out
@@ -172,7 +173,7 @@ func testReservationModel(t *testing.T, l CatalogueLedger) {
 				case o == nil:
 					wantClass(rt, "StartAttempt", err, ledger.ErrNotFound)
 				case o.cancelled:
-					wantClass(rt, "StartAttempt", err, ledger.ErrCancelled)
+					wantClass(rt, "StartAttempt", err, ledger.ErrOperationCancelled)
 				case err != nil:
 					rt.Fatalf("StartAttempt: %v", err)
 				default:
@@ -193,7 +194,7 @@ func testReservationModel(t *testing.T, l CatalogueLedger) {
 			"reserve": func(rt *rapid.T) {
 				f := pickFence(rt, pickKey(rt))
 				keys := rapid.SliceOfNDistinct(rapid.SampledFrom(rmKeys), 1, len(rmKeys), rapid.ID[string]).Draw(rt, "keys")
-				var claims []ledger.Claim
+				var claims []cataloguestore.Claim
 				for _, key := range keys {
 					claims = append(claims, claim(key, rapid.Bool().Draw(rt, "shared")))
 				}
@@ -230,14 +231,14 @@ func testReservationModel(t *testing.T, l CatalogueLedger) {
 						if err != nil {
 							rt.Fatalf("HeldBy: %v", err)
 						}
-						var want []ledger.Reservation
+						var want []cataloguestore.Reservation
 						for _, r := range m.reservations(k.s) {
 							if r.Holder == f {
 								want = append(want, r)
 							}
 						}
 						if len(want) == 0 {
-							want = []ledger.Reservation{}
+							want = []cataloguestore.Reservation{}
 						}
 						if d := cmpDiff(want, got); d != "" {
 							rt.Fatalf("HeldBy(%+v) mismatch (-model +ledger):\n%s", f, d)

@@ -143,9 +143,9 @@ func testLaunchAttemptRefusals(t *testing.T, l ledger.Ledger) {
 		t.Fatal(err)
 	}
 	_, err = l.LaunchAttempt(bg, launchOf(scopeA, "op1", "a2", 2))
-	wantErr(t, "a launch of a cancelled operation", err, ledger.ErrCancelled)
+	wantErr(t, "a launch of a cancelled operation", err, ledger.ErrOperationCancelled)
 	_, err = l.LaunchAttempt(bg, launchOf(scopeA, "op1", "a3", 3))
-	wantErr(t, "a new launch of a cancelled operation", err, ledger.ErrCancelled)
+	wantErr(t, "a new launch of a cancelled operation", err, ledger.ErrOperationCancelled)
 	ac := launchOf(scopeC, "op1", "a1", 1)
 	fc := mustLaunch(t, l, ac)
 	admitLaunched(t, l, ac)

@@ -521,7 +521,7 @@ func testTakeOver(t *testing.T, l ledger.Ledger) {
 	mustRelease(t, l, "c2")
 	mustAcquire(t, l, "c3", longTTL)
 	_, err = l.TakeOver(bg, ledger.Takeover{From: fo2, AttemptID: "t4", ControllerID: "c3"})
-	wantErr(t, "TakeOver of a cancelled operation", err, ledger.ErrCancelled)
+	wantErr(t, "TakeOver of a cancelled operation", err, ledger.ErrOperationCancelled)
 	if slices.Contains(orphaned(t, l), "org-a/op2") {
 		t.Fatal("a cancelled operation is listed orphaned")
 	}

@@ -39,7 +39,7 @@ var (
 	mControllers = []string{"c1", "c2", "c3"}
 	mTTLs        = []time.Duration{longTTL, 2 * longTTL}
 	mErrs        = []error{ledger.ErrStaleFence, ledger.ErrBootstrapRedeemed, ledger.ErrChangedInput, ledger.ErrBudgetExhausted,
-		ledger.ErrResultAlreadyAccepted, ledger.ErrOutOfScope, ledger.ErrNotFound, ledger.ErrCancelled,
+		ledger.ErrResultAlreadyAccepted, ledger.ErrOutOfScope, ledger.ErrNotFound, ledger.ErrOperationCancelled,
 		ledger.ErrInvalidTransition, ledger.ErrOutOfOrder, ledger.ErrDeadlineExceeded, ledger.ErrInvalid, ledger.ErrClosed,
 		ledger.ErrLeaseExpired, ledger.ErrLeaseHeld, ledger.ErrOwnerLive, ledger.ErrInFlight}
 )
@@ -106,7 +106,7 @@ func (m *model) fence(f ledger.Fence) (*mOperation, error) {
 func (o *mOperation) open() error {
 	switch o.op.State {
 	case ledger.OperationCancelled:
-		return ledger.ErrCancelled
+		return ledger.ErrOperationCancelled
 	case ledger.OperationCompleted:
 		return ledger.ErrResultAlreadyAccepted
 	}

@@ -116,7 +116,7 @@ func testCancel(t *testing.T, l ledger.Ledger) {
 		"AcceptResult": func() error { _, err := l.AcceptResult(bg, f, Digest("data"), nil); return err },
 	}
 	for name, c := range refusals {
-		wantErr(t, name+" after cancel", c(), ledger.ErrCancelled)
+		wantErr(t, name+" after cancel", c(), ledger.ErrOperationCancelled)
 	}
 	// The truth about an effect already authorized is still recorded.
 	if g := mustBegin(t, l, f, "e", d); !g.Redelivery || g.Effect.AuthorizationID != auth.Effect.AuthorizationID {

@@ -3,7 +3,9 @@
 // examples embed; it refuses nothing a durable backend accepts, and it
 // loses everything when the process exits.
 //
-// It is also a [ledger.CatalogueStore], the records of package catalogue.
+// Start with [New]; hand the ledger to supervise.Config.
+//
+// It is also a [cataloguestore.Store], the records of package catalogue.
 //
 // Controller leases ([ledger.Lease]) are judged by this process's clock
 // (time.Now): a lease ends when it expires or is released, and since the
@@ -24,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
@@ -43,8 +46,8 @@ type Ledger struct {
 }
 
 var (
-	_ ledger.Ledger         = (*Ledger)(nil)
-	_ ledger.CatalogueStore = (*Ledger)(nil)
+	_ ledger.Ledger        = (*Ledger)(nil)
+	_ cataloguestore.Store = (*Ledger)(nil)
 )
 
 // ledgerCore is the adapter that implements ledger.Ledger over a runner;

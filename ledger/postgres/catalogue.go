@@ -11,16 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/core"
 )
 
-// The catalogue's records (ledger.CatalogueStore) are decided by the
+// The catalogue's records (cataloguestore.Store) are decided by the
 // shared core over the catalogue table (migrations/0004_catalogue.sql):
 // each call is one SERIALIZABLE transaction of a few statements, run again
 // on a serialization failure like every other call. Deadlines (reservation
 // liveness) are judged by the server's clock at the transaction's start.
 
-var _ ledger.CatalogueStore = (*Ledger)(nil)
+var _ cataloguestore.Store = (*Ledger)(nil)
 
 // catTx is the core.CatTx of one transaction. The first database error is
 // kept in failed, so that catCall tells it from the core's refusals.
@@ -222,76 +223,76 @@ func backoff(ctx context.Context, try int) error {
 // errRefused rolls back a transaction whose call the core refused.
 var errRefused = errors.New("ledger/postgres: refused")
 
-// AdmitProvider implements [ledger.CatalogueStore].
-func (l *Ledger) AdmitProvider(ctx context.Context, rec ledger.ProviderRecord) (ledger.ProviderRecord, error) {
-	return catCall(l, ctx, "AdmitProvider", true, func(tx core.CatTx) (ledger.ProviderRecord, error) { return core.AdmitProvider(tx, rec) })
+// AdmitProvider implements [cataloguestore.Store].
+func (l *Ledger) AdmitProvider(ctx context.Context, rec cataloguestore.ProviderRecord) (cataloguestore.ProviderRecord, error) {
+	return catCall(l, ctx, "AdmitProvider", true, func(tx core.CatTx) (cataloguestore.ProviderRecord, error) { return core.AdmitProvider(tx, rec) })
 }
 
-// ProviderGeneration implements [ledger.CatalogueStore].
-func (l *Ledger) ProviderGeneration(ctx context.Context, p ledger.ProviderKey, gen int64) (ledger.ProviderRecord, error) {
-	return catCall(l, ctx, "ProviderGeneration", false, func(tx core.CatTx) (ledger.ProviderRecord, error) {
+// ProviderGeneration implements [cataloguestore.Store].
+func (l *Ledger) ProviderGeneration(ctx context.Context, p cataloguestore.ProviderKey, gen int64) (cataloguestore.ProviderRecord, error) {
+	return catCall(l, ctx, "ProviderGeneration", false, func(tx core.CatTx) (cataloguestore.ProviderRecord, error) {
 		return core.ProviderGeneration(tx, p, gen)
 	})
 }
 
-// ProviderGenerations implements [ledger.CatalogueStore].
-func (l *Ledger) ProviderGenerations(ctx context.Context, p ledger.ProviderKey) ([]ledger.ProviderRecord, error) {
-	return catCall(l, ctx, "ProviderGenerations", false, func(tx core.CatTx) ([]ledger.ProviderRecord, error) {
+// ProviderGenerations implements [cataloguestore.Store].
+func (l *Ledger) ProviderGenerations(ctx context.Context, p cataloguestore.ProviderKey) ([]cataloguestore.ProviderRecord, error) {
+	return catCall(l, ctx, "ProviderGenerations", false, func(tx core.CatTx) ([]cataloguestore.ProviderRecord, error) {
 		return core.ProviderGenerations(tx, p)
 	})
 }
 
-// LatestProviders implements [ledger.CatalogueStore].
-func (l *Ledger) LatestProviders(ctx context.Context) (ledger.CatalogueSnapshot, error) {
+// LatestProviders implements [cataloguestore.Store].
+func (l *Ledger) LatestProviders(ctx context.Context) (cataloguestore.Snapshot, error) {
 	return catCall(l, ctx, "LatestProviders", false, core.LatestProviders)
 }
 
-// CatalogueRevision implements [ledger.CatalogueStore].
+// CatalogueRevision implements [cataloguestore.Store].
 func (l *Ledger) CatalogueRevision(ctx context.Context) (int64, error) {
 	return catCall(l, ctx, "CatalogueRevision", false, core.CatalogueRevision)
 }
 
-// PinOperation implements [ledger.CatalogueStore].
-func (l *Ledger) PinOperation(ctx context.Context, p ledger.OperationPin) (ledger.OperationPin, error) {
-	return catCall(l, ctx, "PinOperation", true, func(tx core.CatTx) (ledger.OperationPin, error) { return core.PinOperation(tx, p) })
+// PinOperation implements [cataloguestore.Store].
+func (l *Ledger) PinOperation(ctx context.Context, p cataloguestore.OperationPin) (cataloguestore.OperationPin, error) {
+	return catCall(l, ctx, "PinOperation", true, func(tx core.CatTx) (cataloguestore.OperationPin, error) { return core.PinOperation(tx, p) })
 }
 
-// OperationPin implements [ledger.CatalogueStore].
-func (l *Ledger) OperationPin(ctx context.Context, s ledger.Scope, opID string) (ledger.OperationPin, error) {
-	return catCall(l, ctx, "OperationPin", false, func(tx core.CatTx) (ledger.OperationPin, error) { return core.GetPin(tx, s, opID) })
+// OperationPin implements [cataloguestore.Store].
+func (l *Ledger) OperationPin(ctx context.Context, s ledger.Scope, opID string) (cataloguestore.OperationPin, error) {
+	return catCall(l, ctx, "OperationPin", false, func(tx core.CatTx) (cataloguestore.OperationPin, error) { return core.GetPin(tx, s, opID) })
 }
 
-// GrantConsent implements [ledger.CatalogueStore].
-func (l *Ledger) GrantConsent(ctx context.Context, c ledger.Consent) (ledger.Consent, error) {
-	return catCall(l, ctx, "GrantConsent", true, func(tx core.CatTx) (ledger.Consent, error) { return core.GrantConsent(tx, c) })
+// GrantConsent implements [cataloguestore.Store].
+func (l *Ledger) GrantConsent(ctx context.Context, c cataloguestore.Consent) (cataloguestore.Consent, error) {
+	return catCall(l, ctx, "GrantConsent", true, func(tx core.CatTx) (cataloguestore.Consent, error) { return core.GrantConsent(tx, c) })
 }
 
-// RevokeConsent implements [ledger.CatalogueStore].
-func (l *Ledger) RevokeConsent(ctx context.Context, c ledger.Consent) (ledger.Consent, error) {
-	return catCall(l, ctx, "RevokeConsent", true, func(tx core.CatTx) (ledger.Consent, error) { return core.RevokeConsent(tx, c) })
+// RevokeConsent implements [cataloguestore.Store].
+func (l *Ledger) RevokeConsent(ctx context.Context, c cataloguestore.Consent) (cataloguestore.Consent, error) {
+	return catCall(l, ctx, "RevokeConsent", true, func(tx core.CatTx) (cataloguestore.Consent, error) { return core.RevokeConsent(tx, c) })
 }
 
-// Consents implements [ledger.CatalogueStore].
-func (l *Ledger) Consents(ctx context.Context, s ledger.Scope) ([]ledger.Consent, error) {
-	return catCall(l, ctx, "Consents", false, func(tx core.CatTx) ([]ledger.Consent, error) { return core.Consents(tx, s) })
+// Consents implements [cataloguestore.Store].
+func (l *Ledger) Consents(ctx context.Context, s ledger.Scope) ([]cataloguestore.Consent, error) {
+	return catCall(l, ctx, "Consents", false, func(tx core.CatTx) ([]cataloguestore.Consent, error) { return core.Consents(tx, s) })
 }
 
-// Reserve implements [ledger.CatalogueStore].
-func (l *Ledger) Reserve(ctx context.Context, f ledger.Fence, claims []ledger.Claim) ([]ledger.Reservation, error) {
-	return catCall(l, ctx, "Reserve", true, func(tx core.CatTx) ([]ledger.Reservation, error) { return core.Reserve(tx, f, claims) })
+// Reserve implements [cataloguestore.Store].
+func (l *Ledger) Reserve(ctx context.Context, f ledger.Fence, claims []cataloguestore.Claim) ([]cataloguestore.Reservation, error) {
+	return catCall(l, ctx, "Reserve", true, func(tx core.CatTx) ([]cataloguestore.Reservation, error) { return core.Reserve(tx, f, claims) })
 }
 
-// HeldBy implements [ledger.CatalogueStore].
-func (l *Ledger) HeldBy(ctx context.Context, f ledger.Fence) ([]ledger.Reservation, error) {
-	return catCall(l, ctx, "HeldBy", false, func(tx core.CatTx) ([]ledger.Reservation, error) { return core.HeldBy(tx, f) })
+// HeldBy implements [cataloguestore.Store].
+func (l *Ledger) HeldBy(ctx context.Context, f ledger.Fence) ([]cataloguestore.Reservation, error) {
+	return catCall(l, ctx, "HeldBy", false, func(tx core.CatTx) ([]cataloguestore.Reservation, error) { return core.HeldBy(tx, f) })
 }
 
-// Release implements [ledger.CatalogueStore].
+// Release implements [cataloguestore.Store].
 func (l *Ledger) Release(ctx context.Context, f ledger.Fence) (int, error) {
 	return catCall(l, ctx, "Release", true, func(tx core.CatTx) (int, error) { return core.Release(tx, f) })
 }
 
-// Reservations implements [ledger.CatalogueStore].
-func (l *Ledger) Reservations(ctx context.Context, s ledger.Scope) ([]ledger.Reservation, error) {
-	return catCall(l, ctx, "Reservations", false, func(tx core.CatTx) ([]ledger.Reservation, error) { return core.Reservations(tx, s) })
+// Reservations implements [cataloguestore.Store].
+func (l *Ledger) Reservations(ctx context.Context, s ledger.Scope) ([]cataloguestore.Reservation, error) {
+	return catCall(l, ctx, "Reservations", false, func(tx core.CatTx) ([]cataloguestore.Reservation, error) { return core.Reservations(tx, s) })
 }

@@ -5,6 +5,9 @@
 // result accepted once. It uses github.com/jackc/pgx/v5 (pgxpool) and
 // passes [github.com/zeoruntime/runtimeipc/ledger/ledgertest.Run].
 //
+// Start with [Open] (a DSN) or [New] (a pgxpool.Pool of yours); hand the
+// ledger to every controller's supervise.Config.
+//
 // # Schema and migrations
 //
 // The ledger lives in one PostgreSQL schema (Options.Schema, default
@@ -83,7 +86,7 @@
 //
 // # The catalogue's records
 //
-// The Ledger is also a [ledger.CatalogueStore]: admitted provider
+// The Ledger is also a [cataloguestore.Store]: admitted provider
 // generations, operation pins, consent and resource reservations, in one
 // table (migrations/0004_catalogue.sql) of records the ledger's shared core
 // decides, as for every backend. Each of those calls is one SERIALIZABLE

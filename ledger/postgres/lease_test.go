@@ -269,7 +269,7 @@ func TestTakeOver(t *testing.T) {
 	if _, err := l.Cancel(bg, testScope, "op", "done"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.TakeOver(bg, ledger.Takeover{From: nf, AttemptID: "a3", ControllerID: "new"}); !errors.Is(err, ledger.ErrCancelled) {
+	if _, err := l.TakeOver(bg, ledger.Takeover{From: nf, AttemptID: "a3", ControllerID: "new"}); !errors.Is(err, ledger.ErrOperationCancelled) {
 		t.Fatalf("TakeOver of a cancelled operation: %v", err)
 	}
 }

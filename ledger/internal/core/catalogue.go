@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/ledger/internal/check"
 )
 
-// The catalogue's records (ledger.CatalogueStore) are kept in a sorted
+// The catalogue's records (cataloguestore.Store) are kept in a sorted
 // key-value space per Kind, which every backend provides through CatTx:
 // a map for ledger/memory, one bbolt bucket for ledger/bolt, one table for
 // ledger/postgres. Keys are tuples encoded by Key (order-preserving and
@@ -28,12 +29,12 @@ type Kind byte
 // The kinds of catalogue records and their keys:
 //
 //	KindMeta         ("revision")                              → revision (JSON int64)
-//	KindProvider     (distribution, factory, generation hex)   → ledger.ProviderRecord (JSON, no document)
+//	KindProvider     (distribution, factory, generation hex)   → cataloguestore.ProviderRecord (JSON, no document)
 //	KindDocument     (distribution, factory, generation hex)   → the document's bytes
 //	KindLatest       (distribution, factory)                   → latest generation (JSON int64)
-//	KindPin          (org, project, operation)                 → ledger.OperationPin
-//	KindConsent      (org, project, account)                   → ledger.Consent
-//	KindReservation  (org, project, key, operation)            → ledger.Reservation
+//	KindPin          (org, project, operation)                 → cataloguestore.OperationPin
+//	KindConsent      (org, project, account)                   → cataloguestore.Consent
+//	KindReservation  (org, project, key, operation)            → cataloguestore.Reservation
 //	KindHolding      (org, project, operation, key)            → "" (the reservations an operation's attempts hold)
 const (
 	KindMeta Kind = 1 + iota
@@ -168,19 +169,19 @@ func scanJSON[T any](tx CatTx, kind Kind, prefix string) ([]T, error) {
 	return out, err
 }
 
-func providerKey(p ledger.ProviderKey) string { return Key(p.Distribution, p.Factory) }
+func providerKey(p cataloguestore.ProviderKey) string { return Key(p.Distribution, p.Factory) }
 
-func providerGenKey(p ledger.ProviderKey, gen int64) string {
+func providerGenKey(p cataloguestore.ProviderKey, gen int64) string {
 	return Key(p.Distribution, p.Factory, genHex(gen))
 }
 
 // ValidateProviderKey checks a provider key.
-func ValidateProviderKey(op string, p ledger.ProviderKey) error {
+func ValidateProviderKey(op string, p cataloguestore.ProviderKey) error {
 	return invalid(op, check.ID("distribution", p.Distribution), check.ID("factory", p.Factory))
 }
 
 // ValidateAdmitProvider checks AdmitProvider's arguments.
-func ValidateAdmitProvider(rec ledger.ProviderRecord) error {
+func ValidateAdmitProvider(rec cataloguestore.ProviderRecord) error {
 	const op = "AdmitProvider"
 	if err := ValidateProviderKey(op, rec.Provider); err != nil {
 		return err
@@ -190,27 +191,27 @@ func ValidateAdmitProvider(rec ledger.ProviderRecord) error {
 		errs = append(errs, fmt.Errorf("%w: generation %d, want >= 1", ledger.ErrInvalid, rec.Generation))
 	}
 	errs = append(errs, check.Digest("binding_digest", rec.BindingDigest), check.Digest("manifest_digest", rec.ManifestDigest))
-	if n := len(rec.Document); n == 0 || n > ledger.MaxProviderDocument {
-		errs = append(errs, fmt.Errorf("%w: document of %d bytes, want 1..%d", ledger.ErrInvalid, n, ledger.MaxProviderDocument))
+	if n := len(rec.Document); n == 0 || n > cataloguestore.MaxProviderDocument {
+		errs = append(errs, fmt.Errorf("%w: document of %d bytes, want 1..%d", ledger.ErrInvalid, n, cataloguestore.MaxProviderDocument))
 	}
 	return invalid(op, errs...)
 }
 
-// AdmitProvider implements ledger.CatalogueStore.AdmitProvider.
-func AdmitProvider(tx CatTx, rec ledger.ProviderRecord) (ledger.ProviderRecord, error) {
+// AdmitProvider implements cataloguestore.Store.AdmitProvider.
+func AdmitProvider(tx CatTx, rec cataloguestore.ProviderRecord) (cataloguestore.ProviderRecord, error) {
 	if err := ValidateAdmitProvider(rec); err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	if err := tx.Lock(KindLatest, providerKey(rec.Provider)); err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	gk := providerGenKey(rec.Provider, rec.Generation)
-	if old, ok, err := getJSON[ledger.ProviderRecord](tx, KindProvider, gk); err != nil {
-		return ledger.ProviderRecord{}, err
+	if old, ok, err := getJSON[cataloguestore.ProviderRecord](tx, KindProvider, gk); err != nil {
+		return cataloguestore.ProviderRecord{}, err
 	} else if ok {
 		doc, _, err := tx.Rec(KindDocument, gk)
 		if err != nil {
-			return ledger.ProviderRecord{}, err
+			return cataloguestore.ProviderRecord{}, err
 		}
 		if old.BindingDigest == rec.BindingDigest && old.ManifestDigest == rec.ManifestDigest && bytes.Equal(doc, rec.Document) {
 			old.Document = doc
@@ -219,66 +220,66 @@ func AdmitProvider(tx CatTx, rec ledger.ProviderRecord) (ledger.ProviderRecord, 
 	}
 	latest, _, err := getJSON[int64](tx, KindLatest, providerKey(rec.Provider))
 	if err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	if rec.Generation <= latest {
-		return ledger.ProviderRecord{}, &ledger.GenerationError{Provider: rec.Provider, Presented: rec.Generation, Latest: latest}
+		return cataloguestore.ProviderRecord{}, &cataloguestore.GenerationError{Provider: rec.Provider, Presented: rec.Generation, Latest: latest}
 	}
 	rev, _, err := getJSON[int64](tx, KindMeta, Key("revision"))
 	if err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	out := rec
 	out.Document = nil
 	out.AdmittedAt = NormDeadline(tx.Now())
 	if err := putJSON(tx, KindProvider, gk, out); err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	if err := tx.PutRec(KindDocument, gk, bytes.Clone(rec.Document)); err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	if err := putJSON(tx, KindLatest, providerKey(rec.Provider), rec.Generation); err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	if err := putJSON(tx, KindMeta, Key("revision"), rev+1); err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	out.Document = bytes.Clone(rec.Document)
 	return out, nil
 }
 
-// ProviderGeneration implements ledger.CatalogueStore.ProviderGeneration.
-func ProviderGeneration(tx CatTx, p ledger.ProviderKey, gen int64) (ledger.ProviderRecord, error) {
+// ProviderGeneration implements cataloguestore.Store.ProviderGeneration.
+func ProviderGeneration(tx CatTx, p cataloguestore.ProviderKey, gen int64) (cataloguestore.ProviderRecord, error) {
 	const op = "ProviderGeneration"
 	if err := ValidateProviderKey(op, p); err != nil {
-		return ledger.ProviderRecord{}, err
+		return cataloguestore.ProviderRecord{}, err
 	}
 	if gen < 0 {
-		return ledger.ProviderRecord{}, invalid(op, fmt.Errorf("%w: generation %d is negative", ledger.ErrInvalid, gen))
+		return cataloguestore.ProviderRecord{}, invalid(op, fmt.Errorf("%w: generation %d is negative", ledger.ErrInvalid, gen))
 	}
 	if gen == 0 {
 		latest, ok, err := getJSON[int64](tx, KindLatest, providerKey(p))
 		if err != nil {
-			return ledger.ProviderRecord{}, err
+			return cataloguestore.ProviderRecord{}, err
 		}
 		if !ok {
-			return ledger.ProviderRecord{}, providerNotFound(op, p, 0)
+			return cataloguestore.ProviderRecord{}, providerNotFound(op, p, 0)
 		}
 		gen = latest
 	}
 	return loadProvider(tx, op, p, gen)
 }
 
-func providerNotFound(op string, p ledger.ProviderKey, gen int64) error {
+func providerNotFound(op string, p cataloguestore.ProviderKey, gen int64) error {
 	if gen == 0 {
 		return fmt.Errorf("ledger: %s: provider %s (%s): %w", op, p.Distribution, p.Factory, ledger.ErrNotFound)
 	}
 	return fmt.Errorf("ledger: %s: provider %s (%s) generation %d: %w", op, p.Distribution, p.Factory, gen, ledger.ErrNotFound)
 }
 
-func loadProvider(tx CatTx, op string, p ledger.ProviderKey, gen int64) (ledger.ProviderRecord, error) {
+func loadProvider(tx CatTx, op string, p cataloguestore.ProviderKey, gen int64) (cataloguestore.ProviderRecord, error) {
 	gk := providerGenKey(p, gen)
-	rec, ok, err := getJSON[ledger.ProviderRecord](tx, KindProvider, gk)
+	rec, ok, err := getJSON[cataloguestore.ProviderRecord](tx, KindProvider, gk)
 	if err != nil {
 		return rec, err
 	}
@@ -296,22 +297,22 @@ func loadProvider(tx CatTx, op string, p ledger.ProviderKey, gen int64) (ledger.
 	return rec, nil
 }
 
-// ProviderGenerations implements ledger.CatalogueStore.ProviderGenerations.
-func ProviderGenerations(tx CatTx, p ledger.ProviderKey) ([]ledger.ProviderRecord, error) {
+// ProviderGenerations implements cataloguestore.Store.ProviderGenerations.
+func ProviderGenerations(tx CatTx, p cataloguestore.ProviderKey) ([]cataloguestore.ProviderRecord, error) {
 	if err := ValidateProviderKey("ProviderGenerations", p); err != nil {
 		return nil, err
 	}
-	return scanJSON[ledger.ProviderRecord](tx, KindProvider, providerKey(p))
+	return scanJSON[cataloguestore.ProviderRecord](tx, KindProvider, providerKey(p))
 }
 
-// LatestProviders implements ledger.CatalogueStore.LatestProviders.
-func LatestProviders(tx CatTx) (ledger.CatalogueSnapshot, error) {
+// LatestProviders implements cataloguestore.Store.LatestProviders.
+func LatestProviders(tx CatTx) (cataloguestore.Snapshot, error) {
 	rev, err := CatalogueRevision(tx)
 	if err != nil {
-		return ledger.CatalogueSnapshot{}, err
+		return cataloguestore.Snapshot{}, err
 	}
 	type latest struct {
-		p   ledger.ProviderKey
+		p   cataloguestore.ProviderKey
 		gen int64
 	}
 	var all []latest
@@ -329,14 +330,14 @@ func LatestProviders(tx CatTx) (ledger.CatalogueSnapshot, error) {
 			bad = fmt.Errorf("ledger: LatestProviders: record %q: %w: %v", key, ledger.ErrCorrupt, err)
 			return false
 		}
-		all = append(all, latest{ledger.ProviderKey{Distribution: parts[0], Factory: parts[1]}, gen})
+		all = append(all, latest{cataloguestore.ProviderKey{Distribution: parts[0], Factory: parts[1]}, gen})
 		return true
 	})
 	if err == nil {
 		err = bad
 	}
 	if err != nil {
-		return ledger.CatalogueSnapshot{}, err
+		return cataloguestore.Snapshot{}, err
 	}
 	slices.SortFunc(all, func(a, b latest) int {
 		if c := strings.Compare(a.p.Distribution, b.p.Distribution); c != 0 {
@@ -344,18 +345,18 @@ func LatestProviders(tx CatTx) (ledger.CatalogueSnapshot, error) {
 		}
 		return strings.Compare(a.p.Factory, b.p.Factory)
 	})
-	out := ledger.CatalogueSnapshot{Revision: rev, Providers: make([]ledger.ProviderRecord, 0, len(all))}
+	out := cataloguestore.Snapshot{Revision: rev, Providers: make([]cataloguestore.ProviderRecord, 0, len(all))}
 	for _, l := range all {
 		rec, err := loadProvider(tx, "LatestProviders", l.p, l.gen)
 		if err != nil {
-			return ledger.CatalogueSnapshot{}, err
+			return cataloguestore.Snapshot{}, err
 		}
 		out.Providers = append(out.Providers, rec)
 	}
 	return out, nil
 }
 
-// CatalogueRevision implements ledger.CatalogueStore.CatalogueRevision.
+// CatalogueRevision implements cataloguestore.Store.CatalogueRevision.
 func CatalogueRevision(tx CatTx) (int64, error) {
 	rev, _, err := getJSON[int64](tx, KindMeta, Key("revision"))
 	return rev, err
@@ -364,7 +365,7 @@ func CatalogueRevision(tx CatTx) (int64, error) {
 func pinKey(s ledger.Scope, opID string) string { return Key(s.OrganizationID, s.ProjectID, opID) }
 
 // ValidatePin checks PinOperation's argument.
-func ValidatePin(p ledger.OperationPin) error {
+func ValidatePin(p cataloguestore.OperationPin) error {
 	const op = "PinOperation"
 	if err := ValidateProviderKey(op, p.Provider); err != nil {
 		return err
@@ -380,28 +381,28 @@ func ValidatePin(p ledger.OperationPin) error {
 	return invalid(op, errs...)
 }
 
-// PinOperation implements ledger.CatalogueStore.PinOperation.
-func PinOperation(tx CatTx, p ledger.OperationPin) (ledger.OperationPin, error) {
+// PinOperation implements cataloguestore.Store.PinOperation.
+func PinOperation(tx CatTx, p cataloguestore.OperationPin) (cataloguestore.OperationPin, error) {
 	if err := ValidatePin(p); err != nil {
-		return ledger.OperationPin{}, err
+		return cataloguestore.OperationPin{}, err
 	}
 	k := pinKey(p.Scope, p.OperationID)
 	if err := tx.Lock(KindPin, k); err != nil {
-		return ledger.OperationPin{}, err
+		return cataloguestore.OperationPin{}, err
 	}
-	if old, ok, err := getJSON[ledger.OperationPin](tx, KindPin, k); err != nil || ok {
+	if old, ok, err := getJSON[cataloguestore.OperationPin](tx, KindPin, k); err != nil || ok {
 		return old, err
 	}
 	return p, putJSON(tx, KindPin, k, p)
 }
 
-// GetPin implements ledger.CatalogueStore.OperationPin.
-func GetPin(tx CatTx, s ledger.Scope, opID string) (ledger.OperationPin, error) {
+// GetPin implements cataloguestore.Store.OperationPin.
+func GetPin(tx CatTx, s ledger.Scope, opID string) (cataloguestore.OperationPin, error) {
 	const op = "OperationPin"
 	if err := invalid(op, s.Validate(), check.ID("operation_id", opID)); err != nil {
-		return ledger.OperationPin{}, err
+		return cataloguestore.OperationPin{}, err
 	}
-	p, ok, err := getJSON[ledger.OperationPin](tx, KindPin, pinKey(s, opID))
+	p, ok, err := getJSON[cataloguestore.OperationPin](tx, KindPin, pinKey(s, opID))
 	if err != nil {
 		return p, err
 	}
@@ -412,7 +413,7 @@ func GetPin(tx CatTx, s ledger.Scope, opID string) (ledger.OperationPin, error) 
 }
 
 // ValidateConsent checks the argument of GrantConsent and RevokeConsent.
-func ValidateConsent(op string, c ledger.Consent) error {
+func ValidateConsent(op string, c cataloguestore.Consent) error {
 	errs := []error{c.Scope.Validate(), check.ID("account", c.Account)}
 	for _, set := range [][]string{c.Capabilities, c.Credentials, c.Services, c.EffectKinds, c.EffectOperations} {
 		for _, v := range set {
@@ -423,7 +424,7 @@ func ValidateConsent(op string, c ledger.Consent) error {
 }
 
 // NormConsent sorts and de-duplicates c's sets, nil ones becoming empty.
-func NormConsent(c ledger.Consent) ledger.Consent {
+func NormConsent(c cataloguestore.Consent) cataloguestore.Consent {
 	norm := func(s []string) []string {
 		out := slices.Clone(s)
 		if out == nil {
@@ -438,37 +439,37 @@ func NormConsent(c ledger.Consent) ledger.Consent {
 }
 
 // ConsentEmpty reports whether c grants nothing.
-func ConsentEmpty(c ledger.Consent) bool {
+func ConsentEmpty(c cataloguestore.Consent) bool {
 	return len(c.Capabilities)+len(c.Credentials)+len(c.Services)+len(c.EffectKinds)+len(c.EffectOperations) == 0
 }
 
-func consentKey(c ledger.Consent) string {
+func consentKey(c cataloguestore.Consent) string {
 	return Key(c.Scope.OrganizationID, c.Scope.ProjectID, c.Account)
 }
 
-// GrantConsent implements ledger.CatalogueStore.GrantConsent.
-func GrantConsent(tx CatTx, c ledger.Consent) (ledger.Consent, error) {
+// GrantConsent implements cataloguestore.Store.GrantConsent.
+func GrantConsent(tx CatTx, c cataloguestore.Consent) (cataloguestore.Consent, error) {
 	return changeConsent(tx, "GrantConsent", c, func(have, arg []string) []string { return append(have, arg...) })
 }
 
-// RevokeConsent implements ledger.CatalogueStore.RevokeConsent.
-func RevokeConsent(tx CatTx, c ledger.Consent) (ledger.Consent, error) {
+// RevokeConsent implements cataloguestore.Store.RevokeConsent.
+func RevokeConsent(tx CatTx, c cataloguestore.Consent) (cataloguestore.Consent, error) {
 	return changeConsent(tx, "RevokeConsent", c, func(have, arg []string) []string {
 		return slices.DeleteFunc(have, func(v string) bool { return slices.Contains(arg, v) })
 	})
 }
 
-func changeConsent(tx CatTx, op string, c ledger.Consent, f func(have, arg []string) []string) (ledger.Consent, error) {
+func changeConsent(tx CatTx, op string, c cataloguestore.Consent, f func(have, arg []string) []string) (cataloguestore.Consent, error) {
 	if err := ValidateConsent(op, c); err != nil {
-		return ledger.Consent{}, err
+		return cataloguestore.Consent{}, err
 	}
 	k := consentKey(c)
 	if err := tx.Lock(KindConsent, k); err != nil {
-		return ledger.Consent{}, err
+		return cataloguestore.Consent{}, err
 	}
-	have, _, err := getJSON[ledger.Consent](tx, KindConsent, k)
+	have, _, err := getJSON[cataloguestore.Consent](tx, KindConsent, k)
 	if err != nil {
-		return ledger.Consent{}, err
+		return cataloguestore.Consent{}, err
 	}
 	have = NormConsent(have)
 	have.Scope, have.Account = c.Scope, c.Account
@@ -484,17 +485,17 @@ func changeConsent(tx CatTx, op string, c ledger.Consent, f func(have, arg []str
 	return have, putJSON(tx, KindConsent, k, have)
 }
 
-// Consents implements ledger.CatalogueStore.Consents.
-func Consents(tx CatTx, s ledger.Scope) ([]ledger.Consent, error) {
+// Consents implements cataloguestore.Store.Consents.
+func Consents(tx CatTx, s ledger.Scope) ([]cataloguestore.Consent, error) {
 	if err := invalid("Consents", s.Validate()); err != nil {
 		return nil, err
 	}
-	return scanJSON[ledger.Consent](tx, KindConsent, Key(s.OrganizationID, s.ProjectID))
+	return scanJSON[cataloguestore.Consent](tx, KindConsent, Key(s.OrganizationID, s.ProjectID))
 }
 
 // ValidateReserve checks Reserve's arguments: a valid fence, and claims
 // with identifier keys, each key once.
-func ValidateReserve(f ledger.Fence, claims []ledger.Claim) error {
+func ValidateReserve(f ledger.Fence, claims []cataloguestore.Claim) error {
 	errs := []error{f.Validate()}
 	seen := make(map[string]bool, len(claims))
 	for _, c := range claims {
@@ -518,7 +519,7 @@ func holdingKey(s ledger.Scope, opID, key string) string {
 
 // live reports whether r's holder is still the current attempt of an open
 // operation whose deadline has not passed.
-func live(tx CatTx, r ledger.Reservation, now time.Time) (bool, error) {
+func live(tx CatTx, r cataloguestore.Reservation, now time.Time) (bool, error) {
 	h := r.Holder
 	op, ok, err := tx.Operation(KeyOf(h.Scope, h.OperationID))
 	if err != nil || !ok {
@@ -528,8 +529,8 @@ func live(tx CatTx, r ledger.Reservation, now time.Time) (bool, error) {
 		(op.Deadline.IsZero() || now.Before(op.Deadline)), nil
 }
 
-// Reserve implements ledger.CatalogueStore.Reserve.
-func Reserve(tx CatTx, f ledger.Fence, claims []ledger.Claim) ([]ledger.Reservation, error) {
+// Reserve implements cataloguestore.Store.Reserve.
+func Reserve(tx CatTx, f ledger.Fence, claims []cataloguestore.Claim) ([]cataloguestore.Reservation, error) {
 	const op = "Reserve"
 	if err := ValidateReserve(f, claims); err != nil {
 		return nil, err
@@ -564,9 +565,9 @@ func Reserve(tx CatTx, f ledger.Fence, claims []ledger.Claim) ([]ledger.Reservat
 		}
 	}
 	// Decide first: every holder of every claimed key.
-	var stale []ledger.Reservation
+	var stale []cataloguestore.Reservation
 	for _, c := range claims {
-		holders, err := scanJSON[ledger.Reservation](tx, KindReservation, Key(f.Scope.OrganizationID, f.Scope.ProjectID, c.Key))
+		holders, err := scanJSON[cataloguestore.Reservation](tx, KindReservation, Key(f.Scope.OrganizationID, f.Scope.ProjectID, c.Key))
 		if err != nil {
 			return nil, err
 		}
@@ -583,7 +584,7 @@ func Reserve(tx CatTx, f ledger.Fence, claims []ledger.Claim) ([]ledger.Reservat
 				continue
 			}
 			if !(c.Shared && h.Shared) {
-				return nil, &ledger.ReservationError{Claim: c, Holder: h}
+				return nil, &cataloguestore.ReservationError{Claim: c, Holder: h}
 			}
 		}
 	}
@@ -593,9 +594,9 @@ func Reserve(tx CatTx, f ledger.Fence, claims []ledger.Claim) ([]ledger.Reservat
 			return nil, err
 		}
 	}
-	out := make([]ledger.Reservation, 0, len(claims))
+	out := make([]cataloguestore.Reservation, 0, len(claims))
 	for _, c := range claims {
-		r := ledger.Reservation{Claim: c, Holder: f, Deadline: NormDeadline(o.Deadline)}
+		r := cataloguestore.Reservation{Claim: c, Holder: f, Deadline: NormDeadline(o.Deadline)}
 		if err := putJSON(tx, KindReservation, reservationKey(f.Scope, c.Key, f.OperationID), r); err != nil {
 			return nil, err
 		}
@@ -604,11 +605,11 @@ func Reserve(tx CatTx, f ledger.Fence, claims []ledger.Claim) ([]ledger.Reservat
 		}
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b ledger.Reservation) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b cataloguestore.Reservation) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 
-func dropReservation(tx CatTx, r ledger.Reservation) error {
+func dropReservation(tx CatTx, r cataloguestore.Reservation) error {
 	h := r.Holder
 	if err := tx.DelRec(KindReservation, reservationKey(h.Scope, r.Key, h.OperationID)); err != nil {
 		return err
@@ -618,7 +619,7 @@ func dropReservation(tx CatTx, r ledger.Reservation) error {
 
 // heldBy returns the reservation records of f's operation held by f
 // itself, ordered by key.
-func heldBy(tx CatTx, f ledger.Fence) ([]ledger.Reservation, error) {
+func heldBy(tx CatTx, f ledger.Fence) ([]cataloguestore.Reservation, error) {
 	var keys []string
 	var bad error
 	err := tx.ScanRecs(KindHolding, Key(f.Scope.OrganizationID, f.Scope.ProjectID, f.OperationID), func(key string, _ []byte) bool {
@@ -636,9 +637,9 @@ func heldBy(tx CatTx, f ledger.Fence) ([]ledger.Reservation, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ledger.Reservation
+	var out []cataloguestore.Reservation
 	for _, k := range keys {
-		r, ok, err := getJSON[ledger.Reservation](tx, KindReservation, reservationKey(f.Scope, k, f.OperationID))
+		r, ok, err := getJSON[cataloguestore.Reservation](tx, KindReservation, reservationKey(f.Scope, k, f.OperationID))
 		if err != nil {
 			return nil, err
 		}
@@ -652,26 +653,26 @@ func heldBy(tx CatTx, f ledger.Fence) ([]ledger.Reservation, error) {
 	return out, nil
 }
 
-// HeldBy implements ledger.CatalogueStore.HeldBy.
-func HeldBy(tx CatTx, f ledger.Fence) ([]ledger.Reservation, error) {
+// HeldBy implements cataloguestore.Store.HeldBy.
+func HeldBy(tx CatTx, f ledger.Fence) ([]cataloguestore.Reservation, error) {
 	if err := invalid("HeldBy", f.Validate()); err != nil {
 		return nil, err
 	}
 	rs, err := heldBy(tx, f)
 	if err != nil || len(rs) == 0 {
-		return []ledger.Reservation{}, err
+		return []cataloguestore.Reservation{}, err
 	}
 	ok, err := live(tx, rs[0], tx.Now())
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return []ledger.Reservation{}, nil
+		return []cataloguestore.Reservation{}, nil
 	}
 	return rs, nil
 }
 
-// Release implements ledger.CatalogueStore.Release.
+// Release implements cataloguestore.Store.Release.
 func Release(tx CatTx, f ledger.Fence) (int, error) {
 	if err := invalid("Release", f.Validate()); err != nil {
 		return 0, err
@@ -688,12 +689,12 @@ func Release(tx CatTx, f ledger.Fence) (int, error) {
 	return len(rs), nil
 }
 
-// Reservations implements ledger.CatalogueStore.Reservations.
-func Reservations(tx CatTx, s ledger.Scope) ([]ledger.Reservation, error) {
+// Reservations implements cataloguestore.Store.Reservations.
+func Reservations(tx CatTx, s ledger.Scope) ([]cataloguestore.Reservation, error) {
 	if err := invalid("Reservations", s.Validate()); err != nil {
 		return nil, err
 	}
-	all, err := scanJSON[ledger.Reservation](tx, KindReservation, Key(s.OrganizationID, s.ProjectID))
+	all, err := scanJSON[cataloguestore.Reservation](tx, KindReservation, Key(s.OrganizationID, s.ProjectID))
 	if err != nil {
 		return nil, err
 	}
@@ -724,11 +725,11 @@ func Reservations(tx CatTx, s ledger.Scope) ([]ledger.Reservation, error) {
 //
 // Its error is the Tx's own, or a record that does not decode.
 func checkCatalogue(tx CatTx, report func(string, ...any) bool) error {
-	provs, err := scanJSON[ledger.ProviderRecord](tx, KindProvider, "")
+	provs, err := scanJSON[cataloguestore.ProviderRecord](tx, KindProvider, "")
 	if err != nil {
 		return err
 	}
-	greatest := map[ledger.ProviderKey]int64{}
+	greatest := map[cataloguestore.ProviderKey]int64{}
 	for _, p := range provs {
 		k := providerGenKey(p.Provider, p.Generation)
 		if _, ok, err := tx.Rec(KindDocument, k); err != nil {
@@ -752,7 +753,7 @@ func checkCatalogue(tx CatTx, report func(string, ...any) bool) error {
 	} else if rev != int64(len(provs)) && !report("catalogue revision %d, %d generations recorded", rev, len(provs)) {
 		return nil
 	}
-	pins, err := scanKeyed[ledger.OperationPin](tx, KindPin)
+	pins, err := scanKeyed[cataloguestore.OperationPin](tx, KindPin)
 	if err != nil {
 		return err
 	}
@@ -761,7 +762,7 @@ func checkCatalogue(tx CatTx, report func(string, ...any) bool) error {
 			return nil
 		}
 	}
-	consents, err := scanKeyed[ledger.Consent](tx, KindConsent)
+	consents, err := scanKeyed[cataloguestore.Consent](tx, KindConsent)
 	if err != nil {
 		return err
 	}
@@ -773,7 +774,7 @@ func checkCatalogue(tx CatTx, report func(string, ...any) bool) error {
 			return nil
 		}
 	}
-	res, err := scanKeyed[ledger.Reservation](tx, KindReservation)
+	res, err := scanKeyed[cataloguestore.Reservation](tx, KindReservation)
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,18 @@
 // errors a function can return after it has written are errors returned by
 // the Tx itself; when a Tx write fails the backend must discard the whole
 // transaction. ledger/memory (a mutex over maps) and ledger/bolt (a
-// group-committing bbolt file) are the two backends today; a PostgreSQL
-// backend fits the same seam with a Runner over one SQL transaction per
-// call (retried on serialization failure) and a Tx over its tables.
+// group-committing bbolt file) are the backends that run on this seam.
+//
+// ledger/postgres does not: each of its writes is decided by a SQL
+// function of its own, in one statement, so that a call is one round trip.
+// From this package it takes only what keeps its answers the same as the
+// others': the argument checks (Validate…), the refusal errors, the
+// normalization of evidence and deadlines, new ids, and the catalogue's
+// records (its CatTx runs this package's catalogue functions). So this
+// package is not the specification of the ledger's behaviour: the
+// conformance suite of ledger/ledgertest, with its model of the ledger
+// (model.go, catalogue_model.go), is, and every implementation —
+// ledger/memory, ledger/bolt and ledger/postgres — is held to it.
 package core
 
 import (
@@ -728,7 +737,6 @@ func View(tx Tx, s ledger.Scope, opID string) (ledger.OperationView, error) {
 
 // GetArtifact implements ledger.Ledger.Artifact.
 func GetArtifact(tx Tx, s ledger.Scope, ref string) (ledger.Artifact, error) {
-	const op = "Artifact"
 	if err := ValidateArtifact(s, ref); err != nil {
 		return ledger.Artifact{}, err
 	}

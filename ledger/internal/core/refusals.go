@@ -184,7 +184,7 @@ func StaleFence(op string, presented ledger.Fence, curAttempt string, curGen int
 func NotOpen(op, opID string, st ledger.OperationState, reason string) error {
 	switch st {
 	case ledger.OperationCancelled:
-		return fmt.Errorf("ledger: %s: operation %q: %w (reason %q)", op, opID, ledger.ErrCancelled, reason)
+		return fmt.Errorf("ledger: %s: operation %q: %w (reason %q)", op, opID, ledger.ErrOperationCancelled, reason)
 	case ledger.OperationCompleted:
 		return fmt.Errorf("ledger: %s: operation %q: %w; read it with Operation", op, opID, ledger.ErrResultAlreadyAccepted)
 	}
