@@ -22,6 +22,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -549,10 +550,7 @@ def factory():
 // process's descriptors, goroutines and child processes are back where
 // they started, and no host or server is left.
 func TestProviderWarmNoLeaks(t *testing.T) {
-	n := 40
-	if os.Getenv("ZEO_LONG_TESTS") == "1" {
-		n = 1000
-	}
+	n := longtest.Size(40, 1000)
 	const parallel = 4
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
