@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -512,23 +513,30 @@ def factory():
 	defer stop()
 	hang := e.f.invocation(t, "hang", map[string]any{"text": "wait"}, nil)
 	hang.Context.Provider = b
+	// The sibling is read once it was admitted: it is then the host,
+	// running its capability, dumpable as a cold host is.
+	admitted := make(chan int, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		z.Invoke(hangCtx, hang)
+		z.InvokeWithPeer(hangCtx, hang, func(ctx context.Context, conn net.Conn, pid int, d canon.Digest) error {
+			p := &scriptPeer{replied: func(method string) {
+				if method == string(ipc.MethodAdmit) {
+					admitted <- pid
+				}
+			}}
+			return p.serve(ctx, conn, pid, d)
+		})
 	}()
 	var sibling int
-	for range 500 {
-		if kids := serverChildren(server); len(kids) > 0 {
-			sibling = kids[0]
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case sibling = <-admitted:
+	case <-done:
+		t.Fatal("the hanging host ended before it was admitted")
 	}
-	if sibling == 0 {
-		t.Fatal("the hanging host never appeared")
+	if !slices.Contains(serverChildren(server), sibling) {
+		t.Fatalf("host %d is not a child of the server %d (%v)", sibling, server, serverChildren(server))
 	}
-	time.Sleep(200 * time.Millisecond) // let it become the host
 	peek := e.f.invocation(t, "echo", map[string]any{"text": "peek " + strconv.Itoa(sibling)}, nil)
 	peek.Context.Provider = b
 	out, err := z.Invoke(testCtx(t), peek)
