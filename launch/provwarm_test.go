@@ -449,9 +449,11 @@ func serverChildren(pid int) []int {
 }
 
 // TestProviderWarmMemoryIsolation runs a provider-warm server and its
-// hosts as uid 65534: a host reads its own memory, but neither its
-// server's (non-dumpable) nor a sibling host's (another Landlock domain)
-// while that sibling runs.
+// hosts as uid 65534, contained (the default): a host reads its own
+// memory, but neither its server's (non-dumpable) nor a sibling host's
+// (another Landlock domain) while that sibling runs. Without containment
+// the sibling is readable, as two cold hosts of one user read each other:
+// the layer is what stops it.
 func TestProviderWarmMemoryIsolation(t *testing.T) {
 	requireRoot(t)
 	const python = "/usr/bin/python3"
