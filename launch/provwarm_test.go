@@ -661,7 +661,10 @@ func TestProviderWarmServerLost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var log logBuffer
 			l := e.launcher(t, hostModule, slog.New(slog.NewTextHandler(&log, nil)), e.env()...)
-			cfg := launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm(), ReplyTimeout: time.Second}
+			cfg := launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm()}
+			if tt.name == "hangs" {
+				cfg.ReplyTimeout = time.Second // what a stopped server is given
+			}
 			source := tt.source
 			if source == nil {
 				source = launch.ProvwarmSource
