@@ -164,10 +164,11 @@ func (l *Launcher) discover(ctx context.Context, b manifest.ProviderBinding, arg
 		ctx, cancel = context.WithTimeout(ctx, DefaultDiscoveryTimeout)
 		defer cancel()
 	}
-	p, _, err := l.run(ctx, spec{args: args, fd3: bb})
+	r, err := l.run(ctx, spec{args: args, fd3: bb})
 	if err != nil {
 		return err
 	}
+	p := r.p
 	switch {
 	case p.Signal != nil || p.ExitCode < 0:
 		return fail(ErrSignaled, p, nil, nil)

@@ -178,7 +178,7 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 		}
 		run = z.run
 	}
-	p, serveErr, err := run(ctx, spec{
+	ran, err := run(ctx, spec{
 		args:      invokeArgs,
 		fd3:       enc.Bytes,
 		stdin:     inv.Request,
@@ -200,6 +200,7 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 	if err != nil {
 		return nil, err
 	}
+	p, serveErr := ran.p, ran.serveErr
 	out.Process = *p
 	out.SessionErr = serveErr
 	if session != nil {

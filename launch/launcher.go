@@ -385,6 +385,15 @@ func (l *Launcher) supervision(ctx context.Context, deadline, start time.Time) (
 	return sctx, deadlineCtx, cancel
 }
 
+// hostRun is what one run of a host leaves (Launcher.run, Zygote.run):
+// the process as the launcher observed it, and the error its IPC session
+// (the spec's serve function) ended with, nil when it ended cleanly or
+// nothing was served. A run that returns an error started no host.
+type hostRun struct {
+	p        *Process
+	serveErr error
+}
+
 // serving runs a spec's serve function for one process.
 type serving struct {
 	done chan struct{}

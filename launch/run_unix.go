@@ -53,8 +53,8 @@ func runtimeSocket() (net.Conn, *os.File, error) {
 }
 
 // run starts the process described by s, supervises it to its end and reaps
-// it exactly once. It returns a *Process whenever the process started (with
-// the serve error, if s.serve was set), or a start error and nil.
+// it exactly once. It returns what the run left whenever the process
+// started, or a start error.
 //
 // Order of events, and why:
 //  1. FD 3 and stdin are sealed in-memory files (an unlinked temp file on
@@ -83,10 +83,10 @@ func runtimeSocket() (net.Conn, *os.File, error) {
 //     descendant escaped the group (and there is no cgroup layer) with
 //     them; the IPC session gets the same bound after exit before it is
 //     cancelled.
-func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
+func (l *Launcher) run(ctx context.Context, s spec) (hostRun, error) {
 	ctxFile, stdinFile, err := s.inputs()
 	if err != nil {
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	defer ctxFile.Close()
 	defer stdinFile.Close()
@@ -96,7 +96,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	var conn net.Conn
 	if s.serve != nil {
 		if conn, childEnd, err = runtimeSocket(); err != nil {
-			return nil, nil, err
+			return hostRun{}, err
 		}
 		defer childEnd.Close()
 		extra = append(extra, childEnd)
@@ -114,7 +114,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		if conn != nil {
 			conn.Close()
 		}
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	if cs != nil {
 		defer cs.close()
@@ -125,7 +125,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		if conn != nil {
 			conn.Close()
 		}
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	// Every return kills what is left of the host's cgroup and removes
 	// it; the normal end does so before the reap, below.
@@ -141,7 +141,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 		if conn != nil {
 			conn.Close() // serve never got it
 		}
-		return nil, nil, fmt.Errorf("launch: starting %s: %w", l.cfg.Interpreter, cs.startError(err))
+		return hostRun{}, fmt.Errorf("launch: starting %s: %w", l.cfg.Interpreter, cs.startError(err))
 	}
 	pid := cmd.Process.Pid
 	p := &Process{PID: pid}
@@ -162,7 +162,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 			if conn != nil {
 				conn.Close()
 			}
-			return nil, nil, err
+			return hostRun{}, err
 		}
 		// The host starts now: its grace floor and Elapsed count from
 		// here, not from the init's start.
@@ -222,7 +222,7 @@ func (l *Launcher) run(ctx context.Context, s spec) (*Process, error, error) {
 	p.StderrTail, p.StderrBytes = stderr.result()
 	l.log.Debug("launch: host ended", "pid", pid, "exit", p.ExitCode, "signal", p.Signal,
 		"stopped", p.Stopped, "killed", p.Killed, "elapsed", p.Elapsed)
-	return p, serveErr, nil
+	return hostRun{p, serveErr}, nil
 }
 
 // inputs returns the context (FD 3) and stdin of s as sealed files at

@@ -17,8 +17,8 @@ var _ = launch_supports_only_linux_and_darwin
 // Stubs so that the name above is the only compile error.
 func checkSupported() error { return ErrUnsupported }
 
-func (l *Launcher) run(context.Context, spec) (*Process, error, error) {
-	return nil, nil, ErrUnsupported
+func (l *Launcher) run(context.Context, spec) (hostRun, error) {
+	return hostRun{}, ErrUnsupported
 }
 
 func signalGroup(int, syscall.Signal) error { return ErrUnsupported }

@@ -26,4 +26,4 @@ func (z *Zygote) Launcher() *Launcher { return z.l }
 // Stats returns zeros.
 func (z *Zygote) Stats() ZygoteStats { return ZygoteStats{} }
 
-func (z *Zygote) run(ctx context.Context, s spec) (*Process, error, error) { return z.l.run(ctx, s) }
+func (z *Zygote) run(ctx context.Context, s spec) (hostRun, error) { return z.l.run(ctx, s) }

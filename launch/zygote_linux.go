@@ -116,11 +116,11 @@ func (z *Zygote) Invoke(ctx context.Context, inv Invocation) (*Outcome, error) {
 
 // run launches the host of s warm, or cold when a warm launch is not
 // possible.
-func (z *Zygote) run(ctx context.Context, s spec) (*Process, error, error) {
-	p, serveErr, err := z.runWarm(ctx, s)
+func (z *Zygote) run(ctx context.Context, s spec) (hostRun, error) {
+	r, err := z.runWarm(ctx, s)
 	var cold *coldError
 	if !errors.As(err, &cold) {
-		return p, serveErr, err
+		return r, err
 	}
 	z.mu.Lock()
 	z.stats.Cold++

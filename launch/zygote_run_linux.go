@@ -20,46 +20,46 @@ import (
 // from the server, which reaps the host after killing its group's
 // stragglers, and is checked against the pidfd. A *coldError means no
 // host was started.
-func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
+func (z *Zygote) runWarm(ctx context.Context, s spec) (hostRun, error) {
 	l := z.l
 	if z.spec.pw != nil {
 		if err := z.spec.pw.match(s.lc); err != nil {
-			return nil, nil, err
+			return hostRun{}, err
 		}
 	}
 	srv, err := z.acquire(ctx, s.provider)
 	if errors.Is(err, ErrZygoteClosed) {
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	if err != nil {
 		// ctx ending while a server starts included: the cold launch then
 		// stops its host at once, and the Outcome says so.
-		return nil, nil, &coldError{err}
+		return hostRun{}, &coldError{err}
 	}
 	defer z.release(srv)
 
 	ctxFile, stdinFile, err := s.inputs()
 	if err != nil {
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	defer ctxFile.Close()
 	defer stdinFile.Close()
 	conn, childEnd, err := runtimeSocket()
 	if err != nil {
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	defer childEnd.Close()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		conn.Close()
-		return nil, nil, fmt.Errorf("launch: stdout pipe: %w", err)
+		return hostRun{}, fmt.Errorf("launch: stdout pipe: %w", err)
 	}
 	defer outW.Close()
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		conn.Close()
 		outR.Close()
-		return nil, nil, fmt.Errorf("launch: stderr pipe: %w", err)
+		return hostRun{}, fmt.Errorf("launch: stderr pipe: %w", err)
 	}
 	defer errW.Close()
 
@@ -74,7 +74,7 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 		conn.Close()
 		outR.Close()
 		errR.Close()
-		return nil, nil, err
+		return hostRun{}, err
 	} else if contain != nil {
 		req["contain"] = contain
 	}
@@ -84,7 +84,7 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 		conn.Close()
 		outR.Close()
 		errR.Close()
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	// Every return kills what is left of the host's cgroup and removes
 	// it; the normal end does so once the host has exited, below.
@@ -103,7 +103,7 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 		conn.Close()
 		outR.Close()
 		errR.Close()
-		return nil, nil, err
+		return hostRun{}, err
 	}
 	defer func() {
 		c.pidfd.Close() // ends awaitPidfd
@@ -175,7 +175,7 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (*Process, error, error) {
 	p.StderrTail, p.StderrBytes = stderr.result()
 	l.log.Debug("launch: warm host ended", "pid", c.pid, "exit", p.ExitCode, "signal", p.Signal,
 		"stopped", p.Stopped, "killed", p.Killed, "elapsed", p.Elapsed)
-	return p, serveErr, nil
+	return hostRun{p, serveErr}, nil
 }
 
 // await returns nil once the server reported c's exit (in c.code) and

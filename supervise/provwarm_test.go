@@ -163,7 +163,7 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 	}
 	reg.admit(variant(t, "zeotestpwslow:factory", 2, "second generation"))
 	run("op-new-0", "hello") // starts the new generation's server
-	servers := awaitServers(t, s, 2)
+	awaitServers(t, s, 2)
 	if o := run("op-new-1", "hello"); !o.Launch.Process.Warm {
 		t.Fatal("a new operation was not launched provider-warm")
 	}
@@ -171,7 +171,7 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 	if !slow.Launch.Process.Warm {
 		t.Fatal("the pinned operation was not launched provider-warm")
 	}
-	servers = s.ProviderWarmServers()
+	servers := s.ProviderWarmServers()
 	if len(servers) != 2 || servers[0].Generation != 1 || servers[1].Generation != 2 ||
 		servers[0].Stats.ServerPID != old.Stats.ServerPID || servers[1].Stats.ServerPID == old.Stats.ServerPID ||
 		servers[0].Stats.Forks != 1 || servers[1].Stats.Forks != 1 {

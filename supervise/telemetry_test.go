@@ -91,7 +91,7 @@ func (r *recorders) metrics(t *testing.T) map[string]int64 {
 func attrs(kv []attribute.KeyValue) string {
 	s := make([]string, len(kv))
 	for i, a := range kv {
-		s[i] = string(a.Key) + "=" + a.Value.Emit()
+		s[i] = string(a.Key) + "=" + a.Value.String()
 	}
 	slices.Sort(s)
 	return strings.Join(s, ",")
