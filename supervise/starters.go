@@ -44,6 +44,11 @@ type starters struct {
 	fixed *starter
 	done  bool
 	pwWG  sync.WaitGroup // provider-warm servers starting
+	// pwStop ends provider-warm starts in progress when the Supervisor
+	// closes (provwarm.go).
+	pwOnce sync.Once
+	pwCtx  context.Context
+	pwStop context.CancelFunc
 }
 
 // envKey is what makes two provider environments differ for a starter:
@@ -233,7 +238,9 @@ func (ss *starters) closeAll() error {
 			errs = append(errs, err)
 		}
 	}
-	ss.pwWG.Wait() // a server still starting closes itself: its starter is closed
+	ss.startContext()
+	ss.pwStop()
+	ss.pwWG.Wait() // a server still starting stops, or closes itself: its starter is closed
 	if len(errs) > 0 {
 		return fmt.Errorf("supervise: closing fork servers: %v", errs)
 	}
