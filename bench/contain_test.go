@@ -1,13 +1,9 @@
 package bench
 
 import (
-	"context"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
@@ -42,12 +38,8 @@ func BenchmarkContainment(b *testing.B) {
 	inv := echoInvocation(b)
 	inv.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()
 
-	type mode struct {
-		name   string
-		invoke func(context.Context, launch.Invocation) (*launch.Outcome, error)
-	}
-	modesFor := func(b *testing.B, cfg launch.Config, warm bool) []mode {
-		var modes []mode
+	modesFor := func(b *testing.B, cfg launch.Config, warm bool) []launchMode {
+		var modes []launchMode
 		for _, m := range []struct {
 			name string
 			c    launch.Containment
@@ -61,68 +53,21 @@ func BenchmarkContainment(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			modes = append(modes, mode{m.name, l.Invoke})
+			modes = append(modes, launchMode{name: m.name, baseline: "off", ratio: m.name + "-x-off", inv: inv, invoke: l.Invoke})
 			if warm && (m.name == "off" || m.name == "init") {
-				z, err := l.StartZygote(context.Background(), launch.ZygoteConfig{Provider: inv.Context.Provider,
-					Preload: []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { z.Close() })
-				name := "warm"
+				z := startEchoZygote(b, l, inv.Context.Provider)
+				name, baseline := "warm", "off"
 				if m.name == "off" {
 					name = "warm-off"
 				}
-				modes = append(modes, mode{name, z.Invoke})
+				if name == "warm" {
+					baseline = "warm-off"
+				}
+				modes = append(modes, launchMode{name: name, baseline: baseline, ratio: name + "-x-off", inv: inv, warm: true, invoke: z.Invoke})
 			}
 		}
 		return modes
 	}
-	run := func(b *testing.B, modes []mode) {
-		whole := map[string][]time.Duration{}
-		for range b.N {
-			for _, m := range modes {
-				in := inv
-				in.Handler = allowAll{}
-				start := time.Now()
-				out, err := m.invoke(context.Background(), in)
-				d := time.Since(start)
-				if err != nil || out.Result.State != launch.StateSucceeded {
-					b.Fatalf("%s: %v", m.name, err)
-				}
-				if want := m.name == "warm" || m.name == "warm-off"; out.Process.Warm != want {
-					b.Fatalf("%s: warm %v", m.name, out.Process.Warm)
-				}
-				whole[m.name] = append(whole[m.name], d)
-			}
-		}
-		p50 := func(ds []time.Duration) float64 {
-			slices.Sort(ds)
-			return float64(ds[len(ds)/2].Microseconds()) / 1000
-		}
-		for _, m := range modes {
-			v := p50(whole[m.name])
-			b.ReportMetric(v, m.name+"-ms")
-			base := "off"
-			if m.name == "warm" {
-				base = "warm-off"
-			}
-			if m.name != base {
-				b.ReportMetric(v/p50(whole[base]), fmt.Sprintf("%s-x-off", m.name))
-			}
-		}
-	}
-	b.Run("Hostsim", func(b *testing.B) {
-		run(b, modesFor(b, launch.Config{Interpreter: hostsim, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
-			Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"}}, false))
-	})
-	b.Run("Python", func(b *testing.B) {
-		python := testpyhost.Interpreter(b)
-		modules := b.TempDir()
-		if err := testpyhost.Install(modules); err != nil {
-			b.Fatal(err)
-		}
-		run(b, modesFor(b, launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
-			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}, true))
-	})
+	b.Run("Hostsim", func(b *testing.B) { runLaunchModes(b, modesFor(b, hostsimLaunch(hostsim), false)) })
+	b.Run("Python", func(b *testing.B) { runLaunchModes(b, modesFor(b, pythonLaunch(b), true)) })
 }
