@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -158,32 +156,6 @@ func TestContainedWorkspaceRemoved(t *testing.T) {
 	}
 }
 
-// serveDNS answers every query on a local UDP socket with one A record,
-// until the test ends; it returns the address.
-func serveDNS(t *testing.T) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if ans, err := hostproc.DNSAnswer(buf[:n]); err == nil {
-				pc.WriteTo(ans, from)
-			}
-		}
-	}()
-	return pc.LocalAddr().String()
-}
-
 // listenTCP accepts and closes connections on a local port until the
 // test ends.
 func listenTCP(t *testing.T) string {
@@ -214,7 +186,7 @@ func listenTCP(t *testing.T) string {
 // the network layer off both succeed. The egress rows are
 // TestContainedEgress's.
 func TestContainedNetwork(t *testing.T) {
-	tcp, dns := listenTCP(t), serveDNS(t)
+	tcp, dns := listenTCP(t), egresstest.ServeDNS(t)
 	actions := []string{"connect:" + tcp, "resolve:provider.example@" + dns, "proxyget:http://" + tcp + "/"}
 	if c, err := net.Dial("tcp", "127.0.0.1:5432"); err == nil {
 		c.Close()
@@ -237,22 +209,6 @@ func TestContainedNetwork(t *testing.T) {
 	if got[actions[1]] != "ok 192.0.2.1" {
 		t.Errorf("the control's resolution: %q, want ok 192.0.2.1", got[actions[1]])
 	}
-}
-
-// serveHTTP serves body on a local port until the test ends, or a
-// redirect to the URL a request's "to" parameter names; it returns
-// host:port.
-func serveHTTP(t *testing.T, body string) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if to := r.URL.Query().Get("to"); to != "" {
-			http.Redirect(w, r, to, http.StatusFound)
-			return
-		}
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
 }
 
 // logRecords is a slog handler that keeps every record's message and
@@ -350,7 +306,7 @@ func checkEgress(t *testing.T, what string, rows, got map[string]string) {
 // inside. Each refusal is logged with the host. The control: with the
 // network layer off, the host reaches both servers directly.
 func TestContainedEgress(t *testing.T) {
-	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
 	rows := egressTable(t, allowed, other, dns)
 	var actions []string
 	for a := range rows {
@@ -593,7 +549,7 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 	if err := copyFile(self, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
 	rows := egressTable(t, allowed, other, dns)
 	actions := []string{"caps:"}
 	for a := range rows {
@@ -648,7 +604,7 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 // warm and gets no route.
 func TestContainedEgressWarm(t *testing.T) {
 	e := newPyEnv(t)
-	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
+	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
 	rows := egressTable(t, allowed, other, dns)
 	var actions []string
 	for a := range rows {
