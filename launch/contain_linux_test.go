@@ -9,12 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
@@ -540,15 +538,6 @@ func TestContainedWarm(t *testing.T) {
 // for a root controller, and the host itself has no capability left.
 func TestContainedEgressUnprivileged(t *testing.T) {
 	requireRoot(t)
-	dir := openDir(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "launch.test")
-	if err := copyFile(self, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
 	rows := egressTable(t, allowed, other, dns)
 	actions := []string{"caps:"}
@@ -558,33 +547,12 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
 	inv.Context.NetworkAllowed = true
 	inv.Context.NetworkHosts = []string{allowed}
-	b, err := json.Marshal(struct {
-		Context launch.LaunchContext
-		Request []byte
-	}{inv.Context, inv.Request})
-	if err != nil {
-		t.Fatal(err)
-	}
-	invPath := filepath.Join(dir, "invocation.json")
-	if err := os.WriteFile(invPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(testCtx(t), bin, "-test.run=^$")
-	cmd.Env = []string{controllerEnv + "=" + invPath, "ZEO_HOSTSIM_PATH=" + hostsimPath, "ZEO_LAUNCH_DIR=" + dir,
-		controllerHostileEnv + "=" + strings.Join(actions, ";")}
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("controller as uid %d: %v\n%s", nobody, err, stderr.String())
-	}
+	stdout, stderr, _ := newController(t, inv).run(t, "hostile", controllerHostileEnv+"="+strings.Join(actions, ";"))
 	var r struct {
 		Actions map[string]string `json:"actions"`
 	}
 	if err := json.Unmarshal(stdout, &r); err != nil {
-		t.Fatalf("report %q: %v\n%s", stdout, err, stderr.String())
+		t.Fatalf("report %q: %v\n%s", stdout, err, stderr)
 	}
 	checkEgress(t, "unprivileged controller", rows, r.Actions)
 	caps := r.Actions["caps:"]
