@@ -32,9 +32,7 @@ import (
 //
 //	cd bench && go test -run '^$' -bench Containment -benchtime 30x
 func BenchmarkContainment(b *testing.B) {
-	dir := b.TempDir()
-	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
-	initBin := buildTool(b, dir, "zeo-launch-init", "./cmd/zeo-launch-init", true)
+	hostsim, initBin := containmentTools(b)
 	inv := echoInvocation(b)
 	inv.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()
 
@@ -46,13 +44,7 @@ func BenchmarkContainment(b *testing.B) {
 		}{{"off", launch.Containment{Off: launch.AllLayers, Cgroup: launch.Cgroup{Off: true}}}, {"self", launch.Containment{}},
 			{"init", launch.Containment{InitPath: initBin}},
 			{"init-nonet", launch.Containment{InitPath: initBin, Off: launch.LayerNetwork}}} {
-			c := cfg
-			c.Dir = b.TempDir()
-			c.Containment = m.c
-			l, err := launch.New(c)
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := containedLauncher(b, cfg, m.c)
 			modes = append(modes, launchMode{name: m.name, baseline: "off", ratio: m.name + "-x-off", inv: inv, invoke: l.Invoke})
 			if warm && (m.name == "off" || m.name == "init") {
 				z := startEchoZygote(b, l, inv.Context.Provider)

@@ -29,9 +29,7 @@ import (
 //
 //	cd bench && go test -run '^$' -bench ContainmentEgress -benchtime 30x
 func BenchmarkContainmentEgress(b *testing.B) {
-	dir := b.TempDir()
-	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
-	initBin := buildTool(b, dir, "zeo-launch-init", "./cmd/zeo-launch-init", true)
+	hostsim, initBin := containmentTools(b)
 	base := echoInvocation(b)
 	base.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()
 	network := base
@@ -48,13 +46,7 @@ func BenchmarkContainmentEgress(b *testing.B) {
 			{"egress", launch.Containment{InitPath: initBin}, network},
 			{"netoff", launch.Containment{InitPath: initBin, Off: launch.LayerNetwork}, network},
 			{"nonet", launch.Containment{InitPath: initBin}, base}} {
-			c := cfg
-			c.Dir = b.TempDir()
-			c.Containment = m.c
-			l, err := launch.New(c)
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := containedLauncher(b, cfg, m.c)
 			modes = append(modes, launchMode{name: m.name, baseline: "off", ratio: ratioTo(m.name, "off"), inv: m.inv, invoke: l.Invoke})
 			if !warm || (m.name != "off" && m.name != "egress") {
 				continue

@@ -63,6 +63,26 @@ func runLaunchModes(b *testing.B, modes []launchMode) {
 // ratioTo is the ratio metric's usual name, "<name>-x-<baseline>".
 func ratioTo(name, baseline string) string { return fmt.Sprintf("%s-x-%s", name, baseline) }
 
+// containmentTools builds the simulated host and cmd/zeo-launch-init
+// into a temporary directory and returns their paths.
+func containmentTools(b *testing.B) (hostsim, initBin string) {
+	dir := b.TempDir()
+	return buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true),
+		buildTool(b, dir, "zeo-launch-init", "./cmd/zeo-launch-init", true)
+}
+
+// containedLauncher is a launcher of cfg with containment c, in a
+// directory of its own.
+func containedLauncher(b *testing.B, cfg launch.Config, c launch.Containment) *launch.Launcher {
+	cfg.Dir = b.TempDir()
+	cfg.Containment = c
+	l, err := launch.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
 // hostsimLaunch is the launch.Config of the simulated host built at
 // hostsim, uncontained until the caller sets Containment.
 func hostsimLaunch(hostsim string) launch.Config {
