@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package egresstest gives the contained-egress tests (launch's and
 // supervise's) the local servers a hostile host is pointed at: an HTTP
 // server and a DNS server, each stopped when its test ends.
