@@ -244,11 +244,13 @@ func (h *logRecords) find(sub ...string) bool {
 	return false
 }
 
-// egressTable is the egress rows of the hostile table, for a host
-// admitted to allowed (served by a local HTTP server answering "allowed")
-// beside other (answering "other"): what each action must get.
-func egressTable(t *testing.T, allowed, other, dns string) map[string]string {
-	rows := map[string]string{
+// egressTable starts, for the test, a local HTTP server answering
+// "allowed", another answering "other" and a DNS server, and returns the
+// two servers with the egress rows of the hostile table for a host
+// admitted to allowed (what each action must get) and the rows' actions.
+func egressTable(t *testing.T) (allowed, other string, rows map[string]string, actions []string) {
+	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
+	rows = map[string]string{
 		"proxyget:http://" + allowed + "/": "ok 200 allowed",
 		"tunnel:" + allowed:                "ok 200 allowed",
 		"connect:" + allowed:               "fail", // not directly
@@ -263,7 +265,10 @@ func egressTable(t *testing.T, allowed, other, dns string) map[string]string {
 		"tunnel:localhost:" + port(t, allowed): "403", // a name resolving to loopback
 		"resolve:provider.example@" + dns:      "fail",
 	}
-	return rows
+	for a := range rows {
+		actions = append(actions, a)
+	}
+	return allowed, other, rows, actions
 }
 
 func port(t *testing.T, hostport string) string {
@@ -304,12 +309,7 @@ func checkEgress(t *testing.T, what string, rows, got map[string]string) {
 // inside. Each refusal is logged with the host. The control: with the
 // network layer off, the host reaches both servers directly.
 func TestContainedEgress(t *testing.T) {
-	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
-	rows := egressTable(t, allowed, other, dns)
-	var actions []string
-	for a := range rows {
-		actions = append(actions, a)
-	}
+	allowed, other, rows, actions := egressTable(t)
 	logs := &logRecords{}
 	fds, checkGoroutines := leaktest.OpenFDs(t), leaktest.Goroutines(t)
 	got := hostileRunContext(t, launch.Containment{}, nil, slog.New(logs), func(c *launch.LaunchContext) {
@@ -538,12 +538,8 @@ func TestContainedWarm(t *testing.T) {
 // for a root controller, and the host itself has no capability left.
 func TestContainedEgressUnprivileged(t *testing.T) {
 	requireRoot(t)
-	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
-	rows := egressTable(t, allowed, other, dns)
-	actions := []string{"caps:"}
-	for a := range rows {
-		actions = append(actions, a)
-	}
+	allowed, _, rows, actions := egressTable(t)
+	actions = append([]string{"caps:"}, actions...)
 	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
 	inv.Context.NetworkAllowed = true
 	inv.Context.NetworkHosts = []string{allowed}
@@ -572,12 +568,7 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 // warm and gets no route.
 func TestContainedEgressWarm(t *testing.T) {
 	e := newPyEnv(t)
-	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
-	rows := egressTable(t, allowed, other, dns)
-	var actions []string
-	for a := range rows {
-		actions = append(actions, a)
-	}
+	allowed, _, rows, actions := egressTable(t)
 	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
