@@ -8,20 +8,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 )
 
-// ErrCgroupUnavailable is wrapped by New's refusal when
-// Containment.Cgroup is Required and no usable delegated cgroup v2 exists
-// (the message says why). It is the same error as
-// process.ErrCgroupUnavailable.
-var ErrCgroupUnavailable = cgroup.ErrUnavailable
-
-// ErrCgroupLimitUnavailable is wrapped by New's refusal when a limit of
-// Containment.Cgroup cannot be set: no cgroup at all, or a parent that
-// does not enable the limit's controller for its children (the message
-// names the file, the controller and the parent).
-// Cgroup.BestEffortLimits drops such a limit instead. It is the same
-// error as process.ErrCgroupLimitUnavailable.
-var ErrCgroupLimitUnavailable = cgroup.ErrLimitUnavailable
-
 // Cgroup configures the cgroup layer (doc/design.md, “Containment”): each
 // host, cold or warm, and each zygote server runs in a cgroup v2 of its
 // own, and when the host has ended everything left in it is killed

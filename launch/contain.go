@@ -1,22 +1,12 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 )
-
-// ErrContainmentUnavailable is wrapped by every refusal to launch a host
-// whose containment (Config.Containment) cannot be applied: a layer the
-// kernel lacks (Landlock, user or network namespaces, seccomp), a program
-// that did not call Init, or a containment init that failed before the
-// host ran. The message names what is missing and the switch that turns
-// that layer off. A host is never launched without a layer it was
-// configured to get (doc/design.md, “Containment”).
-var ErrContainmentUnavailable = errors.New("launch: host containment unavailable")
 
 // Layers is a set of containment layers (Containment.Off).
 type Layers uint
@@ -98,14 +88,6 @@ type Limits struct {
 	CoreBytes int64
 }
 
-// The default Limits.
-const (
-	DefaultLimitProcesses = 512
-	DefaultLimitOpenFiles = 1024
-	DefaultLimitDataBytes = 4 << 30
-	DefaultLimitFileBytes = 1 << 30
-)
-
 // Containment is the containment a Launcher applies to every host it
 // starts, cold or warm, on Linux (doc/design.md, “Containment”). The zero
 // value is full containment: every layer on, the policy of each launch
@@ -176,25 +158,27 @@ type Containment struct {
 	AssumeNoLandlock bool
 }
 
-// DefaultReadPaths are the system paths every contained host may read
-// and execute (besides its interpreter and environment): the dynamic
-// loader, libraries, the interpreter's standard library under /usr, /etc
-// (the loader cache, certificates, name service, time zone), /proc and
-// the harmless devices. Paths missing on a machine are skipped.
-var DefaultReadPaths = []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc",
-	"/dev/urandom", "/dev/random"}
-
 // defaultWritePaths are the devices every host may also write.
 var defaultWritePaths = []string{"/dev/null", "/dev/zero"}
 
-// SeccompDenied names the system calls the seccomp layer (LayerSeccomp)
-// denies with EPERM: tracing other processes, mounting, namespaces
-// (unshare, setns, and clone with a namespace flag; clone3, whose flags a
-// filter cannot read, fails with ENOSYS so that libc falls back to
-// clone), BPF, kernel keyrings, modules and kexec, reboot, swap, quotas,
-// perf events, userfaultfd and handle-based opens. A capability host
-// needs none of them.
-var SeccompDenied = seccompDenied()
+// The containment's fixed lists.
+var (
+	// DefaultReadPaths are the paths every host may read and execute
+	// (besides its interpreter and environment): the dynamic loader,
+	// libraries, the interpreter's standard library under /usr, /etc (the
+	// loader cache, certificates, name service, time zone), /proc and the
+	// harmless devices. Paths missing on a machine are skipped.
+	DefaultReadPaths = []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc",
+		"/dev/urandom", "/dev/random"}
+	// SeccompDenied names the system calls the seccomp layer
+	// (LayerSeccomp) denies with EPERM: tracing other processes, mounting,
+	// namespaces (unshare, setns, and clone with a namespace flag; clone3,
+	// whose flags a filter cannot read, fails with ENOSYS so that libc
+	// falls back to clone), BPF, kernel keyrings, modules and kexec,
+	// reboot, swap, quotas, perf events, userfaultfd and handle-based
+	// opens. A capability host needs none of them.
+	SeccompDenied = seccompDenied()
+)
 
 // validate checks c; paths must be absolute.
 func (c *Containment) validate() []error {

@@ -7,13 +7,36 @@
 // supervises it to its deadline, and judges what it left behind — its one
 // stdout line and its exit status — with ParseResult.
 //
+// # First steps
+//
 // Start with [New]: it checks a [Config] (the provider environment's
-// interpreter, its working directory, a Verifier such as [TreeVerifier])
-// and returns the
-// [*Launcher] that supervise.Config takes. [Launcher.Describe] and
-// [Launcher.Doctor] run the host's static discovery on an installed
-// provider (no capability runs); [Launcher.Invoke] is one launch, for a controller of
-// your own.
+// interpreter, its arguments and environment, a Verifier such as
+// [TreeVerifier]) and returns the [*Launcher] that supervise.Config
+// takes. Most embedders call nothing else here: a supervise.Supervisor
+// builds each LaunchContext, invokes and judges (see
+// examples/quickstart). [Launcher.Describe] and [Launcher.Doctor] run the
+// host's static discovery on an installed provider (no capability runs).
+// Driving a host directly, for a controller of your own, takes:
+//
+//   - [Init], the first statement of main (or TestMain) of every program
+//     that launches contained hosts (each host starts as that program
+//     re-executed, which applies the containment and then execs the
+//     interpreter);
+//   - a [LaunchContext] (supervise.BuildContext makes one from the
+//     ledger's operation), encoded once with [LaunchContext.Encode], and
+//     the request ([EncodeRequest]);
+//   - [Launcher.Invoke] with an [Invocation] (the Encoded context, the
+//     request, the ipc.Handler that answers the host), which returns the
+//     [Outcome]: the [HostResult] (valid only with a nil error), the
+//     [Process] evidence and the session's summary and [History].
+//
+// The rest is optional: warm launch ([Launcher.StartZygote],
+// [ZygoteConfig], [Zygote.Invoke]; “Warm launch” below), containment
+// settings (Config.Containment: [Containment], [Cgroup], [Limits],
+// [Layers]; on by default, “Containment” below), another uid
+// (Config.User), more discovery ([Launcher.ListCapabilities],
+// [Launcher.DescribeCapability]) and environment verification
+// ([DigestTree]).
 //
 // # What a launch guarantees
 //

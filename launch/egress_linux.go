@@ -17,13 +17,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/containinit"
 )
 
-// EgressPort is the port of the egress proxy inside a host's own network
-// namespace: a host allowed the network (network_allowed) sees it as
-// http://127.0.0.1:3128 in HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and
-// their lower-case forms), and nothing else in its namespace leads out
-// (doc/design.md, “Containment”).
-const EgressPort = 3128
-
 // egressProxyVars are the variables a host allowed the network gets, all
 // naming its egress proxy; the NO_PROXY forms are removed.
 var egressProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}

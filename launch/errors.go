@@ -5,22 +5,23 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// ErrBadResult is wrapped by every *ResultError: what the host left behind
-// (its stdout and exit status) does not prove an outcome. It is a verdict
-// on the host's report, not the operation's outcome: a Supervisor decides
-// that from the ledger (supervise.ErrProtocol, the outcome protocol_error,
-// is the usual one, but a result the ledger accepted, a cancellation or
-// the deadline decide first). The Runtime must not redispatch; it keeps the
-// evidence and asks its ledger what happened to the operation
-// (doc/protocol.md, “Result check”; doc/design.md, “No retries on the wire”).
-var ErrBadResult = errors.New("launch: host result is a protocol failure")
-
 // These errors say which check of ParseResult failed. Each *ResultError wraps
-// exactly one of them (and ErrBadResult).
+// ErrBadResult and exactly one of the others.
 var (
+	// ErrBadResult is wrapped by every *ResultError: what the host left
+	// behind (its stdout and exit status) does not prove an outcome. It is
+	// a verdict on the host's report, not the operation's outcome: a
+	// Supervisor decides that from the ledger (supervise.ErrProtocol, the
+	// outcome protocol_error, is the usual one, but a result the ledger
+	// accepted, a cancellation or the deadline decide first). The Runtime
+	// must not redispatch; it keeps the evidence and asks its ledger what
+	// happened to the operation (doc/protocol.md, “Result check”;
+	// doc/design.md, “No retries on the wire”).
+	ErrBadResult = errors.New("launch: host result is a protocol failure")
 	// ErrSignaled: the host was terminated by a signal (killed at the
 	// deadline, crashed, or killed by someone else).
 	ErrSignaled = errors.New("launch: host terminated by a signal")
@@ -126,7 +127,7 @@ func (e *ResultError) Unwrap() []error {
 // Is reports true for ErrBadResult, so that every ResultError matches it.
 func (e *ResultError) Is(target error) bool { return target == ErrBadResult }
 
-// These errors refuse a launch before any process starts.
+// These errors refuse a Launcher or a launch before the host runs.
 var (
 	// ErrInvalidContext: the LaunchContext breaks a rule of the host's model.
 	ErrInvalidContext = errors.New("launch: invalid launch context")
@@ -138,4 +139,25 @@ var (
 	// ErrUnsupported: this platform cannot launch a host (doc/design.md,
 	// “Platforms”).
 	ErrUnsupported = errors.New("launch: unsupported platform")
+	// ErrContainmentUnavailable is wrapped by every refusal to launch a
+	// host whose containment (Config.Containment) cannot be applied: a
+	// layer the kernel lacks (Landlock, user or network namespaces,
+	// seccomp), a program that did not call Init, or a containment init
+	// that failed before the host ran. The message names what is missing
+	// and the switch that turns that layer off. A host is never launched
+	// without a layer it was configured to get (doc/design.md,
+	// “Containment”).
+	ErrContainmentUnavailable = errors.New("launch: host containment unavailable")
+	// ErrCgroupUnavailable is wrapped by New's refusal when
+	// Containment.Cgroup is Required and no usable delegated cgroup v2
+	// exists (the message says why). It is the same error as
+	// process.ErrCgroupUnavailable.
+	ErrCgroupUnavailable = cgroup.ErrUnavailable
+	// ErrCgroupLimitUnavailable is wrapped by New's refusal when a limit of
+	// Containment.Cgroup cannot be set: no cgroup at all, or a parent that
+	// does not enable the limit's controller for its children (the message
+	// names the file, the controller and the parent).
+	// Cgroup.BestEffortLimits drops such a limit instead. It is the same
+	// error as process.ErrCgroupLimitUnavailable.
+	ErrCgroupLimitUnavailable = cgroup.ErrLimitUnavailable
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// Defaults of Config.
+// Defaults of Config, ZygoteConfig and Limits, used when the field is zero.
 const (
 	// DefaultGrace is the time between SIGTERM and SIGKILL to the host's
 	// process group when Config.Grace is zero.
@@ -35,6 +35,33 @@ const (
 	// DefaultDiscoveryTimeout bounds a discovery command whose context has
 	// no deadline.
 	DefaultDiscoveryTimeout = 30 * time.Second
+
+	// Defaults of ZygoteConfig.
+
+	// DefaultZygoteMaxForks is how many hosts one server forks, when
+	// ZygoteConfig.MaxForks is zero, before a fresh server replaces it.
+	DefaultZygoteMaxForks = 1000
+	// DefaultZygoteMaxAge is how long one server serves, when
+	// ZygoteConfig.MaxAge is zero, before a fresh server replaces it.
+	DefaultZygoteMaxAge = 10 * time.Minute
+	// DefaultZygoteStartTimeout bounds a server's start (the interpreter's
+	// start and the preload) when ZygoteConfig.StartTimeout is zero.
+	DefaultZygoteStartTimeout = time.Minute
+	// DefaultZygoteReplyTimeout bounds, when ZygoteConfig.ReplyTimeout is
+	// zero, how long a server may take to answer a fork request and to
+	// report a child's exit once the child has exited.
+	DefaultZygoteReplyTimeout = 5 * time.Second
+
+	// Defaults of Limits (Containment.Limits).
+
+	// DefaultLimitProcesses is Limits.Processes' default.
+	DefaultLimitProcesses = 512
+	// DefaultLimitOpenFiles is Limits.OpenFiles' default.
+	DefaultLimitOpenFiles = 1024
+	// DefaultLimitDataBytes is Limits.DataBytes' default.
+	DefaultLimitDataBytes = 4 << 30
+	// DefaultLimitFileBytes is Limits.FileBytes' default.
+	DefaultLimitFileBytes = 1 << 30
 )
 
 // Config configures a Launcher. New copies it; later changes to the caller's

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -447,9 +449,11 @@ func serverChildren(pid int) []int {
 }
 
 // TestProviderWarmMemoryIsolation runs a provider-warm server and its
-// hosts as uid 65534: a host reads its own memory, but neither its
-// server's (non-dumpable) nor a sibling host's (another Landlock domain)
-// while that sibling runs.
+// hosts as uid 65534, contained (the default): a host reads its own
+// memory, but neither its server's (non-dumpable) nor a sibling host's
+// (another Landlock domain) while that sibling runs. Without containment
+// the sibling is readable, as two cold hosts of one user read each other:
+// the layer is what stops it.
 func TestProviderWarmMemoryIsolation(t *testing.T) {
 	requireRoot(t)
 	const python = "/usr/bin/python3"
@@ -511,23 +515,30 @@ def factory():
 	defer stop()
 	hang := e.f.invocation(t, "hang", map[string]any{"text": "wait"}, nil)
 	hang.Context.Provider = b
+	// The sibling is read once it was admitted: it is then the host,
+	// running its capability, dumpable as a cold host is.
+	admitted := make(chan int, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		z.Invoke(hangCtx, hang)
+		z.InvokeWithPeer(hangCtx, hang, func(ctx context.Context, conn net.Conn, pid int, d canon.Digest) error {
+			p := &scriptPeer{replied: func(method string) {
+				if method == string(ipc.MethodAdmit) {
+					admitted <- pid
+				}
+			}}
+			return p.serve(ctx, conn, pid, d)
+		})
 	}()
 	var sibling int
-	for range 500 {
-		if kids := serverChildren(server); len(kids) > 0 {
-			sibling = kids[0]
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case sibling = <-admitted:
+	case <-done:
+		t.Fatal("the hanging host ended before it was admitted")
 	}
-	if sibling == 0 {
-		t.Fatal("the hanging host never appeared")
+	if !slices.Contains(serverChildren(server), sibling) {
+		t.Fatalf("host %d is not a child of the server %d (%v)", sibling, server, serverChildren(server))
 	}
-	time.Sleep(200 * time.Millisecond) // let it become the host
 	peek := e.f.invocation(t, "echo", map[string]any{"text": "peek " + strconv.Itoa(sibling)}, nil)
 	peek.Context.Provider = b
 	out, err := z.Invoke(testCtx(t), peek)
@@ -549,10 +560,7 @@ def factory():
 // process's descriptors, goroutines and child processes are back where
 // they started, and no host or server is left.
 func TestProviderWarmNoLeaks(t *testing.T) {
-	n := 40
-	if os.Getenv("ZEO_LONG_TESTS") == "1" {
-		n = 1000
-	}
+	n := longtest.Size(40, 1000)
 	const parallel = 4
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
@@ -653,7 +661,10 @@ func TestProviderWarmServerLost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var log logBuffer
 			l := e.launcher(t, hostModule, slog.New(slog.NewTextHandler(&log, nil)), e.env()...)
-			cfg := launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm(), ReplyTimeout: time.Second}
+			cfg := launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm()}
+			if tt.name == "hangs" {
+				cfg.ReplyTimeout = time.Second // what a stopped server is given
+			}
 			source := tt.source
 			if source == nil {
 				source = launch.ProvwarmSource

@@ -10,13 +10,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// MaxResultBytes is the largest stdout the host may write: its one HostResult
-// line, trailing newline included (doc/protocol.md, “Output discipline”).
-// Longer output is ErrResultTooLarge; the launcher reads at most
-// MaxResultBytes+1 bytes of stdout so that it can tell the two apart, and
-// discards the rest.
-const MaxResultBytes = 1 << 20
-
 // State is the outcome of an invocation as the host reports it in
 // HostResult.state (doc/protocol.md, “Host result”).
 type State string

@@ -17,23 +17,6 @@ import (
 //go:embed zygote.py
 var zygoteSource []byte
 
-// Defaults of ZygoteConfig.
-const (
-	// DefaultZygoteMaxForks is how many hosts one server forks, when
-	// ZygoteConfig.MaxForks is zero, before a fresh server replaces it.
-	DefaultZygoteMaxForks = 1000
-	// DefaultZygoteMaxAge is how long one server serves, when
-	// ZygoteConfig.MaxAge is zero, before a fresh server replaces it.
-	DefaultZygoteMaxAge = 10 * time.Minute
-	// DefaultZygoteStartTimeout bounds a server's start (the interpreter's
-	// start and the preload) when ZygoteConfig.StartTimeout is zero.
-	DefaultZygoteStartTimeout = time.Minute
-	// DefaultZygoteReplyTimeout bounds, when ZygoteConfig.ReplyTimeout is
-	// zero, how long a server may take to answer a fork request and to
-	// report a child's exit once the child has exited.
-	DefaultZygoteReplyTimeout = 5 * time.Second
-)
-
 // fallbackPreload is what a server preloads when ZygoteConfig.Preload is
 // nil and the host's own imports cannot be discovered: the upstream
 // host's third-party dependencies.

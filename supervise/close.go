@@ -7,17 +7,6 @@ import (
 	"time"
 )
 
-// ErrClosed is returned by Invoke once Close has begun. Nothing was
-// launched or recorded.
-var ErrClosed = errors.New("supervise: supervisor closed")
-
-// ErrDrainTimeout is wrapped by Close's error when invocations were still
-// running at its bound: their hosts were stopped, but a ledger write of
-// theirs may still be pending, so the controller's lease was not released
-// (it is left to expire, and then another controller takes the attempts
-// over). The process should exit.
-var ErrDrainTimeout = errors.New("supervise: close timed out with invocations still running; lease kept until it expires")
-
 // enter counts one Invoke in, or refuses it once Close has begun.
 func (s *Supervisor) enter() error {
 	s.mu.Lock()

@@ -13,21 +13,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
-// Defaults of the controller lease (Config.LeaseTTL).
-const (
-	// DefaultLeaseTTL is the controller lease's time to live when
-	// Config.LeaseTTL is zero. The lease is renewed every third of it.
-	DefaultLeaseTTL = 15 * time.Second
-)
-
-// ErrLeaseLost is returned by Invoke once this Supervisor's controller
-// lease has expired or could not be renewed in time: the controller is
-// fail-stopped (doc/design.md, "Controllers and leases"). Its hosts are
-// no longer answered allowed, and other controllers may take its attempts
-// over. Close it; the process should exit or start a new Supervisor,
-// which registers under a new controller id.
-var ErrLeaseLost = errors.New("supervise: controller lease lost; this controller is fail-stopped")
-
 // controller is the Supervisor's registration in the ledger: its lease,
 // renewed in the background, and the local deadline before which it
 // knows the lease is live.

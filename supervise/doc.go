@@ -1,27 +1,35 @@
-// Package supervise runs one capability operation end to end on durable
+// Package supervise runs capability operations end to end on durable
 // truth: it composes the ledger (package ledger), the trusted launcher
 // (package launch) and the embedder's policy ports, so that a Runtime
 // team does not write the attempt loop and the ledger-backed IPC handler
 // by hand (see doc/design.md, “Layering”).
 //
-// Start with [New] and [Supervisor.Invoke]: New takes a [Config] (a
-// ledger, a launch.Launcher, the provider's manifest.ProviderBinding, and
-// a [Dispatcher] when its capabilities have effects) and Invoke runs one
-// [Call] to an [*Outcome]; every state but succeeded also comes as an [*OutcomeError]
-// whose sentinel (ErrRefused, ErrNeedsReconciliation, ...) says what to do
-// next. Fetch a result with [Supervisor.Artifact] and settle an uncertain
-// effect with [Supervisor.Resolve]. examples/quickstart is the whole
-// program; supervise/supervisetest is its test host.
+// # First steps
 //
-// It has two layers; a team with its own controller can take the lower one
-// alone:
+// An embedding needs about a dozen names; examples/quickstart is the
+// whole program, and supervise/supervisetest its test host:
 //
-//   - Handler: the ipc.Handler of one attempt, backed by a ledger.Ledger,
-//     an Authority and a Dispatcher.
-//   - Supervisor: Invoke (create or continue an operation, start an
-//     attempt with a new fence, build its LaunchContext, issue its
-//     bootstrap id, launch, serve, judge, record), Cancel, Recover,
-//     Resolve, Artifact, Close.
+//   - a ledger: memory.New (package ledger/memory, tests), bolt.Open
+//     (ledger/bolt, one controller, one file) or postgres.Open
+//     (ledger/postgres, several controllers);
+//   - the provider's binding: manifest.DecodeBinding;
+//   - the host's launcher: launch.New;
+//   - [New] with a [Config] (the ledger, the launcher, the binding, and a
+//     [Dispatcher] when its capabilities have effects), which returns the
+//     [Supervisor]; [Supervisor.Close] it when done;
+//   - [Supervisor.Invoke] with a [Call], which returns the [*Outcome]:
+//     succeeded with the result's artifact refs (read one with
+//     [Supervisor.Artifact]), or also an [*OutcomeError] whose sentinel
+//     ([ErrRefused], [ErrWaitingApproval], [ErrNeedsReconciliation], ...)
+//     says what to do next;
+//   - [Supervisor.Resolve], to settle an effect whose dispatch is
+//     uncertain;
+//   - a [Dispatcher] ([Dispatch] in, [Receipt] out) for capabilities with
+//     effects, and an [Authority] for who may run what.
+//
+// A team with its own controller loop takes the lower layer alone: the
+// [Handler], the ipc.Handler of one attempt (see examples/ownloop and
+// “Own controller” below).
 //
 // # One Supervisor per controller
 //
@@ -89,60 +97,6 @@
 // credentials and the exactly-once of the outside world (Dispatcher, which
 // receives the authorization id to deduplicate on), and reconciliation of
 // unknown effects (Resolve).
-//
-// # The Handler
-//
-// Each method's decision, and how every ledger answer maps to the reply
-// state the host receives. A ledger error that is not a decision (storage
-// failure, ledger.ErrClosed, ledger.ErrCorrupt, an ended context) is
-// returned as an error, and the ipc.Session answers needs_reconciliation:
-// nothing is ever claimed not consumed without knowing it.
-//
-// bootstrap: the in-process cancel signal → cancelled; RedeemBootstrap with
-// the child's pid (checked by the Session against the kernel's
-// credentials) and the Session's ID → allowed. ledger.ErrOperationCancelled → cancelled;
-// ledger.ErrStaleFence (a newer attempt, or an id issued to an older one),
-// ErrBootstrapRedeemed (replay), ErrChangedInput (another launch digest),
-// ErrNotFound, ErrResultAlreadyAccepted → refused.
-//
-// invoke.admit, immediately before invocation: the cancel signal →
-// cancelled; the operation read from the ledger: cancelled → cancelled;
-// the binding's capability, request digest or manifest digest not the
-// operation's → refused; the Authority: Refuse → refused, Hold →
-// waiting_approval; with a Reserver, its Recheck: the attempt no longer
-// holds its reservations (cataloguestore.ErrReserved) → refused; then ledger Admit, which checks the fence, the
-// deadline and the request digest and records the admission:
-// ErrOperationCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
-// ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
-//
-// effect.request: the cancel signal → cancelled. A logical effect id the
-// ledger does not hold yet is new: with no Dispatcher → refused; the
-// Authority: Refuse → refused, Hold → waiting_approval (nothing recorded,
-// no budget spent, so a later attempt asks again). Then BeginEffect:
-// ErrOperationCancelled → cancelled; ErrChangedInput (same id, other request),
-// ErrBudgetExhausted, ErrDeadlineExceeded, ErrStaleFence, ErrOutOfOrder →
-// refused. A new effect is dispatched and its outcome recorded under
-// context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
-// ConfirmEffect → allowed with the authorization and receipt ids (and the
-// result object; one the host's strict parser would refuse, see
-// CheckDocument, is never sent: the effect stays confirmed and the reply is
-// needs_reconciliation, naming the value); ErrNotConsumed →
-// MarkNotConsumed → refused; any other error → MarkUnknown →
-// needs_reconciliation. If a newer attempt fenced this
-// one off while it dispatched, the dispatcher's certain outcome is recorded
-// with Resolve instead, so it is never lost. A redelivery (the ledger holds
-// the id with the same digest) is answered cancelled once the operation is
-// cancelled (by any controller), and otherwise by its recorded state,
-// without dispatching: confirmed → allowed with the recorded ids (the result object
-// only if the Dispatcher is a Replayer); not consumed → its reason's state;
-// unknown → needs_reconciliation; authorized but never settled (a
-// controller died mid-dispatch) → MarkUnknown → needs_reconciliation.
-//
-// result.publish: the cancel signal → cancelled; data not valid against the
-// admitted response schema → refused; AcceptResult stores the data's
-// canonical bytes as the artifact → allowed with its refs.
-// ErrOperationCancelled → cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
-// ErrOutOfOrder → refused.
 //
 // # Invoke
 //
@@ -219,6 +173,17 @@
 // SkipPythonVersionCheck. Cancel of an operation never invoked records it
 // cancelled (capability CancelledCapability), so that a later Invoke is
 // answered cancelled without launching.
+//
+// # Own controller
+//
+// A Supervisor is built from a lower layer that a team with its own
+// controller can take alone: NewHandler returns the Handler, the
+// ipc.Handler of one attempt, backed by a ledger.Ledger, an Authority
+// and a Dispatcher; BuildContext (from a ContextSpec) builds the
+// attempt's LaunchContext; CheckRequirements and CheckDocument refuse
+// before launch what the host would refuse; BindingOf rebuilds an
+// attempt's wire binding from its evidence. The Handler's documentation
+// gives how each ledger answer maps to the reply state the host receives.
 //
 // # Telemetry
 //

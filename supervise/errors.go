@@ -19,9 +19,42 @@ var (
 	ErrOperationMismatch = errors.New("supervise: operation id reused with another request")
 )
 
-// ErrPreflight is wrapped by every *PreflightError: a check made before
-// launch found that the host would refuse the attempt.
-var ErrPreflight = errors.New("supervise: preflight check failed")
+// Errors of a Supervisor's lifetime: its Close and its controller lease.
+var (
+	// ErrClosed is returned by Invoke once Close has begun. Nothing was
+	// launched or recorded.
+	ErrClosed = errors.New("supervise: supervisor closed")
+	// ErrDrainTimeout is wrapped by Close's error when invocations were
+	// still running at its bound: their hosts were stopped, but a ledger
+	// write of theirs may still be pending, so the controller's lease was
+	// not released (it is left to expire, and then another controller
+	// takes the attempts over). The process should exit.
+	ErrDrainTimeout = errors.New("supervise: close timed out with invocations still running; lease kept until it expires")
+	// ErrLeaseLost is returned by Invoke once this Supervisor's controller
+	// lease has expired or could not be renewed in time: the controller is
+	// fail-stopped (doc/design.md, "Controllers and leases"). Its hosts are
+	// no longer answered allowed, and other controllers may take its
+	// attempts over. Close it; the process should exit or start a new
+	// Supervisor, which registers under a new controller id.
+	ErrLeaseLost = errors.New("supervise: controller lease lost; this controller is fail-stopped")
+)
+
+// Causes an *OutcomeError may carry besides its state's sentinel; test
+// them with errors.Is, and the typed errors with errors.As.
+var (
+	// ErrPreflight is wrapped by every *PreflightError: a check made
+	// before launch found that the host would refuse the attempt.
+	ErrPreflight = errors.New("supervise: preflight check failed")
+	// ErrDocument is wrapped by every *DocumentError: a value the host's
+	// strict parser would refuse, found before it was sent.
+	ErrDocument = errors.New("supervise: document the host would refuse")
+	// ErrIncoherent is the cause of a protocol_error Outcome whose host
+	// result is well-formed but contradicts the ledger: a claimed success
+	// with no accepted result, or a definite ending while an effect of the
+	// attempt is unknown. The claim is kept as evidence (Outcome.Host) and
+	// never becomes the outcome.
+	ErrIncoherent = errors.New("supervise: host result contradicts the ledger")
+)
 
 // PreflightError says which check refused an attempt before launch and
 // why. It comes as the Cause of an *OutcomeError whose State is what the
@@ -52,9 +85,6 @@ func (e *PreflightError) Unwrap() []error {
 	}
 	return []error{ErrPreflight, e.Err}
 }
-
-// ErrDocument is wrapped by every *DocumentError.
-var ErrDocument = errors.New("supervise: document the host would refuse")
 
 // DocumentError reports a value in an outgoing document that the host's
 // strict parser would refuse: sending it would poison the session (a

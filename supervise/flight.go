@@ -9,13 +9,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 )
 
-// ErrRunning is wrapped by the *OutcomeError of an Outcome whose State is
-// running: the operation has an attempt in flight (in this controller, or
-// under another controller's live lease) and this call did not wait for
-// it to end. Nothing was launched or recorded by the call; ask again with
-// the same operation id for the outcome.
-var ErrRunning = errors.New("supervise: operation running")
-
 // flight is the one Invoke of an operation that runs attempts in this
 // process; concurrent Invoke calls of the same operation and request wait
 // for it and get its outcome, instead of fencing each other off.

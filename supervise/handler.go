@@ -74,10 +74,6 @@ type HandlerConfig struct {
 	MeterProvider  metric.MeterProvider
 }
 
-// DefaultOutcomeTimeout bounds one outcome write to the ledger when
-// HandlerConfig.OutcomeTimeout is zero.
-const DefaultOutcomeTimeout = 30 * time.Second
-
 func (c *HandlerConfig) validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -113,10 +109,63 @@ func (c *HandlerConfig) validate() error {
 }
 
 // Handler is the ipc.Handler of one attempt, backed by a ledger.Ledger and
-// the embedder's ports. The package documentation (“The Handler”) gives the
-// full mapping of ledger answers to reply states. A Handler serves one
-// Session: its ipc methods are called one at a time, as ipc.Session does;
-// Decisions and Published may be called from any goroutine.
+// the embedder's ports: the lower layer of a Supervisor, which a team with
+// its own controller can take alone (see examples/ownloop). A Handler
+// serves one Session: its ipc methods are called one at a time, as
+// ipc.Session does; Decisions and Published may be called from any
+// goroutine.
+//
+// Each method's decision, and how every ledger answer maps to the reply
+// state the host receives. A ledger error that is not a decision (storage
+// failure, ledger.ErrClosed, ledger.ErrCorrupt, an ended context) is
+// returned as an error, and the ipc.Session answers needs_reconciliation:
+// nothing is ever claimed not consumed without knowing it.
+//
+// bootstrap: the in-process cancel signal → cancelled; RedeemBootstrap with
+// the child's pid (checked by the Session against the kernel's
+// credentials) and the Session's ID → allowed. ledger.ErrOperationCancelled → cancelled;
+// ledger.ErrStaleFence (a newer attempt, or an id issued to an older one),
+// ErrBootstrapRedeemed (replay), ErrChangedInput (another launch digest),
+// ErrNotFound, ErrResultAlreadyAccepted → refused.
+//
+// invoke.admit, immediately before invocation: the cancel signal →
+// cancelled; the operation read from the ledger: cancelled → cancelled;
+// the binding's capability, request digest or manifest digest not the
+// operation's → refused; the Authority: Refuse → refused, Hold →
+// waiting_approval; with a Reserver, its Recheck: the attempt no longer
+// holds its reservations (cataloguestore.ErrReserved) → refused; then ledger Admit, which checks the fence, the
+// deadline and the request digest and records the admission:
+// ErrOperationCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
+// ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
+//
+// effect.request: the cancel signal → cancelled. A logical effect id the
+// ledger does not hold yet is new: with no Dispatcher → refused; the
+// Authority: Refuse → refused, Hold → waiting_approval (nothing recorded,
+// no budget spent, so a later attempt asks again). Then BeginEffect:
+// ErrOperationCancelled → cancelled; ErrChangedInput (same id, other request),
+// ErrBudgetExhausted, ErrDeadlineExceeded, ErrStaleFence, ErrOutOfOrder →
+// refused. A new effect is dispatched and its outcome recorded under
+// context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
+// ConfirmEffect → allowed with the authorization and receipt ids (and the
+// result object; one the host's strict parser would refuse, see
+// CheckDocument, is never sent: the effect stays confirmed and the reply is
+// needs_reconciliation, naming the value); ErrNotConsumed →
+// MarkNotConsumed → refused; any other error → MarkUnknown →
+// needs_reconciliation. If a newer attempt fenced this
+// one off while it dispatched, the dispatcher's certain outcome is recorded
+// with Resolve instead, so it is never lost. A redelivery (the ledger holds
+// the id with the same digest) is answered cancelled once the operation is
+// cancelled (by any controller), and otherwise by its recorded state,
+// without dispatching: confirmed → allowed with the recorded ids (the result object
+// only if the Dispatcher is a Replayer); not consumed → its reason's state;
+// unknown → needs_reconciliation; authorized but never settled (a
+// controller died mid-dispatch) → MarkUnknown → needs_reconciliation.
+//
+// result.publish: the cancel signal → cancelled; data not valid against the
+// admitted response schema → refused; AcceptResult stores the data's
+// canonical bytes as the artifact → allowed with its refs.
+// ErrOperationCancelled → cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
+// ErrOutOfOrder → refused.
 type Handler struct {
 	cfg       HandlerConfig
 	auth      Authority

@@ -10,13 +10,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 )
 
-// ErrIncoherent is the cause of a protocol_error Outcome whose host result
-// is well-formed but contradicts the ledger: a claimed success with no
-// accepted result, or a definite ending while an effect of the attempt is
-// unknown. The claim is kept as evidence (Outcome.Host) and never becomes
-// the outcome.
-var ErrIncoherent = errors.New("supervise: host result contradicts the ledger")
-
 // hints says what a host error code usually means and what to do.
 var hints = map[string]string{
 	"ZEO_HOST_PROTOCOL": "the host refused after bootstrap or broke the protocol: most often its interpreter or installed distribution is not the binding's " +

@@ -50,6 +50,11 @@ var (
 	// same operation id, and the ledger answers every effect already
 	// recorded.
 	ErrProtocol = errors.New("supervise: protocol error")
+	// ErrRunning: the operation has an attempt in flight (in this
+	// controller, or under another controller's live lease) and this call
+	// did not wait for it to end. Nothing was launched or recorded by the
+	// call; ask again with the same operation id for the outcome.
+	ErrRunning = errors.New("supervise: operation running")
 )
 
 // Outcome is what one Invoke established about an operation. State is the

@@ -122,7 +122,7 @@ func (ss *starters) startProviderWarm(st *starter, p *pwServer, b manifest.Provi
 	zc.Provider = b
 	zc.ProviderWarm = &launch.ProviderWarm{OrganizationID: p.key.organization, ProjectID: p.key.project,
 		Hosts: ss.s.cfg.ProviderWarm.Hosts}
-	z, err := st.launcher.StartZygote(context.Background(), zc) // bounded by its StartTimeout
+	z, err := st.launcher.StartZygote(ss.startContext(), zc) // bounded by its StartTimeout, ended by Close
 	st.mu.Lock()
 	if err == nil && (st.closed || p.closed) {
 		st.mu.Unlock()
@@ -132,6 +132,9 @@ func (ss *starters) startProviderWarm(st *starter, p *pwServer, b manifest.Provi
 	defer st.mu.Unlock()
 	if err != nil {
 		p.failed = true
+		if ss.startContext().Err() != nil {
+			return // the Supervisor is closing: not a failure of the server
+		}
 		ss.s.log.Warn("supervise: the provider-warm server did not start; this binding and tenant start hosts without it",
 			keyDistribution, b.Distribution, keyProviderGeneration, b.Generation, keyOrganization, p.key.organization,
 			keyProject, p.key.project, keyErr, err)
@@ -140,6 +143,13 @@ func (ss *starters) startProviderWarm(st *starter, p *pwServer, b manifest.Provi
 	}
 	p.z = z
 	ss.armProviderWarm(st, p)
+}
+
+// startContext is the context of provider-warm starts, cancelled when
+// the Supervisor closes.
+func (ss *starters) startContext() context.Context {
+	ss.pwOnce.Do(func() { ss.pwCtx, ss.pwStop = context.WithCancel(context.Background()) })
+	return ss.pwCtx
 }
 
 // armProviderWarm arms p's idle timer when nothing uses it; st.mu is

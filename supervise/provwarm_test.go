@@ -228,3 +228,46 @@ func TestProviderWarmRefusedRunsCold(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestProviderWarmCloseEndsStart: Close while a provider-warm server is
+// still activating its generation (here a provider whose import never
+// ends) stops that start, says nothing of a failure, and leaves no
+// process. Were the start waited for, Close would block for its whole
+// StartTimeout (ten minutes) and the test would time out.
+func TestProviderWarmCloseEndsStart(t *testing.T) {
+	ln := pwLauncher(t, map[string]string{"zeotestpwforever": "import time\ntime.sleep(3600)\nfrom demo_provider import factory\n"})
+	var log strings.Builder
+	var mu sync.Mutex
+	cfg := config(t, memory.New(), ln)
+	cfg.Provider = variant(t, "zeotestpwforever:factory", 1, "")
+	cfg.ProviderWarm = standInWarm()
+	cfg.ProviderWarm.Zygote.StartTimeout = 10 * time.Minute
+	cfg.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := supervise.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The call runs cold (its provider's import never ends, cold too: it
+	// is stopped at its deadline); the server's start begins with it.
+	c := call("op-forever", "example.echo@1.0.0", map[string]any{"text": "hello"}, 0)
+	c.Deadline = time.Now().Add(3 * time.Second).Truncate(time.Millisecond)
+	s.Invoke(testCtx(t), c)
+	closeSupervisor(t, s)
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(log.String(), "did not start") {
+		t.Fatalf("Close was logged as a failed start:\n%s", log.String())
+	}
+	// The killed server is reaped by its zygote's goroutine, soon after.
+	for range 500 {
+		if len(leaktest.Children(t)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("processes left after Close: %v", leaktest.Children(t))
+}

@@ -20,11 +20,6 @@ import (
 // for concurrent use.
 type Environments func(b manifest.ProviderBinding) (launch.Config, error)
 
-// DefaultStarterIdle is how long a starter (a launcher, and its fork
-// server when warm) is kept without invocations before it is closed, when
-// Config.StarterIdle is zero.
-const DefaultStarterIdle = 5 * time.Minute
-
 // starter starts the hosts of one provider environment: cold through its
 // launcher, or warm through its fork server once that has started.
 type starter struct {
@@ -49,6 +44,11 @@ type starters struct {
 	fixed *starter
 	done  bool
 	pwWG  sync.WaitGroup // provider-warm servers starting
+	// pwStop ends provider-warm starts in progress when the Supervisor
+	// closes (provwarm.go).
+	pwOnce sync.Once
+	pwCtx  context.Context
+	pwStop context.CancelFunc
 }
 
 // envKey is what makes two provider environments differ for a starter:
@@ -238,7 +238,9 @@ func (ss *starters) closeAll() error {
 			errs = append(errs, err)
 		}
 	}
-	ss.pwWG.Wait() // a server still starting closes itself: its starter is closed
+	ss.startContext()
+	ss.pwStop()
+	ss.pwWG.Wait() // a server still starting stops, or closes itself: its starter is closed
 	if len(errs) > 0 {
 		return fmt.Errorf("supervise: closing fork servers: %v", errs)
 	}

@@ -21,7 +21,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// Defaults of Config.
+// Defaults of Config (and HandlerConfig.OutcomeTimeout), used when the
+// field is zero.
 const (
 	// DefaultOperationTimeout is the deadline of a new operation whose
 	// Call names none, counted from its creation.
@@ -31,6 +32,17 @@ const (
 	// its process group is stopped: SIGTERM, then SIGKILL after the
 	// launcher's grace.
 	DefaultCancelGrace = 2 * time.Second
+	// DefaultOutcomeTimeout bounds one ledger write that records an
+	// effect's outcome, when Config.OutcomeTimeout or
+	// HandlerConfig.OutcomeTimeout is zero.
+	DefaultOutcomeTimeout = 30 * time.Second
+	// DefaultLeaseTTL is the controller lease's time to live when
+	// Config.LeaseTTL is zero. The lease is renewed every third of it.
+	DefaultLeaseTTL = 15 * time.Second
+	// DefaultStarterIdle is how long a starter (a launcher, and its fork
+	// server when warm) is kept without invocations before it is closed,
+	// when Config.StarterIdle is zero.
+	DefaultStarterIdle = 5 * time.Minute
 )
 
 // Config configures a Supervisor. New validates and copies it.

@@ -448,12 +448,15 @@ func testWaitsForRenewal(t *testing.T, name string, sentinel error, call func(le
 	for try, ttl := 0, 20*time.Millisecond; ; try, ttl = try+1, ttl*2 {
 		ctrl := fmt.Sprintf("c%d", try)
 		op := fmt.Sprintf("op%d", try)
-		acquire(t, l, ctrl, ttl)
+		// The attempt and its effect are written under a long lease, which
+		// is then cut to ttl: written under ttl itself, a loaded machine
+		// could let it pass before the attempt is launched.
+		acquire(t, l, ctrl, time.Hour)
 		f := launchOwned(t, l, op, "a1", ctrl, 1)
 		if _, err := l.BeginEffect(bg, f, "e", digest("e")); err != nil {
-			if errors.Is(err, ledger.ErrLeaseExpired) && ttl < time.Minute {
-				continue
-			}
+			t.Fatal(err)
+		}
+		if _, err := l.RenewLease(bg, ctrl, ttl); err != nil {
 			t.Fatal(err)
 		}
 		tx, err := admin.Begin(bg)
