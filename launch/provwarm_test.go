@@ -60,13 +60,7 @@ func TestProviderWarmEcho(t *testing.T) {
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
 	z := e.provWarmZygote(t, l, launch.ZygoteConfig{})
-	for i := range 3 {
-		out, err := z.Invoke(testCtx(t), e.echo(t))
-		mustSucceed(t, out, err)
-		if !out.Process.Warm || out.Session.Frames != 3 {
-			t.Fatalf("invocation %d: warm %v, %d frames", i, out.Process.Warm, out.Session.Frames)
-		}
-	}
+	e.echoWarm(t, z, 3)
 	st := z.Stats()
 	if st.Starts != 1 || st.Forks != 3 || st.Cold != 0 || st.ProviderWarm == nil || st.ProviderWarm.Host != "stand-in" {
 		t.Fatalf("stats %+v", st)

@@ -131,6 +131,19 @@ func mustSucceed(t testing.TB, out *launch.Outcome, err error) {
 	}
 }
 
+// echoWarm invokes echo n times through z: each must succeed, forked,
+// in a session of three frames.
+func (e pyEnv) echoWarm(t testing.TB, z *launch.Zygote, n int) {
+	t.Helper()
+	for i := range n {
+		out, err := z.Invoke(testCtx(t), e.echo(t))
+		mustSucceed(t, out, err)
+		if !out.Process.Warm || out.Session.Frames != 3 {
+			t.Fatalf("invocation %d: warm %v, %d frames", i, out.Process.Warm, out.Session.Frames)
+		}
+	}
+}
+
 // TestWarmEcho runs the Python test host warm and cold: both succeed with
 // the same three frames, and only the warm one was forked.
 func TestWarmEcho(t *testing.T) {
@@ -138,13 +151,7 @@ func TestWarmEcho(t *testing.T) {
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
-	for i := range 3 {
-		out, err := z.Invoke(testCtx(t), e.echo(t))
-		mustSucceed(t, out, err)
-		if !out.Process.Warm || out.Session.Frames != 3 {
-			t.Fatalf("invocation %d: warm %v, %d frames", i, out.Process.Warm, out.Session.Frames)
-		}
-	}
+	e.echoWarm(t, z, 3)
 	out, err := l.Invoke(testCtx(t), e.echo(t))
 	mustSucceed(t, out, err)
 	if out.Process.Warm {
