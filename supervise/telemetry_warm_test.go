@@ -14,7 +14,7 @@ import (
 // TestTelemetryWarm: hosts forked by a fork server (the Python test
 // host's zygote) count as warm starts, and their attempts' spans say so.
 func TestTelemetryWarm(t *testing.T) {
-	_, newPyLauncher := pyLaunchers(t)
+	_, newPyLauncher := pyLaunchers(t, "zeotesthost")
 	ln := newPyLauncher()
 	z := startZygote(t, ln)
 	r := newRecorders(t)

@@ -22,7 +22,7 @@ import (
 // Python test host) are forked warm and their results accepted as a cold
 // host's would be; a zygote of another launcher is refused by New.
 func TestWarmOperations(t *testing.T) {
-	_, newPyLauncher := pyLaunchers(t)
+	_, newPyLauncher := pyLaunchers(t, "zeotesthost")
 	ln := newPyLauncher()
 	z := startZygote(t, ln)
 	cfg := config(t, memory.New(), ln)
@@ -51,7 +51,7 @@ func TestWarmOperations(t *testing.T) {
 // and a newer generation of one of them warm, each environment from a
 // fork server of its own made on first use; Close closes them all.
 func TestWarmStarters(t *testing.T) {
-	modules, newPyLauncher := pyLaunchers(t)
+	modules, newPyLauncher := pyLaunchers(t, "zeotesthost")
 	src, err := os.ReadFile(filepath.Join(modules, "demo_provider.py"))
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestWarmStarters(t *testing.T) {
 // TestIdleStarterClosed: a starter without invocations for StarterIdle
 // is closed, its fork server with it, and made again on the next call.
 func TestIdleStarterClosed(t *testing.T) {
-	_, newPyLauncher := pyLaunchers(t)
+	_, newPyLauncher := pyLaunchers(t, "zeotesthost")
 	ln := newPyLauncher()
 	cfg := config(t, memory.New(), ln)
 	cfg.Warm, cfg.StarterIdle = &launch.ZygoteConfig{}, 300*time.Millisecond
@@ -114,10 +114,10 @@ func TestIdleStarterClosed(t *testing.T) {
 	}
 }
 
-// pyLaunchers installs the Python test host (and its test provider
+// pyLaunchers installs the Python test hosts (and their test provider
 // modules) into a temporary directory, modules, and returns it with a
-// function making launchers that run the host from it.
-func pyLaunchers(t *testing.T) (modules string, newLauncher func() *launch.Launcher) {
+// function making launchers that run `python -m module` from it.
+func pyLaunchers(t *testing.T, module string) (modules string, newLauncher func() *launch.Launcher) {
 	t.Helper()
 	python := testpyhost.Interpreter(t)
 	modules = t.TempDir()
@@ -125,7 +125,7 @@ func pyLaunchers(t *testing.T) (modules string, newLauncher func() *launch.Launc
 		t.Fatal(err)
 	}
 	return modules, func() *launch.Launcher {
-		l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
+		l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", module},
 			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
 			Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
 		if err != nil {
