@@ -4,9 +4,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,22 +68,8 @@ func largeInvocation(b *testing.B, python, modules string) launch.Invocation {
 // p50s to cold's (first-x-cold, x-cold). Run with -benchtime 5x or so:
 // a cold call of this provider takes seconds.
 func BenchmarkProviderWarm(b *testing.B) {
-	python := testpyhost.Interpreter(b)
-	modules := b.TempDir()
-	if err := testpyhost.Install(modules); err != nil {
-		b.Fatal(err)
-	}
-	l, err := launch.New(launch.Config{
-		Interpreter: python, Args: []string{"-m", testpyhost.HostModule}, Dir: b.TempDir(),
-		Env:      []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"},
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
-		// Uncontained, as BenchmarkWarmLaunch's rows; BenchmarkContainment
-		// measures what containment adds.
-		Containment: launch.Containment{Off: launch.AllLayers},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	// Uncontained, as BenchmarkWarmLaunch's rows.
+	l, python, modules := standInLauncher(b)
 	inv := largeInvocation(b, python, modules)
 	inv.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()
 	files := map[string]canon.Digest{}
@@ -95,11 +78,7 @@ func BenchmarkProviderWarm(b *testing.B) {
 	}
 	pw := &launch.ProviderWarm{OrganizationID: inv.Context.Attempt.OrganizationID, ProjectID: inv.Context.Attempt.ProjectID,
 		Hosts: []launch.HostVersion{{Name: "stand-in", Files: files}}}
-	type mode struct {
-		name   string
-		invoke func(context.Context, launch.Invocation) (*launch.Outcome, error)
-	}
-	modes := []mode{{"cold", l.Invoke}}
+	modes := []warmMode{{"cold", l.Invoke, nil}}
 	for _, m := range []struct {
 		name string
 		cfg  launch.ZygoteConfig
@@ -114,58 +93,11 @@ func BenchmarkProviderWarm(b *testing.B) {
 		if st := z.Stats(); st.ProviderWarm != nil {
 			b.Logf("%s server ready in %v: %v", m.name, time.Since(start), st.ProviderWarm.Phases)
 		}
-		modes = append(modes, mode{m.name, z.Invoke})
-	}
-	once := func(m mode) (first, whole time.Duration) {
-		in := inv
-		h := &firstFrame{}
-		in.Handler = h
-		start := time.Now()
-		out, err := m.invoke(context.Background(), in)
-		whole = time.Since(start)
-		if err != nil || out.Result.State != launch.StateSucceeded || out.Process.Warm != (m.name != "cold") {
-			var stderr []byte
-			if out != nil {
-				stderr = out.Process.StderrTail
-			}
-			b.Fatalf("%s: %v (warm %v) %s", m.name, err, out != nil && out.Process.Warm, stderr)
-		}
-		return h.at.Sub(start), whole
+		modes = append(modes, warmMode{m.name, z.Invoke, z})
 	}
 	for _, parallel := range []int{1, 4} {
 		b.Run(map[int]string{1: "One", 4: "Four"}[parallel], func(b *testing.B) {
-			first := map[string][]time.Duration{}
-			whole := map[string][]time.Duration{}
-			var mu sync.Mutex
-			for range b.N {
-				for _, m := range modes {
-					var wg sync.WaitGroup
-					for range parallel {
-						wg.Go(func() {
-							f, w := once(m)
-							mu.Lock()
-							first[m.name] = append(first[m.name], f)
-							whole[m.name] = append(whole[m.name], w)
-							mu.Unlock()
-						})
-					}
-					wg.Wait()
-				}
-			}
-			ms := func(ds []time.Duration, q float64) float64 {
-				slices.Sort(ds)
-				return float64(ds[int(q*float64(len(ds)-1))].Microseconds()) / 1e3
-			}
-			for _, m := range modes {
-				b.ReportMetric(ms(first[m.name], 0.5), m.name+"-first-p50-ms")
-				b.ReportMetric(ms(first[m.name], 0.9), m.name+"-first-p90-ms")
-				b.ReportMetric(ms(whole[m.name], 0.5), m.name+"-whole-p50-ms")
-				b.ReportMetric(ms(whole[m.name], 0.9), m.name+"-whole-p90-ms")
-				if m.name != "cold" {
-					b.ReportMetric(ms(first[m.name], 0.5)/ms(first["cold"], 0.5), fmt.Sprintf("%s-first-x-cold", m.name))
-					b.ReportMetric(ms(whole[m.name], 0.5)/ms(whole["cold"], 0.5), fmt.Sprintf("%s-x-cold", m.name))
-				}
-			}
+			runWarmModes(b, modes, inv, parallel, false)
 		})
 	}
 }

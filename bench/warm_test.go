@@ -56,30 +56,10 @@ func (f *firstFrame) Bootstrap(ctx context.Context, r ipc.BootstrapRequest) (ipc
 // whole-p50 to cold's (first-x-cold, x-cold). Iterations are b.N rounds;
 // run with -benchtime 40x or so.
 func BenchmarkWarmLaunch(b *testing.B) {
-	python := testpyhost.Interpreter(b)
-	modules := b.TempDir()
-	if err := testpyhost.Install(modules); err != nil {
-		b.Fatal(err)
-	}
-	l, err := launch.New(launch.Config{
-		Interpreter: python, Args: []string{"-m", testpyhost.HostModule}, Dir: b.TempDir(),
-		Env:      []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"},
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
-		// Uncontained, as these rows always were; BenchmarkContainment
-		// measures what containment adds.
-		Containment: launch.Containment{Off: launch.AllLayers},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l, _, _ := standInLauncher(b)
 	inv := echoInvocation(b)
 	inv.Context.DeadlineUnixMS = time.Now().Add(24 * time.Hour).UnixMilli()
-	type mode struct {
-		name   string
-		invoke func(context.Context, launch.Invocation) (*launch.Outcome, error)
-		z      *launch.Zygote
-	}
-	modes := []mode{{"cold", l.Invoke, nil}}
+	modes := []warmMode{{"cold", l.Invoke, nil}}
 	for _, m := range []struct {
 		name            string
 		preload         []string
@@ -95,55 +75,11 @@ func BenchmarkWarmLaunch(b *testing.B) {
 		if st := z.Stats(); st.Discovered != (m.preload == nil) {
 			b.Fatalf("%s: the server preloaded %q (discovered %v)", m.name, st.Preloaded, st.Discovered)
 		}
-		modes = append(modes, mode{m.name, z.Invoke, z})
-	}
-	once := func(m mode) (first, whole time.Duration) {
-		in := inv
-		h := &firstFrame{}
-		in.Handler = h
-		start := time.Now()
-		out, err := m.invoke(context.Background(), in)
-		whole = time.Since(start)
-		if err != nil || out.Result.State != launch.StateSucceeded || out.Process.Warm != (m.name != "cold") {
-			b.Fatalf("%s: %v (warm %v)", m.name, err, out != nil && out.Process.Warm)
-		}
-		return h.at.Sub(start), whole
+		modes = append(modes, warmMode{m.name, z.Invoke, z})
 	}
 	for _, parallel := range []int{1, 4} {
 		b.Run(map[int]string{1: "One", 4: "Four"}[parallel], func(b *testing.B) {
-			first := map[string][]time.Duration{}
-			whole := map[string][]time.Duration{}
-			var mu sync.Mutex
-			for range b.N {
-				for _, m := range modes {
-					var wg sync.WaitGroup
-					for range parallel {
-						wg.Go(func() {
-							f, w := once(m)
-							mu.Lock()
-							first[m.name] = append(first[m.name], f)
-							whole[m.name] = append(whole[m.name], w)
-							mu.Unlock()
-						})
-					}
-					wg.Wait()
-				}
-			}
-			ms := func(ds []time.Duration, q float64) float64 {
-				slices.Sort(ds)
-				return float64(ds[int(q*float64(len(ds)-1))].Microseconds()) / 1e3
-			}
-			for _, m := range modes {
-				b.ReportMetric(ms(first[m.name], 0.5), m.name+"-first-p50-ms")
-				b.ReportMetric(ms(first[m.name], 0.9), m.name+"-first-p90-ms")
-				b.ReportMetric(ms(first[m.name], 0.99), m.name+"-first-p99-ms")
-				b.ReportMetric(ms(whole[m.name], 0.5), m.name+"-whole-p50-ms")
-				b.ReportMetric(ms(whole[m.name], 0.9), m.name+"-whole-p90-ms")
-				if m.name != "cold" {
-					b.ReportMetric(ms(first[m.name], 0.5)/ms(first["cold"], 0.5), fmt.Sprintf("%s-first-x-cold", m.name))
-					b.ReportMetric(ms(whole[m.name], 0.5)/ms(whole["cold"], 0.5), fmt.Sprintf("%s-x-cold", m.name))
-				}
-			}
+			runWarmModes(b, modes, inv, parallel, true)
 			if parallel > 1 {
 				return
 			}
@@ -161,6 +97,95 @@ func BenchmarkWarmLaunch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// standInLauncher installs the Python stand-in host and returns an
+// uncontained launcher running it (as the warm rows always were;
+// BenchmarkContainment measures what containment adds), the interpreter
+// and the modules' directory.
+func standInLauncher(b *testing.B) (l *launch.Launcher, python, modules string) {
+	python = testpyhost.Interpreter(b)
+	modules = b.TempDir()
+	if err := testpyhost.Install(modules); err != nil {
+		b.Fatal(err)
+	}
+	l, err := launch.New(launch.Config{
+		Interpreter: python, Args: []string{"-m", testpyhost.HostModule}, Dir: b.TempDir(),
+		Env:      []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"},
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{Off: launch.AllLayers},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l, python, modules
+}
+
+// warmMode is one way of launching that BenchmarkWarmLaunch and
+// BenchmarkProviderWarm time: "cold" (Launcher.Invoke) or a zygote's.
+type warmMode struct {
+	name   string
+	invoke func(context.Context, launch.Invocation) (*launch.Outcome, error)
+	z      *launch.Zygote // nil for cold
+}
+
+// runWarmModes runs inv b.N rounds, each launching in every mode with
+// parallel calls at once, and reports, in ms, the p50 and p90 (and the
+// first frame's p99 with firstP99) of the time from the call to the
+// first frame (first-) and to the call's return (whole-), and the ratios
+// of the warm modes' p50s to cold's (first-x-cold, x-cold).
+func runWarmModes(b *testing.B, modes []warmMode, inv launch.Invocation, parallel int, firstP99 bool) {
+	once := func(m warmMode) (first, whole time.Duration) {
+		in := inv
+		h := &firstFrame{}
+		in.Handler = h
+		start := time.Now()
+		out, err := m.invoke(context.Background(), in)
+		whole = time.Since(start)
+		if err != nil || out.Result.State != launch.StateSucceeded || out.Process.Warm != (m.name != "cold") {
+			var stderr []byte
+			if out != nil {
+				stderr = out.Process.StderrTail
+			}
+			b.Fatalf("%s: %v (warm %v) %s", m.name, err, out != nil && out.Process.Warm, stderr)
+		}
+		return h.at.Sub(start), whole
+	}
+	first := map[string][]time.Duration{}
+	whole := map[string][]time.Duration{}
+	var mu sync.Mutex
+	for range b.N {
+		for _, m := range modes {
+			var wg sync.WaitGroup
+			for range parallel {
+				wg.Go(func() {
+					f, w := once(m)
+					mu.Lock()
+					first[m.name] = append(first[m.name], f)
+					whole[m.name] = append(whole[m.name], w)
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+		}
+	}
+	ms := func(ds []time.Duration, q float64) float64 {
+		slices.Sort(ds)
+		return float64(ds[int(q*float64(len(ds)-1))].Microseconds()) / 1e3
+	}
+	for _, m := range modes {
+		b.ReportMetric(ms(first[m.name], 0.5), m.name+"-first-p50-ms")
+		b.ReportMetric(ms(first[m.name], 0.9), m.name+"-first-p90-ms")
+		if firstP99 {
+			b.ReportMetric(ms(first[m.name], 0.99), m.name+"-first-p99-ms")
+		}
+		b.ReportMetric(ms(whole[m.name], 0.5), m.name+"-whole-p50-ms")
+		b.ReportMetric(ms(whole[m.name], 0.9), m.name+"-whole-p90-ms")
+		if m.name != "cold" {
+			b.ReportMetric(ms(first[m.name], 0.5)/ms(first["cold"], 0.5), fmt.Sprintf("%s-first-x-cold", m.name))
+			b.ReportMetric(ms(whole[m.name], 0.5)/ms(whole["cold"], 0.5), fmt.Sprintf("%s-x-cold", m.name))
+		}
 	}
 }
 

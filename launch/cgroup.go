@@ -61,10 +61,7 @@ const cgroupKillWait = 5 * time.Second
 // or nil for the fallback.
 func openCgroup(cfg *Config) (*cgroup.Parent, error) {
 	c := cfg.Containment.Cgroup
-	p, fallback, err := cgroup.Resolve(cgroup.Config{Off: c.Off, Required: c.Required, Options: cgroup.Options{
-		Parent: c.Parent, BestEffort: c.BestEffortLimits,
-		Limits: cgroup.Limits{Pids: c.Pids, MemoryBytes: c.MemoryBytes, SwapBytes: c.SwapBytes, CPUPercent: c.CPUPercent},
-	}})
+	p, fallback, err := cgroup.Resolve(cgroup.Option(c).Config())
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: Containment.Cgroup: %w", ErrInvalidConfig, err)

@@ -176,6 +176,21 @@ func TestSetsidGrandchildFallback(t *testing.T) {
 	}
 }
 
+// setsidLauncher is a launcher of the Python hostile host whose hosts
+// leave a grandchild behind in a session of its own (setsid:), each host
+// in a cgroup of its own under parent.
+func setsidLauncher(t *testing.T, e pyEnv, parent string) *launch.Launcher {
+	t.Helper()
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=setsid:"), Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // TestSetsidGrandchildEndsWithWarmHost: a warm host (a zygote's child,
 // with and without a spare) runs in a cgroup of its own, not its
 // server's; a grandchild it starts in a session of its own is dead when
@@ -187,13 +202,7 @@ func TestSetsidGrandchildEndsWithWarmHost(t *testing.T) {
 	for _, spare := range []bool{false, true} {
 		t.Run("spare="+strconv.FormatBool(spare), func(t *testing.T) {
 			parent := testCgroupParent(t)
-			l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-				Env: e.env("ZEO_HOSTSIM_HOSTILE=setsid:"), Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-				Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
-				Containment: launch.Containment{Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := setsidLauncher(t, e, parent)
 			z, err := l.StartZygote(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding, Spare: spare})
 			if err != nil {
 				t.Fatal(err)
@@ -308,13 +317,7 @@ func TestWarmChildThatCannotEnterItsCgroup(t *testing.T) {
 	if bytes.Equal(source, launch.ZygoteSource) {
 		t.Fatal("the server program no longer moves its child with os.write(fd, b\"0\")")
 	}
-	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-		Env: e.env("ZEO_HOSTSIM_HOSTILE=setsid:"), Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
-		Containment: launch.Containment{Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := setsidLauncher(t, e, parent)
 	z, err := l.StartZygoteFrom(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding}, source)
 	if err != nil {
 		t.Fatal(err)

@@ -6,20 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -158,32 +154,6 @@ func TestContainedWorkspaceRemoved(t *testing.T) {
 	}
 }
 
-// serveDNS answers every query on a local UDP socket with one A record,
-// until the test ends; it returns the address.
-func serveDNS(t *testing.T) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if ans, err := hostproc.DNSAnswer(buf[:n]); err == nil {
-				pc.WriteTo(ans, from)
-			}
-		}
-	}()
-	return pc.LocalAddr().String()
-}
-
 // listenTCP accepts and closes connections on a local port until the
 // test ends.
 func listenTCP(t *testing.T) string {
@@ -214,7 +184,7 @@ func listenTCP(t *testing.T) string {
 // the network layer off both succeed. The egress rows are
 // TestContainedEgress's.
 func TestContainedNetwork(t *testing.T) {
-	tcp, dns := listenTCP(t), serveDNS(t)
+	tcp, dns := listenTCP(t), egresstest.ServeDNS(t)
 	actions := []string{"connect:" + tcp, "resolve:provider.example@" + dns, "proxyget:http://" + tcp + "/"}
 	if c, err := net.Dial("tcp", "127.0.0.1:5432"); err == nil {
 		c.Close()
@@ -237,22 +207,6 @@ func TestContainedNetwork(t *testing.T) {
 	if got[actions[1]] != "ok 192.0.2.1" {
 		t.Errorf("the control's resolution: %q, want ok 192.0.2.1", got[actions[1]])
 	}
-}
-
-// serveHTTP serves body on a local port until the test ends, or a
-// redirect to the URL a request's "to" parameter names; it returns
-// host:port.
-func serveHTTP(t *testing.T, body string) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if to := r.URL.Query().Get("to"); to != "" {
-			http.Redirect(w, r, to, http.StatusFound)
-			return
-		}
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
 }
 
 // logRecords is a slog handler that keeps every record's message and
@@ -290,11 +244,13 @@ func (h *logRecords) find(sub ...string) bool {
 	return false
 }
 
-// egressTable is the egress rows of the hostile table, for a host
-// admitted to allowed (served by a local HTTP server answering "allowed")
-// beside other (answering "other"): what each action must get.
-func egressTable(t *testing.T, allowed, other, dns string) map[string]string {
-	rows := map[string]string{
+// egressTable starts, for the test, a local HTTP server answering
+// "allowed", another answering "other" and a DNS server, and returns the
+// two servers with the egress rows of the hostile table for a host
+// admitted to allowed (what each action must get) and the rows' actions.
+func egressTable(t *testing.T) (allowed, other string, rows map[string]string, actions []string) {
+	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
+	rows = map[string]string{
 		"proxyget:http://" + allowed + "/": "ok 200 allowed",
 		"tunnel:" + allowed:                "ok 200 allowed",
 		"connect:" + allowed:               "fail", // not directly
@@ -309,7 +265,10 @@ func egressTable(t *testing.T, allowed, other, dns string) map[string]string {
 		"tunnel:localhost:" + port(t, allowed): "403", // a name resolving to loopback
 		"resolve:provider.example@" + dns:      "fail",
 	}
-	return rows
+	for a := range rows {
+		actions = append(actions, a)
+	}
+	return allowed, other, rows, actions
 }
 
 func port(t *testing.T, hostport string) string {
@@ -350,12 +309,7 @@ func checkEgress(t *testing.T, what string, rows, got map[string]string) {
 // inside. Each refusal is logged with the host. The control: with the
 // network layer off, the host reaches both servers directly.
 func TestContainedEgress(t *testing.T) {
-	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
-	rows := egressTable(t, allowed, other, dns)
-	var actions []string
-	for a := range rows {
-		actions = append(actions, a)
-	}
+	allowed, other, rows, actions := egressTable(t)
 	logs := &logRecords{}
 	fds, checkGoroutines := leaktest.OpenFDs(t), leaktest.Goroutines(t)
 	got := hostileRunContext(t, launch.Containment{}, nil, slog.New(logs), func(c *launch.LaunchContext) {
@@ -584,51 +538,17 @@ func TestContainedWarm(t *testing.T) {
 // for a root controller, and the host itself has no capability left.
 func TestContainedEgressUnprivileged(t *testing.T) {
 	requireRoot(t)
-	dir := openDir(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "launch.test")
-	if err := copyFile(self, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
-	rows := egressTable(t, allowed, other, dns)
-	actions := []string{"caps:"}
-	for a := range rows {
-		actions = append(actions, a)
-	}
+	allowed, _, rows, actions := egressTable(t)
+	actions = append([]string{"caps:"}, actions...)
 	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
 	inv.Context.NetworkAllowed = true
 	inv.Context.NetworkHosts = []string{allowed}
-	b, err := json.Marshal(struct {
-		Context launch.LaunchContext
-		Request []byte
-	}{inv.Context, inv.Request})
-	if err != nil {
-		t.Fatal(err)
-	}
-	invPath := filepath.Join(dir, "invocation.json")
-	if err := os.WriteFile(invPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(testCtx(t), bin, "-test.run=^$")
-	cmd.Env = []string{controllerEnv + "=" + invPath, "ZEO_HOSTSIM_PATH=" + hostsimPath, "ZEO_LAUNCH_DIR=" + dir,
-		controllerHostileEnv + "=" + strings.Join(actions, ";")}
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("controller as uid %d: %v\n%s", nobody, err, stderr.String())
-	}
+	stdout, stderr, _ := newController(t, inv).run(t, "hostile", controllerHostileEnv+"="+strings.Join(actions, ";"))
 	var r struct {
 		Actions map[string]string `json:"actions"`
 	}
 	if err := json.Unmarshal(stdout, &r); err != nil {
-		t.Fatalf("report %q: %v\n%s", stdout, err, stderr.String())
+		t.Fatalf("report %q: %v\n%s", stdout, err, stderr)
 	}
 	checkEgress(t, "unprivileged controller", rows, r.Actions)
 	caps := r.Actions["caps:"]
@@ -648,12 +568,7 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 // warm and gets no route.
 func TestContainedEgressWarm(t *testing.T) {
 	e := newPyEnv(t)
-	allowed, other, dns := serveHTTP(t, "allowed"), serveHTTP(t, "other"), serveDNS(t)
-	rows := egressTable(t, allowed, other, dns)
-	var actions []string
-	for a := range rows {
-		actions = append(actions, a)
-	}
+	allowed, _, rows, actions := egressTable(t)
 	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),

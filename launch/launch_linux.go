@@ -32,12 +32,6 @@ func sealedFile(name string, data []byte) (*os.File, error) {
 	return f, nil
 }
 
-// socketpair returns a connected AF_UNIX stream pair, both ends
-// close-on-exec from birth.
-func socketpair() ([2]int, error) {
-	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-}
-
 // setNotDumpable marks the whole process non-dumpable (see
 // Config.LeaveDumpable).
 func setNotDumpable() error {

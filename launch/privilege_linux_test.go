@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -174,49 +175,20 @@ const controllerHostileEnv = "ZEO_LAUNCH_HELPER_HOSTILE"
 // LeaveDumpable it can (the control).
 func TestControllerNotDumpable(t *testing.T) {
 	requireRoot(t)
-	dir := openDir(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "launch.test")
-	if err := copyFile(self, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t)
-	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
-	b, err := json.Marshal(struct {
-		Context launch.LaunchContext
-		Request []byte
-	}{inv.Context, inv.Request})
-	if err != nil {
-		t.Fatal(err)
-	}
-	invPath := filepath.Join(dir, "invocation.json")
-	if err := os.WriteFile(invPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	c := newController(t, inv)
 	for _, dumpable := range []bool{false, true} {
-		cmd := exec.CommandContext(testCtx(t), bin, "-test.run=^$")
-		cmd.Env = []string{controllerEnv + "=" + invPath, "ZEO_HOSTSIM_PATH=" + hostsimPath, "ZEO_LAUNCH_DIR=" + dir,
-			"ZEO_CONTROLLER_SECRET=hunter2-controller-secret"}
+		env := []string{"ZEO_CONTROLLER_SECRET=hunter2-controller-secret"}
 		if dumpable {
-			cmd.Env = append(cmd.Env, "ZEO_LAUNCH_DUMPABLE=1")
+			env = append(env, "ZEO_LAUNCH_DUMPABLE=1")
 		}
-		cmd.Dir = dir
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		stdout, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("controller as uid %d (dumpable %v): %v\n%s", nobody, dumpable, err, stderr.String())
-		}
+		stdout, stderr, pid := c.run(t, fmt.Sprintf("dumpable %v", dumpable), env...)
 		var r probeReport
 		if err := json.Unmarshal(stdout, &r); err != nil {
-			t.Fatalf("controller output %q: %v\n%s", stdout, err, stderr.String())
+			t.Fatalf("controller output %q: %v\n%s", stdout, err, stderr)
 		}
-		if r.UID != nobody || r.Probe.PPID != cmd.Process.Pid {
-			t.Fatalf("host uid %d probed pid %d; want uid %d probing the controller %d", r.UID, r.Probe.PPID, nobody, cmd.Process.Pid)
+		if r.UID != nobody || r.Probe.PPID != pid {
+			t.Fatalf("host uid %d probed pid %d; want uid %d probing the controller %d", r.UID, r.Probe.PPID, nobody, pid)
 		}
 		reads := []string{r.Probe.Environ, r.Probe.Mem, r.Probe.FDs}
 		if !dumpable && (slices.Contains(reads, "ok") || r.Probe.EnvironHasSecret) {
@@ -228,6 +200,55 @@ func TestControllerNotDumpable(t *testing.T) {
 				r.Probe.Environ, r.Probe.Mem, r.Probe.FDs)
 		}
 	}
+}
+
+// controller is this test binary copied where uid 65534 can run it as a
+// helper controller (controllerEnv), with the invocation it launches.
+type controller struct{ bin, dir, invPath string }
+
+// newController copies the test binary into a directory every user can
+// read and writes inv there for the controller to launch.
+func newController(t *testing.T, inv launch.Invocation) controller {
+	t.Helper()
+	c := controller{dir: openDir(t)}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.bin = filepath.Join(c.dir, "launch.test")
+	if err := copyFile(self, c.bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(struct {
+		Context launch.LaunchContext
+		Request []byte
+	}{inv.Context, inv.Request})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.invPath = filepath.Join(c.dir, "invocation.json")
+	if err := os.WriteFile(c.invPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// run runs the controller as uid 65534 with env added to what it needs,
+// and returns its stdout, its stderr and its pid; a failed run fails the
+// test, naming what.
+func (c controller) run(t *testing.T, what string, env ...string) (stdout []byte, stderr string, pid int) {
+	t.Helper()
+	cmd := exec.CommandContext(testCtx(t), c.bin, "-test.run=^$")
+	cmd.Env = append([]string{controllerEnv + "=" + c.invPath, "ZEO_HOSTSIM_PATH=" + hostsimPath, "ZEO_LAUNCH_DIR=" + c.dir}, env...)
+	cmd.Dir = c.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("controller as uid %d (%s): %v\n%s", nobody, what, err, errBuf.String())
+	}
+	return stdout, errBuf.String(), cmd.Process.Pid
 }
 
 // helperController is the controller of TestControllerNotDumpable: it

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +21,6 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
-	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
-	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -49,18 +46,10 @@ func providerWarm() *launch.ProviderWarm {
 // for l, closed when the test ends.
 func (e pyEnv) provWarmZygote(t testing.TB, l *launch.Launcher, cfg launch.ZygoteConfig) *launch.Zygote {
 	t.Helper()
-	if cfg.Provider.Factory == "" {
-		cfg.Provider = e.f.binding
-	}
 	if cfg.ProviderWarm == nil {
 		cfg.ProviderWarm = providerWarm()
 	}
-	z, err := l.StartZygote(testCtx(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { z.Close() })
-	return z
+	return e.zygote(t, l, cfg)
 }
 
 // TestProviderWarmEcho runs the echo provider-warm three times: each host
@@ -71,13 +60,7 @@ func TestProviderWarmEcho(t *testing.T) {
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
 	z := e.provWarmZygote(t, l, launch.ZygoteConfig{})
-	for i := range 3 {
-		out, err := z.Invoke(testCtx(t), e.echo(t))
-		mustSucceed(t, out, err)
-		if !out.Process.Warm || out.Session.Frames != 3 {
-			t.Fatalf("invocation %d: warm %v, %d frames", i, out.Process.Warm, out.Session.Frames)
-		}
-	}
+	e.echoWarm(t, z, 3)
 	st := z.Stats()
 	if st.Starts != 1 || st.Forks != 3 || st.Cold != 0 || st.ProviderWarm == nil || st.ProviderWarm.Host != "stand-in" {
 		t.Fatalf("stats %+v", st)
@@ -560,79 +543,7 @@ def factory():
 // process's descriptors, goroutines and child processes are back where
 // they started, and no host or server is left.
 func TestProviderWarmNoLeaks(t *testing.T) {
-	n := longtest.Size(40, 1000)
-	const parallel = 4
-	e := newPyEnv(t)
-	l := e.launcher(t, hostModule, nil, e.env()...)
-	inv := e.echo(t)
-	inv.Context.DeadlineUnixMS = time.Now().Add(30 * time.Minute).UnixMilli()
-	ctx := context.Background()                   // each invocation is bounded by its deadline
-	if _, err := l.Invoke(ctx, inv); err != nil { // the runtime's poller and timers, once
-		t.Fatal(err)
-	}
-	fds0, gr0, ch0 := leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
-	z, err := l.StartZygote(ctx, launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: providerWarm(), Spare: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := z.Stats().ServerPID
-	start := time.Now()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failures []string
-	pids := map[int]bool{}
-	next := make(chan int)
-	for range parallel {
-		wg.Go(func() {
-			for i := range next {
-				out, err := z.Invoke(ctx, inv)
-				mu.Lock()
-				switch {
-				case err != nil || out.Result.State != launch.StateSucceeded:
-					failures = append(failures, fmt.Sprintf("invocation %d: %v", i, err))
-				case !out.Process.Warm:
-					failures = append(failures, fmt.Sprintf("invocation %d was not warm", i))
-				default:
-					pids[out.Process.PID] = true
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	elapsed := time.Since(start)
-	st := z.Stats()
-	z.Close()
-	if len(failures) > 0 {
-		t.Fatalf("%d of %d failed; first: %s", len(failures), n, failures[0])
-	}
-	if len(pids) != n || st.Forks != n || st.Cold != 0 || st.Starts != 1 {
-		t.Fatalf("%d distinct pids over %d invocations; stats %+v", len(pids), n, st)
-	}
-	waitDead(t, server)
-	var fds, gr int
-	var ch []int
-	for range 200 {
-		fds, gr, ch = leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
-		if fds <= fds0 && gr <= gr0 && len(ch) <= len(ch0) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Logf("%d provider-warm invocations, %d at a time, in %v (%v each); fds %d→%d, goroutines %d→%d, children %d→%d",
-		n, parallel, elapsed, elapsed/time.Duration(n), fds0, fds, gr0, gr, len(ch0), len(ch))
-	if fds > fds0 || gr > gr0 || len(ch) > len(ch0) {
-		t.Fatalf("leak after %d provider-warm invocations: fds %d→%d, goroutines %d→%d, children %v→%v", n, fds0, fds, gr0, gr, ch0, ch)
-	}
-	for pid := range pids {
-		if alive(pid) {
-			t.Fatalf("host %d is still alive", pid)
-		}
-	}
+	warmNoLeaks(t, "provider-warm", 30*time.Minute, providerWarm())
 }
 
 // TestProviderWarmServerLost: a provider-warm server that dies is

@@ -26,7 +26,7 @@ import (
 // (doc/design.md, “Peer identity”). ipc.EnablePassCred is the one place
 // that sets it.
 func runtimeSocket() (net.Conn, *os.File, error) {
-	fds, err := socketpair()
+	fds, err := childproc.Socketpair()
 	if err != nil {
 		return nil, nil, fmt.Errorf("launch: socketpair: %w", os.NewSyscallError("socketpair", err))
 	}

@@ -131,6 +131,19 @@ func mustSucceed(t testing.TB, out *launch.Outcome, err error) {
 	}
 }
 
+// echoWarm invokes echo n times through z: each must succeed, forked,
+// in a session of three frames.
+func (e pyEnv) echoWarm(t testing.TB, z *launch.Zygote, n int) {
+	t.Helper()
+	for i := range n {
+		out, err := z.Invoke(testCtx(t), e.echo(t))
+		mustSucceed(t, out, err)
+		if !out.Process.Warm || out.Session.Frames != 3 {
+			t.Fatalf("invocation %d: warm %v, %d frames", i, out.Process.Warm, out.Session.Frames)
+		}
+	}
+}
+
 // TestWarmEcho runs the Python test host warm and cold: both succeed with
 // the same three frames, and only the warm one was forked.
 func TestWarmEcho(t *testing.T) {
@@ -138,13 +151,7 @@ func TestWarmEcho(t *testing.T) {
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
-	for i := range 3 {
-		out, err := z.Invoke(testCtx(t), e.echo(t))
-		mustSucceed(t, out, err)
-		if !out.Process.Warm || out.Session.Frames != 3 {
-			t.Fatalf("invocation %d: warm %v, %d frames", i, out.Process.Warm, out.Session.Frames)
-		}
-	}
+	e.echoWarm(t, z, 3)
 	out, err := l.Invoke(testCtx(t), e.echo(t))
 	mustSucceed(t, out, err)
 	if out.Process.Warm {
@@ -599,19 +606,29 @@ func TestWarmRefusals(t *testing.T) {
 // and child processes are back to where they started, and no host, spare
 // or server is left.
 func TestWarmNoLeaks(t *testing.T) {
+	warmNoLeaks(t, "warm", 10*time.Minute, nil)
+}
+
+// warmNoLeaks runs longtest.Size(40, 1000) invocations through a zygote
+// with a spare (provider-warm with pw when it is set), four at a time,
+// each with deadline, then closes the zygote and checks that this
+// process's descriptors, goroutines and child processes are back to where
+// they started and that no host or server is left; what names the
+// invocations in messages.
+func warmNoLeaks(t *testing.T, what string, deadline time.Duration, pw *launch.ProviderWarm) {
 	n := longtest.Size(40, 1000)
 	const parallel = 4
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
 	inv := e.echo(t)
-	inv.Context.DeadlineUnixMS = time.Now().Add(10 * time.Minute).UnixMilli()
+	inv.Context.DeadlineUnixMS = time.Now().Add(deadline).UnixMilli()
 	ctx := context.Background() // each invocation is bounded by its deadline
 	// One cold warm-up: the runtime's poller and timers are created once.
 	if _, err := l.Invoke(ctx, inv); err != nil {
 		t.Fatal(err)
 	}
 	fds0, gr0, ch0 := leaktest.OpenFDs(t), runtime.NumGoroutine(), leaktest.Children(t)
-	z, err := l.StartZygote(ctx, launch.ZygoteConfig{Provider: e.f.binding, Spare: true})
+	z, err := l.StartZygote(ctx, launch.ZygoteConfig{Provider: e.f.binding, ProviderWarm: pw, Spare: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -663,10 +680,10 @@ func TestWarmNoLeaks(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("%d warm invocations, %d at a time, in %v (%v each); fds %d→%d, goroutines %d→%d, children %d→%d",
-		n, parallel, elapsed, elapsed/time.Duration(n), fds0, fds, gr0, gr, len(ch0), len(ch))
+	t.Logf("%d %s invocations, %d at a time, in %v (%v each); fds %d→%d, goroutines %d→%d, children %d→%d",
+		n, what, parallel, elapsed, elapsed/time.Duration(n), fds0, fds, gr0, gr, len(ch0), len(ch))
 	if fds > fds0 || gr > gr0 || len(ch) > len(ch0) {
-		t.Fatalf("leak after %d warm invocations: fds %d→%d, goroutines %d→%d, children %v→%v", n, fds0, fds, gr0, gr, ch0, ch)
+		t.Fatalf("leak after %d %s invocations: fds %d→%d, goroutines %d→%d, children %v→%v", n, what, fds0, fds, gr0, gr, ch0, ch)
 	}
 	for pid := range pids {
 		if alive(pid) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // DecodeManifest parses JSON bytes strictly (canon rules: no duplicate keys,
@@ -125,21 +126,13 @@ func (d *decoder) typeErr(v *canon.Value, ptr, want string) error {
 func kindName(v *canon.Value) string {
 	switch v.Kind {
 	case canon.String:
-		return fmt.Sprintf("string %q", truncate(v.Str, 40))
+		return fmt.Sprintf("string %q", jsonval.Truncate(v.Str, 40))
 	case canon.Bool:
 		return fmt.Sprintf("boolean %t", v.Bool)
 	case canon.Integer, canon.Float:
 		return "number"
 	}
 	return v.Kind.String()
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }
 
 // object checks that v is an object whose keys are all in fields and that
@@ -295,8 +288,8 @@ func (d *decoder) capabilityID(v *canon.Value, ptr string) (CapabilityID, error)
 	if v.Kind == canon.String {
 		var ok bool
 		if id, ok = splitCapabilityID(v.Str); !ok {
-			d.capID = truncate(v.Str, 80)
-			return id, d.fail(ptr, "capability_id.format", "%q is not of the form namespace.name@version", truncate(v.Str, 80))
+			d.capID = jsonval.Truncate(v.Str, 80)
+			return id, d.fail(ptr, "capability_id.format", "%q is not of the form namespace.name@version", jsonval.Truncate(v.Str, 80))
 		}
 	} else {
 		f := []string{"namespace", "name", "version"}
@@ -317,7 +310,7 @@ func (d *decoder) capabilityID(v *canon.Value, ptr string) (CapabilityID, error)
 		}
 	}
 	// Name the id even when it is invalid: it is what the operator sees.
-	return id, id.validate(truncate(id.String(), 80), ptr)
+	return id, id.validate(jsonval.Truncate(id.String(), 80), ptr)
 }
 
 func (d *decoder) examples(v *canon.Value, ptr string) ([]CapabilityExample, error) {

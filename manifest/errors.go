@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // Sentinel errors. Every refusal returned by this package is a
@@ -96,17 +98,8 @@ func (e *ValidationError) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// pointerEscape escapes one reference token per RFC 6901.
-func pointerEscape(tok string) string {
-	if !strings.ContainsAny(tok, "~/") {
-		return tok
-	}
-	tok = strings.ReplaceAll(tok, "~", "~0")
-	return strings.ReplaceAll(tok, "/", "~1")
-}
-
 // ptrKey appends an object key to a JSON pointer.
-func ptrKey(base, key string) string { return base + "/" + pointerEscape(key) }
+func ptrKey(base, key string) string { return base + "/" + jsonval.EscapeToken(key) }
 
 // ptrIndex appends an array index to a JSON pointer.
 func ptrIndex(base string, i int) string { return fmt.Sprintf("%s/%d", base, i) }

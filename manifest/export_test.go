@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 	"github.com/zeoruntime/runtimeipc/manifest/internal/pydantic"
 )
 
@@ -35,4 +36,4 @@ func MaterializeDefaults(schema map[string]any, args map[string]any, budget int)
 }
 
 // LookupPointer resolves an RFC 6901 pointer in plain JSON arguments.
-func LookupPointer(args map[string]any, ptr string) any { return lookupPointer(args, "#"+ptr) }
+func LookupPointer(args map[string]any, ptr string) any { return jsonval.Lookup(args, "#"+ptr) }

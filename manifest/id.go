@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // CapabilityID is upstream's CapabilityId: the immutable identity of a
@@ -33,10 +35,10 @@ func (id CapabilityID) String() string {
 func ParseCapabilityID(s string) (CapabilityID, error) {
 	id, ok := splitCapabilityID(s)
 	if !ok {
-		return CapabilityID{}, &ValidationError{Err: ErrInvalidManifest, CapabilityID: truncate(s, 80), Rule: "capability_id.format",
+		return CapabilityID{}, &ValidationError{Err: ErrInvalidManifest, CapabilityID: jsonval.Truncate(s, 80), Rule: "capability_id.format",
 			Detail: fmt.Sprintf("%q is not of the form namespace.name@version", s)}
 	}
-	if err := id.validate(truncate(s, 80), ""); err != nil {
+	if err := id.validate(jsonval.Truncate(s, 80), ""); err != nil {
 		return CapabilityID{}, err
 	}
 	return id, nil

@@ -8,6 +8,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // pythonMultipleOf makes every "multipleOf" of a compiled schema run as
@@ -75,7 +77,7 @@ func pythonMultipleOf(root *jsonschema.Schema, doc any) {
 func divisorAt(doc any, location string) any {
 	_, frag, _ := strings.Cut(location, "#")
 	root, _ := doc.(map[string]any)
-	s, _ := lookupPointer(root, "#"+frag).(map[string]any)
+	s, _ := jsonval.Lookup(root, "#"+frag).(map[string]any)
 	switch d := s["multipleOf"].(type) {
 	case int64, float64:
 		return d
@@ -103,7 +105,7 @@ func (e *pyMultipleOfExt) Validate(ctx *jsonschema.ValidatorContext, v any) {
 // overflows; for an integer divisor the remainder must be zero. Values
 // that are not numbers pass (the type check is another keyword's).
 func pyMultipleOf(v, divisor any) bool {
-	x, isNum := numberValue(v)
+	x, isNum := jsonval.Number(v)
 	if !isNum {
 		return true
 	}
@@ -130,17 +132,4 @@ func pyMultipleOf(v, divisor any) bool {
 		return math.Mod(x, float64(d)) == 0
 	}
 	return true
-}
-
-// numberValue is v as a float64 when v is a JSON number.
-func numberValue(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
 }

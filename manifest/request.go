@@ -1,9 +1,6 @@
 package manifest
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/manifest/internal/pydantic"
 )
@@ -146,34 +143,6 @@ func prepare(s *compiledSchema, id string, args map[string]any) (Prepared, error
 		return Prepared{}, &ValidationError{Err: ErrInvalidArguments, CapabilityID: id, Rule: "arguments.json", Detail: "arguments have no canonical JSON form", Cause: err}
 	}
 	return Prepared{CapabilityID: id, Arguments: args, RequestDigest: canon.Sum(b)}, nil
-}
-
-// lookupPointer resolves a "#/a/b" fragment pointer in root; anchors and
-// anything else give nil.
-func lookupPointer(root map[string]any, ref string) any {
-	if ref == "#" {
-		return root
-	}
-	if !strings.HasPrefix(ref, "#/") {
-		return nil
-	}
-	var cur any = root
-	for tok := range strings.SplitSeq(ref[2:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			cur = c[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil
-			}
-			cur = c[i]
-		default:
-			return nil
-		}
-	}
-	return cur
 }
 
 // ValidateResponse checks a capability's response data against m's

@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 	"github.com/zeoruntime/runtimeipc/manifest/internal/pydantic"
 )
 
@@ -169,12 +170,12 @@ func checkKeys(doc any, capID, ptr string, inData bool) error {
 				s, ok := val.(string)
 				if !ok || !strings.HasPrefix(s, "#") {
 					return &ValidationError{Err: ErrExternalReference, CapabilityID: capID, Pointer: p, Rule: "schema.local_ref",
-						Detail: fmt.Sprintf("%s must be a string starting with '#', found %s", k, describeJSON(val))}
+						Detail: fmt.Sprintf("%s must be a string starting with '#', found %s", k, jsonval.Describe(val))}
 				}
 			case "$schema":
 				if s, ok := val.(string); ok && !inData && strings.TrimSuffix(s, "#") != draft2020URI {
 					return &ValidationError{Err: ErrInvalidSchema, CapabilityID: capID, Pointer: p, Rule: "schema.dialect",
-						Detail: fmt.Sprintf("$schema %q is not draft 2020-12 (%s)", truncate(s, 80), draft2020URI)}
+						Detail: fmt.Sprintf("$schema %q is not draft 2020-12 (%s)", jsonval.Truncate(s, 80), draft2020URI)}
 				}
 			}
 			if err := checkKeys(val, capID, p, inData || dataKeywords[k]); err != nil {
@@ -189,21 +190,6 @@ func checkKeys(doc any, capID, ptr string, inData bool) error {
 		}
 	}
 	return nil
-}
-
-func describeJSON(v any) string {
-	switch x := v.(type) {
-	case string:
-		return fmt.Sprintf("%q", truncate(x, 80))
-	case nil:
-		return "null"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	default:
-		return fmt.Sprintf("%v", x)
-	}
 }
 
 // schemaError converts a compile error into a *ValidationError.
@@ -234,7 +220,7 @@ func leaf(ve *jsonschema.ValidationError) (string, string) {
 	var b strings.Builder
 	for _, tok := range ve.InstanceLocation {
 		b.WriteByte('/')
-		b.WriteString(pointerEscape(tok))
+		b.WriteString(jsonval.EscapeToken(tok))
 	}
 	msg := ve.Error()
 	// The library prefixes messages with "jsonschema validation failed

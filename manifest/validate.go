@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/zeoruntime/runtimeipc/internal/protocol"
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // ValidateManifest applies upstream's CapabilityManifest model validators to
@@ -121,11 +122,11 @@ func validateBindingFields(b *ProviderBinding) error {
 		val string
 	}{{"environment_digest", string(b.EnvironmentDigest)}, {"manifest_digest", string(b.ManifestDigest)}} {
 		if !validDigest(f.val) {
-			return d.fail("/"+f.key, "digest.pattern", "%q is not sha256: followed by 64 lowercase hex digits", truncate(f.val, 80))
+			return d.fail("/"+f.key, "digest.pattern", "%q is not sha256: followed by 64 lowercase hex digits", jsonval.Truncate(f.val, 80))
 		}
 	}
 	if !validFactory(b.Factory) {
-		return d.fail("/factory", "factory.pattern", "%q is not of the form module.path:attribute", truncate(b.Factory, 80))
+		return d.fail("/factory", "factory.pattern", "%q is not of the form module.path:attribute", jsonval.Truncate(b.Factory, 80))
 	}
 	if b.Generation < 1 {
 		return d.fail("/generation", "generation.minimum", "generation %d is below 1", b.Generation)

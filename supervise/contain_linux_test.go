@@ -2,13 +2,10 @@ package supervise_test
 
 import (
 	"encoding/json"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -25,12 +22,7 @@ import (
 // proxy only; a second local server, 127.0.0.1:5432 and name resolution
 // fail. A capability without the network gets no proxy and no route.
 func TestContainedEgress(t *testing.T) {
-	serve := func(body string) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, body) }))
-		t.Cleanup(srv.Close)
-		return srv.Listener.Addr().String()
-	}
-	allowed, other, dns := serve("allowed"), serve("other"), serveDNS(t)
+	allowed, other, dns := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other"), egresstest.ServeDNS(t)
 	rows := map[string]string{
 		"proxyget:http://" + allowed + "/": "ok 200 allowed",
 		"tunnel:" + allowed:                "ok 200 allowed",
@@ -126,30 +118,4 @@ func TestContainedEgress(t *testing.T) {
 			t.Errorf("network layer off (the control), %s: %q, want ok", a, got[a])
 		}
 	}
-}
-
-// serveDNS answers every query on a local UDP socket with one A record
-// (hostproc.DNSAnswer) until the test ends; it returns the address.
-func serveDNS(t *testing.T) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if ans, err := hostproc.DNSAnswer(buf[:n]); err == nil {
-				pc.WriteTo(ans, from)
-			}
-		}
-	}()
-	return pc.LocalAddr().String()
 }

@@ -26,23 +26,13 @@ import (
 // by name) and returns a launcher running it as the upstream host runs.
 func pwLauncher(t *testing.T, providers map[string]string) *launch.Launcher {
 	t.Helper()
-	python := testpyhost.Interpreter(t)
-	modules := t.TempDir()
-	if err := testpyhost.Install(modules); err != nil {
-		t.Fatal(err)
-	}
+	modules, newLauncher := pyLaunchers(t, testpyhost.HostModule)
 	for name, src := range providers {
 		if err := os.WriteFile(filepath.Join(modules, name+".py"), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ln, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", testpyhost.HostModule},
-		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln
+	return newLauncher()
 }
 
 // standInWarm is the provider-warm setting that recognises the stand-in

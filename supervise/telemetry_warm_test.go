@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 )
@@ -15,23 +14,9 @@ import (
 // TestTelemetryWarm: hosts forked by a fork server (the Python test
 // host's zygote) count as warm starts, and their attempts' spans say so.
 func TestTelemetryWarm(t *testing.T) {
-	python := testpyhost.Interpreter(t)
-	modules := t.TempDir()
-	if err := testpyhost.Install(modules); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
-		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	z, err := ln.StartZygote(testCtx(t), launch.ZygoteConfig{Provider: testBinding(t),
-		Preload: []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { z.Close() })
+	_, newPyLauncher := pyLaunchers(t, "zeotesthost")
+	ln := newPyLauncher()
+	z := startZygote(t, ln)
 	r := newRecorders(t)
 	cfg := config(t, memory.New(), ln)
 	cfg.Zygote, cfg.TracerProvider, cfg.MeterProvider = z, r.tracers, r.meters

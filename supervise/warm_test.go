@@ -22,27 +22,9 @@ import (
 // Python test host) are forked warm and their results accepted as a cold
 // host's would be; a zygote of another launcher is refused by New.
 func TestWarmOperations(t *testing.T) {
-	python := testpyhost.Interpreter(t)
-	modules := t.TempDir()
-	if err := testpyhost.Install(modules); err != nil {
-		t.Fatal(err)
-	}
-	newPyLauncher := func() *launch.Launcher {
-		l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
-			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-			Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	_, newPyLauncher := pyLaunchers(t, "zeotesthost")
 	ln := newPyLauncher()
-	z, err := ln.StartZygote(testCtx(t), launch.ZygoteConfig{Provider: testBinding(t),
-		Preload: []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { z.Close() })
+	z := startZygote(t, ln)
 	cfg := config(t, memory.New(), ln)
 	cfg.Zygote = z
 	s := newSupervisor(t, cfg)
@@ -69,11 +51,7 @@ func TestWarmOperations(t *testing.T) {
 // and a newer generation of one of them warm, each environment from a
 // fork server of its own made on first use; Close closes them all.
 func TestWarmStarters(t *testing.T) {
-	python := testpyhost.Interpreter(t)
-	modules := t.TempDir()
-	if err := testpyhost.Install(modules); err != nil {
-		t.Fatal(err)
-	}
+	modules, newPyLauncher := pyLaunchers(t, "zeotesthost")
 	src, err := os.ReadFile(filepath.Join(modules, "demo_provider.py"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,12 +59,7 @@ func TestWarmStarters(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(modules, "beta_provider.py"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
-		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := newPyLauncher()
 	reg := newRegistry()
 	alpha, beta := variant(t, "demo_provider:factory", 1, ""), variant(t, "beta_provider:factory", 1, "beta")
 	reg.admit(alpha)
@@ -124,17 +97,8 @@ func TestWarmStarters(t *testing.T) {
 // TestIdleStarterClosed: a starter without invocations for StarterIdle
 // is closed, its fork server with it, and made again on the next call.
 func TestIdleStarterClosed(t *testing.T) {
-	python := testpyhost.Interpreter(t)
-	modules := t.TempDir()
-	if err := testpyhost.Install(modules); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
-		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, newPyLauncher := pyLaunchers(t, "zeotesthost")
+	ln := newPyLauncher()
 	cfg := config(t, memory.New(), ln)
 	cfg.Warm, cfg.StarterIdle = &launch.ZygoteConfig{}, 300*time.Millisecond
 	s := newSupervisor(t, cfg)
@@ -148,4 +112,38 @@ func TestIdleStarterClosed(t *testing.T) {
 		// The fork server goes once its starter has been idle.
 		waitFor(t, func() bool { return len(leaktest.Children(t)) == 0 })
 	}
+}
+
+// pyLaunchers installs the Python test hosts (and their test provider
+// modules) into a temporary directory, modules, and returns it with a
+// function making launchers that run `python -m module` from it.
+func pyLaunchers(t *testing.T, module string) (modules string, newLauncher func() *launch.Launcher) {
+	t.Helper()
+	python := testpyhost.Interpreter(t)
+	modules = t.TempDir()
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	return modules, func() *launch.Launcher {
+		l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", module},
+			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
+			Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
+// startZygote starts a fork server of ln for the test binding, with what
+// the echo capability imports preloaded, closed when the test ends.
+func startZygote(t *testing.T, ln *launch.Launcher) *launch.Zygote {
+	t.Helper()
+	z, err := ln.StartZygote(testCtx(t), launch.ZygoteConfig{Provider: testBinding(t),
+		Preload: []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	return z
 }

@@ -65,10 +65,7 @@ type Cgroup struct {
 // openCgroup returns the parent the Backend's processes get their cgroups
 // under, or nil for the fallback.
 func openCgroup(c Cgroup, log *slog.Logger) (*cgroup.Parent, error) {
-	p, fallback, err := cgroup.Resolve(cgroup.Config{Off: c.Off, Required: c.Required, Options: cgroup.Options{
-		Parent: c.Parent, BestEffort: c.BestEffortLimits,
-		Limits: cgroup.Limits{Pids: c.Pids, MemoryBytes: c.MemoryBytes, SwapBytes: c.SwapBytes, CPUPercent: c.CPUPercent},
-	}})
+	p, fallback, err := cgroup.Resolve(cgroup.Option(c).Config())
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("Cgroup: %w", err)

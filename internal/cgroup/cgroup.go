@@ -130,8 +130,8 @@ func (l Limits) files() []limitFile {
 
 type limitFile struct{ file, controller, value string }
 
-// Config is the embedder's option as launch.Cgroup and process.Cgroup
-// spell it: the layer on by default where available.
+// Config is the embedder's option (see Option) in the form Resolve takes:
+// the layer on by default where available.
 type Config struct {
 	// Off turns the layer off.
 	Off bool
@@ -139,6 +139,29 @@ type Config struct {
 	Required bool
 	// Options are the parent, the limits and BestEffort.
 	Options
+}
+
+// Option is launch.Cgroup and process.Cgroup field for field (their
+// docs differ, so each package keeps its own documented struct): both
+// convert to it, which makes the embedder's option into a Config in one
+// place, and a field added to one of them and not here stops the build.
+type Option struct {
+	Off              bool
+	Parent           string
+	Required         bool
+	Pids             int64
+	MemoryBytes      int64
+	SwapBytes        int64
+	CPUPercent       int
+	BestEffortLimits bool
+}
+
+// Config is o in the form Resolve takes.
+func (o Option) Config() Config {
+	return Config{Off: o.Off, Required: o.Required, Options: Options{
+		Parent: o.Parent, BestEffort: o.BestEffortLimits,
+		Limits: Limits{Pids: o.Pids, MemoryBytes: o.MemoryBytes, SwapBytes: o.SwapBytes, CPUPercent: o.CPUPercent},
+	}}
 }
 
 // Resolve returns the Parent c asks for; or nil and the reason the layer

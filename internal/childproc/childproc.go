@@ -4,7 +4,8 @@
 // module share: marking inherited descriptors close-on-exec before a child
 // starts, so that it gets only the descriptors it is given, and waiting for
 // a child's exit without reaping it, so that its process group can still be
-// signalled while the group id is certainly its own.
+// signalled while the group id is certainly its own; and making the
+// socketpair a child is handed one end of, close-on-exec in the parent.
 package childproc
 
 import (

@@ -114,3 +114,10 @@ func SweepCloexec() error {
 	}
 	return sweepByListing(fdDir)
 }
+
+// Socketpair returns a connected AF_UNIX stream pair, both ends
+// close-on-exec from birth, so that a child gets one end only when it is
+// handed over.
+func Socketpair() ([2]int, error) {
+	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+}

@@ -445,6 +445,38 @@ func completedOperation(t *testing.T, l *bolt.Ledger, scope ledger.Scope, op str
 	return r.ArtifactRefs[0]
 }
 
+// closedWithArtifact makes a closed ledger file holding one completed
+// operation whose artifact is "the artifact", and returns the file and
+// the artifact's ref.
+func closedWithArtifact(t *testing.T) (path, ref string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "ledger.db")
+	l, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref = completedOperation(t, l, ledger.Scope{OrganizationID: "org", ProjectID: "proj"}, "done", []byte("the artifact"))
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return path, ref
+}
+
+// editFile changes the closed ledger file at path underneath the ledger,
+// as an older format, damage or another writer would, in one bbolt
+// transaction.
+func editFile(t *testing.T, path string, edit func(tx *bbolt.Tx) error) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(edit); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testUpgrade(t *testing.T, format string, missing []string) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
@@ -472,11 +504,7 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 		t.Fatal(err)
 	}
 	// Turn it into what that format wrote.
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bbolt.Tx) error {
+	editFile(t, path, func(tx *bbolt.Tx) error {
 		for _, b := range missing {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return err
@@ -486,10 +514,7 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 			return err
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte(format))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	})
 
 	l, err = bolt.Open(path, bolt.Options{})
 	if err != nil {
@@ -521,7 +546,7 @@ func testUpgrade(t *testing.T, format string, missing []string) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	db, err = bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,21 +599,8 @@ func stripChecksums(tx *bbolt.Tx, onlyBlobs bool) error {
 // no longer have their digest is not sealed: Open refuses it with
 // ErrCorrupt naming the artifact, and the file is left as it was.
 func TestUpgradeRefusesDamagedArtifact(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := bolt.Open(path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := completedOperation(t, l, ledger.Scope{OrganizationID: "org", ProjectID: "proj"}, "done", []byte("the artifact"))
-	if err := l.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bbolt.Tx) error {
+	path, ref := closedWithArtifact(t)
+	editFile(t, path, func(tx *bbolt.Tx) error {
 		if err := stripChecksums(tx, true); err != nil {
 			return err
 		}
@@ -596,10 +608,7 @@ func TestUpgradeRefusesDamagedArtifact(t *testing.T) {
 			return err
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("format"), []byte("7"))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	})
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -621,27 +630,12 @@ func TestUpgradeRefusesDamagedArtifact(t *testing.T) {
 // checksum (which damage does not make; a writer of the file could) pass
 // the per-read checksum, but Check compares them with their digest.
 func TestCheckFindsResealedArtifact(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := bolt.Open(path, bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := completedOperation(t, l, ledger.Scope{OrganizationID: "org", ProjectID: "proj"}, "done", []byte("the artifact"))
-	if err := l.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bbolt.Tx) error {
+	path, ref := closedWithArtifact(t)
+	editFile(t, path, func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte("blobs")).Put([]byte(ref), bolt.Seal([]byte("blobs"), []byte(ref), []byte("the artefact")))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	l, err = bolt.Open(path, bolt.Options{})
+	})
+	ctx := context.Background()
+	l, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,11 +673,7 @@ func TestCatalogueChecked(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bbolt.Tx) error {
+	editFile(t, path, func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("catalogue"))
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
@@ -692,10 +682,7 @@ func TestCatalogueChecked(t *testing.T) {
 			}
 		}
 		return errors.New("no holding index entry")
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	})
 	_, err = bolt.Open(path, bolt.Options{CheckRecords: true})
 	if !errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), "not in the holding index") {
 		t.Fatalf("Open with CheckRecords of a ledger missing a holding index entry: %v, want ErrCorrupt naming it", err)

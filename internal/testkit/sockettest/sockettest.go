@@ -8,13 +8,15 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"github.com/zeoruntime/runtimeipc/internal/childproc"
 )
 
 // Pair returns both ends of a new socketpair, closed when the test ends.
 // The first end plays the Runtime, the second the host.
 func Pair(tb testing.TB) (runtimeEnd, hostEnd *net.UnixConn) {
 	tb.Helper()
-	fds, err := socketpair()
+	fds, err := childproc.Socketpair()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // Request normalization: what pydantic's model_validate (lax mode, Python
@@ -134,7 +136,7 @@ func (b *planBuilder) ref(ref string) *pyNode {
 			return n
 		}
 		chain = append(chain, ref)
-		target, ok := lookupPointer(b.root, ref).(map[string]any)
+		target, ok := jsonval.Lookup(b.root, ref).(map[string]any)
 		if !ok {
 			break
 		}
@@ -420,7 +422,7 @@ func (w *normalizer) pointer() string {
 	var b strings.Builder
 	for _, t := range w.path {
 		b.WriteByte('/')
-		b.WriteString(pointerEscape(t))
+		b.WriteString(jsonval.EscapeToken(t))
 	}
 	return b.String()
 }
@@ -802,7 +804,7 @@ func (w *normalizer) tagged(n *pyNode, v any) (result, *normError) {
 		}
 	}
 	if b == nil {
-		return result{}, w.fail("union_tag_invalid", "the discriminator %q has no member for %s", n.tagKey, describeJSON(tagVal))
+		return result{}, w.fail("union_tag_invalid", "the discriminator %q has no member for %s", n.tagKey, jsonval.Describe(tagVal))
 	}
 	r, err := w.norm(b, v)
 	if err != nil {
@@ -822,7 +824,7 @@ func taggedField(n *pyNode, key string) *pyField {
 func (w *normalizer) enum(n *pyNode, v any) (result, *normError) {
 	i := enumIndex(n.values, v)
 	if i < 0 {
-		return result{}, w.fail("enum", "%s is not one of the permitted values", describeJSON(v))
+		return result{}, w.fail("enum", "%s is not one of the permitted values", jsonval.Describe(v))
 	}
 	ex := lax
 	if sameJSONKind(n.values[i], v) {
@@ -848,8 +850,8 @@ func enumIndex(values []any, v any) int {
 func jsonEqual(a, b any) bool {
 	switch x := a.(type) {
 	case int64, float64:
-		fa, ok1 := numberValue(x)
-		fb, ok2 := numberValue(b)
+		fa, ok1 := jsonval.Number(x)
+		fb, ok2 := jsonval.Number(b)
 		if !ok1 || !ok2 {
 			return false
 		}
@@ -892,18 +894,6 @@ func jsonEqual(a, b any) bool {
 		return true
 	}
 	return false
-}
-
-func numberValue(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
 }
 
 func sameJSONKind(a, b any) bool { return jsonKind(a) == jsonKind(b) }

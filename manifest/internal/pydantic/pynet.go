@@ -4,6 +4,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // UUIDs and IP addresses, networks and interfaces as pydantic reads them
@@ -20,12 +22,12 @@ func (w *normalizer) pyUUID(version int, v any) (result, *normError) {
 	}
 	u, good := parseUUID(s)
 	if !good {
-		return result{}, w.fail("uuid_parsing", "%q is not a UUID", truncate(s, 80))
+		return result{}, w.fail("uuid_parsing", "%q is not a UUID", jsonval.Truncate(s, 80))
 	}
 	if version != 0 {
 		variantOK := u[8]&0xc0 == 0x80
 		if !variantOK || int(u[6]>>4) != version {
-			return result{}, w.fail("uuid_version", "%q is not a version %d UUID", truncate(s, 80), version)
+			return result{}, w.fail("uuid_version", "%q is not a version %d UUID", jsonval.Truncate(s, 80), version)
 		}
 	}
 	return ok(uuidString(u), lax)
@@ -406,7 +408,7 @@ func (w *normalizer) ip(k pyKind, v any) (result, *normError) {
 		out = n.String()
 	}
 	if !good {
-		return result{}, w.fail(ipRule[k], "%q is not a valid %s", truncate(s, 80), ipNoun[k])
+		return result{}, w.fail(ipRule[k], "%q is not a valid %s", jsonval.Truncate(s, 80), ipNoun[k])
 	}
 	return ok(out, lax)
 }

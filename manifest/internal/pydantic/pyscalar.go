@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // Scalars as pydantic's lax validators take JSON values (after Python's
@@ -80,10 +82,10 @@ func (w *normalizer) pyInt(v any) (result, *normError) {
 	case string:
 		n, big, isInt := parsePyIntString(x)
 		if !isInt {
-			return result{}, w.fail("int_parsing", "%q is not an integer", truncate(x, 80))
+			return result{}, w.fail("int_parsing", "%q is not an integer", jsonval.Truncate(x, 80))
 		}
 		if big || n > maxSafe || n < -maxSafe {
-			return result{}, w.fatal("int.unsafe", "%q becomes an integer beyond ±(2^53−1), which the host cannot hash", truncate(x, 80))
+			return result{}, w.fatal("int.unsafe", "%q becomes an integer beyond ±(2^53−1), which the host cannot hash", jsonval.Truncate(x, 80))
 		}
 		return ok(n, lax)
 	}
@@ -156,7 +158,7 @@ func (w *normalizer) pyFloat(v any) (result, *normError) {
 	case string:
 		var good bool
 		if f, good = parsePyFloatString(x); !good {
-			return result{}, w.fail("float_parsing", "%q is not a number", truncate(x, 80))
+			return result{}, w.fail("float_parsing", "%q is not a number", jsonval.Truncate(x, 80))
 		}
 	default:
 		return result{}, w.fail("float_type", "expected a number, found %s", jsonKind(v))
@@ -255,7 +257,7 @@ func (w *normalizer) pyBool(v any) (result, *normError) {
 	default:
 		return result{}, w.fail("bool_type", "expected a boolean, found %s", jsonKind(v))
 	}
-	return result{}, w.fail("bool_parsing", "%s is not a boolean", describeJSON(v))
+	return result{}, w.fail("bool_parsing", "%s is not a boolean", jsonval.Describe(v))
 }
 
 // temporal parses date-times, dates, times and durations from strings and
@@ -277,7 +279,7 @@ func (w *normalizer) temporal(k pyKind, v any) (result, *normError) {
 		return result{}, w.fail(p.typeRule, "expected a string, found %s", jsonKind(v))
 	}
 	if reason != "" {
-		return result{}, w.fail(p.rule, "%s: %s", describeJSON(v), reason)
+		return result{}, w.fail(p.rule, "%s: %s", jsonval.Describe(v), reason)
 	}
 	return ok(out, lax)
 }
@@ -400,7 +402,7 @@ func (w *normalizer) pyDecimal(v any) (result, *normError) {
 	case string:
 		var good bool
 		if d, good = parseDecimalString(x); !good {
-			return result{}, w.fail("decimal_parsing", "%q is not a decimal", truncate(x, 80))
+			return result{}, w.fail("decimal_parsing", "%q is not a decimal", jsonval.Truncate(x, 80))
 		}
 	default:
 		return result{}, w.fail("decimal_type", "expected a number or a string, found %s", jsonKind(v))

@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // Sets and frozensets: pydantic builds a Python set by adding the
@@ -211,7 +213,7 @@ func jsonEqKey(v any) string {
 		return b.String()
 	case map[string]any:
 		// Models and dicts are unhashable: pydantic refuses them in sets.
-		return "o:" + strconv.Quote(describeJSON(x))
+		return "o:" + strconv.Quote(jsonval.Describe(x))
 	}
 	return "?"
 }

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+
+	"github.com/zeoruntime/runtimeipc/manifest/internal/jsonval"
 )
 
 // URLs as pydantic's URL types read them: pydantic-core parses with the
@@ -22,7 +24,7 @@ func (w *normalizer) pyURL(v any) (result, *normError) {
 	}
 	out, reason := parseWHATWG(s)
 	if reason != "" {
-		return result{}, w.fail("url_parsing", "%q is not a valid URL: %s", truncate(s, 80), reason)
+		return result{}, w.fail("url_parsing", "%q is not a valid URL: %s", jsonval.Truncate(s, 80), reason)
 	}
 	return ok(out, lax)
 }
