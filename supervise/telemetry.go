@@ -129,10 +129,8 @@ type telemetry struct {
 	// instruments (a slice passed on with ... is not copied).
 	writeSets    [nWrites][]metric.RecordOption
 	writeSpans   [nWrites]string
-	writeStart   [nWrites][]trace.SpanStartOption
 	methodSpans  [len(methods)]string
 	methodStart  []trace.SpanStartOption
-	replyStates  map[ipc.ReplyState][]attribute.KeyValue
 	startSets    [2][]metric.AddOption // cold, warm
 	startAttrs   [2]attribute.KeyValue
 	fallbackSets map[string][]metric.AddOption
@@ -184,17 +182,12 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	}
 	for k := range nWrites {
 		t.writeSpans[k] = "zeo.ledger." + writeNames[k]
-		t.writeStart[k] = []trace.SpanStartOption{trace.WithAttributes(attribute.String(keyWrite, writeNames[k]))}
 		t.writeSets[k] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(keyWrite, writeNames[k])))}
 	}
 	for i, m := range methods {
 		t.methodSpans[i] = "zeo.ipc." + string(m)
 	}
 	t.methodStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
-	t.replyStates = map[ipc.ReplyState][]attribute.KeyValue{}
-	for _, st := range []ipc.ReplyState{ipc.StateAllowed, ipc.StateRefused, ipc.StateCancelled, ipc.StateWaitingApproval, ipc.StateNeedsReconciliation} {
-		t.replyStates[st] = []attribute.KeyValue{attribute.String(keyState, string(st))}
-	}
 	add := func(kv attribute.KeyValue) []metric.AddOption {
 		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kv))}
 	}
@@ -343,36 +336,44 @@ func (s span) endAttempt(a *attempt, err error) {
 	s.end(err)
 }
 
+// methodSpan is the span of one IPC request, with what its attributes
+// are made of: they are set once, when it ends, in one call.
+type methodSpan struct {
+	span
+	seq    int64
+	effect *ipc.EffectRequest
+}
+
 // method starts the span of one IPC request the Handler answers
 // (zeo.ipc.<method>), under the attempt's span.
-func (t *telemetry) method(ctx context.Context, call ipc.Call, effect *ipc.EffectRequest) (context.Context, span) {
+func (t *telemetry) method(ctx context.Context, call ipc.Call, effect *ipc.EffectRequest) (context.Context, methodSpan) {
 	if t == nil || t.tracer == nil {
-		return ctx, span{}
+		return ctx, methodSpan{}
 	}
 	i := methodIndex(call.Method)
 	if i < 0 {
-		return ctx, span{}
+		return ctx, methodSpan{}
 	}
 	ctx, s := t.tracer.Start(ctx, t.methodSpans[i], t.methodStart...)
-	if effect != nil {
-		s.SetAttributes(attribute.Int64(keySequence, call.Sequence), attribute.String(keyEffect, effect.LogicalEffectID),
-			attribute.String(keyEffectOp, effect.Operation), attribute.String(keyConnection, effect.ConnectionRef))
-	} else {
-		s.SetAttributes(attribute.Int64(keySequence, call.Sequence))
-	}
-	return ctx, span{s, t}
+	return ctx, methodSpan{span{s, t}, call.Sequence, effect}
 }
 
-// endMethod ends a method's span with the reply state.
-func (s span) endMethod(st ipc.ReplyState, err error) {
+// endMethod ends a method's span with its sequence, effect and reply
+// state.
+func (s methodSpan) endMethod(st ipc.ReplyState, err error) {
 	if !s.on() {
 		return
 	}
-	if kv, ok := s.t.replyStates[st]; ok {
-		s.s.SetAttributes(kv...)
-	} else if st != "" {
-		s.s.SetAttributes(attribute.String(keyState, string(st)))
+	attrs := make([]attribute.KeyValue, 1, 5)
+	attrs[0] = attribute.Int64(keySequence, s.seq)
+	if s.effect != nil {
+		attrs = append(attrs, attribute.String(keyEffect, s.effect.LogicalEffectID),
+			attribute.String(keyEffectOp, s.effect.Operation), attribute.String(keyConnection, s.effect.ConnectionRef))
 	}
+	if st != "" {
+		attrs = append(attrs, attribute.String(keyState, string(st)))
+	}
+	s.s.SetAttributes(attrs...)
 	s.end(err)
 }
 
@@ -397,12 +398,15 @@ type write struct {
 
 // write starts a ledger write: a span (zeo.ledger.<write>) when ctx
 // carries one, so that background writes (lease renewals) start no
-// traces of their own, and its duration for the histogram.
+// traces of their own, and its duration for the histogram. The span has
+// no attributes: its name names the write, and its parent the ids; an
+// invocation makes ten of them, and a span without attributes is the
+// cheapest the SDK records.
 func (t *telemetry) write(ctx context.Context, k writeKind) (context.Context, write) {
 	w := write{t: t, k: k, start: time.Now()}
 	if t.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
 		var s trace.Span
-		ctx, s = t.tracer.Start(ctx, t.writeSpans[k], t.writeStart[k]...)
+		ctx, s = t.tracer.Start(ctx, t.writeSpans[k])
 		w.span = span{s, t}
 	}
 	return ctx, w

@@ -183,7 +183,7 @@ func TestTelemetry(t *testing.T) {
 	ids := []string{"zeo.capability.id=" + capID, "zeo.controller.id=" + s.ControllerID(), "zeo.operation.id=op-telemetry",
 		"zeo.organization.id=" + scope.OrganizationID, "zeo.project.id=" + scope.ProjectID, "zeo.invoke.shared=false", "zeo.state=succeeded"}
 	attempt := []string{"zeo.attempt.generation=1", "zeo.attempt.id=" + o.AttemptID}
-	write := func(depth int, w string) string { return line(depth, "zeo.ledger."+w, "zeo.ledger.write="+w) }
+	write := func(depth int, w string) string { return line(depth, "zeo.ledger."+w) }
 	effect := func(seq int, id, op string) string {
 		var authz string
 		for _, e := range o.Effects {
