@@ -103,13 +103,14 @@ func TestProviderWarmTenants(t *testing.T) {
 	}
 }
 
-// slowProvider is a provider whose echo takes a while when asked to.
+// slowProvider is a provider whose echo takes a while when asked to:
+// "slow <seconds>".
 const slowProvider = `import time
 
 
 def echo(args, ctx):
-    if args["text"] == "slow":
-        time.sleep(2)
+    if args["text"].startswith("slow "):
+        time.sleep(float(args["text"][5:]))
     return {"text": args["text"]}
 
 
@@ -122,16 +123,31 @@ def factory():
 // operations to a server of its own, while the pinned operation finishes
 // on the old one; idle servers are then closed, and nothing is left.
 func TestProviderWarmNewGeneration(t *testing.T) {
+	// The timing a quick machine needs first; when a loaded one paused
+	// long enough for a server to be closed early, again with room.
+	if newGeneration(t, time.Second, 2500*time.Millisecond) {
+		return
+	}
+	t.Log("a server was closed before the test was done with it; again with more time")
+	if !newGeneration(t, 2*time.Second, 6*time.Second) {
+		t.Fatal("a server was closed before the test was done with it, with 6 s of idleness allowed")
+	}
+}
+
+// newGeneration runs TestProviderWarmNewGeneration with an operation
+// pinned to the first generation that takes slow, and servers closed
+// after idle; it reports false when a server was closed while the test
+// still needed it, which only a machine too loaded for idle does.
+func newGeneration(t *testing.T, slow, idle time.Duration) bool {
 	ln := pwLauncher(t, map[string]string{"zeotestpwslow": slowProvider})
 	reg := newRegistry()
 	gen1 := variant(t, "zeotestpwslow:factory", 1, "")
 	reg.admit(gen1)
 	cfg := config(t, memory.New(), ln)
 	cfg.Provider, cfg.Providers, cfg.ProviderWarm = manifest.ProviderBinding{}, reg, standInWarm()
-	// Long enough that a loaded machine's pauses between two steps never
-	// close a server this test is about to use.
-	cfg.StarterIdle = 6 * time.Second
+	cfg.StarterIdle = idle
 	s := newSupervisor(t, cfg)
+	defer s.Close(testCtx(t))
 	run := func(op, text string) *supervise.Outcome {
 		c := call(op, "example.echo@1.0.0", map[string]any{"text": text}, 0)
 		c.Provider = keyOf(gen1)
@@ -143,8 +159,8 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 	old := awaitServers(t, s, 1)[0]
 
 	var wg sync.WaitGroup
-	var slow *supervise.Outcome
-	wg.Go(func() { slow = run("op-slow", "slow") })
+	var slowOut *supervise.Outcome
+	wg.Go(func() { slowOut = run("op-slow", fmt.Sprintf("slow %g", slow.Seconds())) })
 	for range 1000 {
 		if sv := s.ProviderWarmServers(); len(sv) == 1 && sv[0].Stats.Forks == 1 {
 			break
@@ -158,23 +174,23 @@ func TestProviderWarmNewGeneration(t *testing.T) {
 		t.Fatal("a new operation was not launched provider-warm")
 	}
 	wg.Wait()
-	if !slow.Launch.Process.Warm {
-		t.Fatal("the pinned operation was not launched provider-warm")
-	}
 	servers := s.ProviderWarmServers()
-	if len(servers) != 2 || servers[0].Generation != 1 || servers[1].Generation != 2 ||
-		servers[0].Stats.ServerPID != old.Stats.ServerPID || servers[1].Stats.ServerPID == old.Stats.ServerPID ||
+	if len(servers) != 2 || servers[0].Stats.ServerPID != old.Stats.ServerPID || !slowOut.Launch.Process.Warm {
+		return false // closed early: the pinned operation started another server, or a server is gone
+	}
+	if servers[0].Generation != 1 || servers[1].Generation != 2 || servers[1].Stats.ServerPID == old.Stats.ServerPID ||
 		servers[0].Stats.Forks != 1 || servers[1].Stats.Forks != 1 {
 		t.Fatalf("servers %+v", servers)
 	}
 	// Idle: both servers are closed, and their processes gone.
 	for range 3000 {
 		if len(s.ProviderWarmServers()) == 0 && len(leaktest.Children(t)) == 0 {
-			return
+			return true
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("servers %+v and processes %v left after StarterIdle", s.ProviderWarmServers(), leaktest.Children(t))
+	return false
 }
 
 // TestProviderWarmRefusedRunsCold: a provider whose import leaves a

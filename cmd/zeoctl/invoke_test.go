@@ -201,12 +201,16 @@ func TestLedgerOwned(t *testing.T) {
 	// The inspection commands open the file read-only, under a shared
 	// lock, which the owner's exclusive one excludes: they say who holds
 	// it (this test process) and what to do.
+	// Each waits out its lock timeout: all three at once.
+	rs := zeoctlAll(t,
+		[]string{"ledger", "operations", "-ledger", path},
+		[]string{"artifact", "get", "-ledger", path, "-org", "o", "-project", "p", "artifact_x"},
+		[]string{"ledger", "resolve", "-ledger", path, "-org", "o", "-project", "p", "-operation", "op", "-effect", "e", "-confirmed", "r"})
 	held := []string{"held by a running controller", fmt.Sprintf("(pid %d, per /proc/locks)", os.Getpid()), "use ledger/postgres for many readers"}
-	wantRun(t, zeoctl(t, "ledger", "operations", "-ledger", path), 1, nil, held)
-	wantRun(t, zeoctl(t, "artifact", "get", "-ledger", path, "-org", "o", "-project", "p", "artifact_x"), 1, nil, held)
+	wantRun(t, rs[0], 1, nil, held)
+	wantRun(t, rs[1], 1, nil, held)
 	// ledger resolve writes: it needs the file for itself.
-	wantRun(t, zeoctl(t, "ledger", "resolve", "-ledger", path, "-org", "o", "-project", "p", "-operation", "op", "-effect", "e", "-confirmed", "r"), 1,
-		nil, []string{"another owner holds the file lock", "owns this ledger"})
+	wantRun(t, rs[2], 1, nil, []string{"another owner holds the file lock", "owns this ledger"})
 }
 
 // TestDoubleDashFlags checks the GNU spelling the issue uses (--python,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,34 @@ func zeoctl(t *testing.T, args ...string) result {
 // must be empty again when it exits.
 func zeoctlAt(t *testing.T, exe, tmp string, args ...string) result {
 	t.Helper()
+	r, err := tryZeoctlAt(t, exe, tmp, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// zeoctlAll runs zeoctl once for each argument list, all at once, and
+// returns their results in order: for commands that each wait.
+func zeoctlAll(t *testing.T, argLists ...[]string) []result {
+	t.Helper()
+	rs := make([]result, len(argLists))
+	errs := make([]error, len(argLists))
+	var wg sync.WaitGroup
+	for i, args := range argLists {
+		wg.Go(func() { rs[i], errs[i] = tryZeoctlAt(t, zeoctlPath, t.TempDir(), args...) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// tryZeoctlAt is zeoctlAt, with a failure to run zeoctl at all returned
+// instead of ending the test, so that it can run off the test's
+// goroutine.
+func tryZeoctlAt(t *testing.T, exe, tmp string, args ...string) (result, error) {
 	ctx := context.Background()
 	if d, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -73,12 +102,12 @@ func zeoctlAt(t *testing.T, exe, tmp string, args ...string) result {
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		t.Fatalf("zeoctl %s: %v", strings.Join(args, " "), err)
+		return result{}, fmt.Errorf("zeoctl %s: %w", strings.Join(args, " "), err)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("zeoctl %s left %d entries in TMPDIR, e.g. %s", strings.Join(args, " "), len(left), left[0].Name())
 	}
-	return result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+	return result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}, nil
 }
 
 // wantRun checks the exit code and that stdout and stderr contain the

@@ -109,15 +109,20 @@ func HostFiles() map[string]string {
 }
 
 // LargeProvider is the factory of the large stand-in provider
-// (zeotestlarge): tens of capabilities with large schemas.
+// (zeotestlarge): tens of capabilities with large schemas, or as many as
+// the environment variable LargeCapabilitiesEnv says.
 const LargeProvider = "zeotestlarge:factory"
+
+// LargeCapabilitiesEnv, set to a number in the host's environment, is how
+// many capabilities zeotestlarge declares (30 without it).
+const LargeCapabilitiesEnv = "ZEO_TESTLARGE_CAPABILITIES"
 
 // LargeManifests returns the manifests zeotestlarge declares, as JSON
 // objects, from python with modules (a directory Install wrote) on its
-// path.
-func LargeManifests(python, modules string) ([]json.RawMessage, error) {
+// path and env (KEY=value) added to its environment.
+func LargeManifests(python, modules string, env ...string) ([]json.RawMessage, error) {
 	cmd := exec.Command(python, "-c", "import json, zeotestlarge; print(json.dumps(zeotestlarge.manifests()))")
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+modules)
+	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+modules), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("listing zeotestlarge's manifests: %w", err)

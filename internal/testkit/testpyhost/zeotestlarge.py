@@ -6,6 +6,7 @@ registry) costs real work, as for a large real provider. Importing it
 builds every model; manifests() says what it declares, which the tests
 admit. Each capability echoes its text."""
 
+import os
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -13,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from zeo_core.contracts.capabilities import CapabilityManifest
 from zeo_core.tools.registry import CapabilityRegistry
 
-CAPABILITIES = 30
+# ZEO_TESTLARGE_CAPABILITIES makes it smaller, for tests that need its
+# shape, not its size.
+CAPABILITIES = int(os.environ.get("ZEO_TESTLARGE_CAPABILITIES", "30"))
 SECTIONS = 5
 FIELDS = 10
 NAMESPACE = "large"
