@@ -14,7 +14,9 @@ import (
 // A cursor is the position of the last capability of a page in the search
 // order (its score and id), so that the next page starts right after it
 // even when capabilities were admitted or withdrawn in between: nothing
-// that stayed is skipped or repeated. It is bound to the scope and the
+// that stayed unchanged is skipped or repeated (a capability withdrawn and
+// admitted again with another description has another place in the order,
+// and may be listed again). It is bound to the scope and the
 // query by a fingerprint, so that a cursor of another search is refused
 // rather than silently continuing a different list.
 //
