@@ -521,13 +521,13 @@ func TestContainedWarm(t *testing.T) {
 		}
 		t.Logf("warm %v: %v", warm, r.Actions)
 	}
-	// An invocation allowed the network is launched cold: the server's
-	// children all share its empty network namespace.
+	// An invocation allowed the network is forked warm too, with its
+	// own egress listener (TestContainedEgressWarm).
 	inv := e.echo(t)
 	inv.Context.NetworkAllowed = true
 	out, _ := z.Invoke(testCtx(t), inv)
-	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
-		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
+	if out == nil || !out.Process.Warm || z.Stats().Cold != 0 {
+		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it forked warm", out, z.Stats())
 	}
 }
 
@@ -560,15 +560,64 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 	t.Logf("unprivileged: %v", r.Actions)
 }
 
+// warmNetRows are what a warm host gets on its zygote server's shared
+// loopback (beside egressTable's rows), whether it is allowed the
+// network or not: a TCP socket (the control) but no other internet
+// socket (no UDP, ICMP, raw, SCTP or MPTCP: the socket filter), no TCP
+// bind (Landlock), no io_uring (whose operations bypass seccomp), and the
+// loopback cannot be taken down (the server dropped CAP_NET_ADMIN, which
+// a root controller's server would hold in its user namespace).
+func warmNetRows() map[string]string {
+	return map[string]string{
+		"socket:inet:stream":      "ok",
+		"socket:inet6:stream":     "ok",
+		"socket:inet:dgram":       "address family not supported by protocol",
+		"socket:inet6:dgram":      "address family not supported by protocol",
+		"socket:inet:dgram:1":     "address family not supported by protocol", // ICMP echo
+		"socket:inet:raw:255":     "address family not supported by protocol",
+		"socket:inet:stream:132":  "address family not supported by protocol", // SCTP
+		"socket:inet:stream:262":  "address family not supported by protocol", // MPTCP
+		"socket:packet:raw":       "address family not supported by protocol",
+		"bind:127.0.0.1:0":        "permission denied",
+		"bind:127.0.0.1:8080":     "permission denied",
+		"iouring:":                "operation not permitted",
+		"lodown:":                 "operation not permitted",
+		"connect:127.0.0.1:65000": "permission denied", // not even a refused port
+	}
+}
+
+// warmNetActions returns rows' actions.
+func warmNetActions(rows map[string]string) []string {
+	var out []string
+	for a := range rows {
+		out = append(out, a)
+	}
+	return out
+}
+
+// checkWarmNet compares a hostile report with warmNetRows.
+func checkWarmNet(t *testing.T, what string, got map[string]string) {
+	t.Helper()
+	for a, want := range warmNetRows() {
+		if got[a] != want {
+			t.Errorf("%s, %s: %q, want %q", what, a, got[a], want)
+		}
+	}
+}
+
 // TestContainedEgressWarm runs the egress rows with the Python hostile
 // host (the real host is Python: urllib's GET through HTTP_PROXY,
 // http.client's CONNECT tunnel through HTTPS_PROXY) cold, and through a
-// zygote: an invocation allowed the network is launched cold, contained
-// the same, and the log says why; one not allowed the network is forked
-// warm and gets no route.
+// zygote, where it is forked warm, with its own egress listener on the
+// server's loopback: the same rows hold (the admitted server reached
+// through the proxy, not directly; no second server, no 127.0.0.1:5432,
+// no name resolved), and the shared loopback gives it nothing else
+// (warmNetRows). A warm invocation not allowed the network gets no route
+// and the same loopback rows.
 func TestContainedEgressWarm(t *testing.T) {
 	e := newPyEnv(t)
 	allowed, _, rows, actions := egressTable(t)
+	actions = append(actions, warmNetActions(warmNetRows())...)
 	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
@@ -578,19 +627,6 @@ func TestContainedEgressWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	z := e.zygote(t, l, launch.ZygoteConfig{})
-	report := func(out *launch.Outcome) map[string]string {
-		t.Helper()
-		var r struct {
-			Actions map[string]string `json:"actions"`
-		}
-		if out == nil {
-			t.Fatal("no outcome")
-		}
-		if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
-			t.Fatalf("report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
-		}
-		return r.Actions
-	}
 	for _, through := range []string{"cold", "zygote"} {
 		inv := e.echo(t)
 		inv.Context.NetworkAllowed = true
@@ -601,24 +637,137 @@ func TestContainedEgressWarm(t *testing.T) {
 		} else {
 			out, _ = z.Invoke(testCtx(t), inv)
 		}
-		got := report(out)
+		got := hostileReport(t, out)
 		checkEgress(t, "python, "+through, rows, got)
 		t.Logf("%s: %v", through, got)
-		if out.Process.Warm {
-			t.Errorf("%s: launched warm, want cold", through)
+		if out.Process.Warm != (through == "zygote") {
+			t.Errorf("%s: launched warm %v", through, out.Process.Warm)
+		}
+		if through == "zygote" {
+			checkWarmNet(t, "warm, network_hosts", got)
 		}
 	}
-	if st := z.Stats(); st.Cold != 1 {
-		t.Errorf("zygote stats %+v, want the one invocation allowed the network launched cold", st)
+	if st := z.Stats(); st.Cold != 0 || st.Forks != 1 {
+		t.Errorf("zygote stats %+v, want the invocation allowed the network forked warm", st)
 	}
-	if !logs.find("launching the host cold", "network_hosts through its own egress proxy") {
-		t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+	if logs.find("launching the host cold") {
+		t.Errorf("a warm launch fell back to cold: %q", logs.lines)
 	}
 	out, _ := z.Invoke(testCtx(t), e.echo(t))
 	if out == nil || !out.Process.Warm {
 		t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
 	}
-	for a, res := range report(out) {
+	got := hostileReport(t, out)
+	for a := range rows {
+		if res := got[a]; res == "" || strings.HasPrefix(res, "ok") {
+			t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
+		}
+	}
+	checkWarmNet(t, "warm, network_allowed false", got)
+}
+
+// hostileReport decodes a Python hostile host's report.
+func hostileReport(t *testing.T, out *launch.Outcome) map[string]string {
+	t.Helper()
+	var r struct {
+		Actions map[string]string `json:"actions"`
+	}
+	if out == nil {
+		t.Fatal("no outcome")
+	}
+	if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+		t.Fatalf("report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
+	}
+	return r.Actions
+}
+
+// TestContainedEgressWarmSiblings runs two warm hosts of one zygote at
+// once, each allowed the network with other network_hosts: each reaches
+// its own egress listener (the control) and its own hosts, but not its
+// sibling's listener (Landlock: its one allowed TCP port is its own), so
+// not its sibling's hosts either.
+func TestContainedEgressWarmSiblings(t *testing.T) {
+	e := newPyEnv(t)
+	a, b := egresstest.ServeHTTP(t, "a"), egresstest.ServeHTTP(t, "b")
+	meet := openDir(t)
+	actions := []string{"rendezvous:" + meet, "proxyget:http://" + a + "/", "proxyget:http://" + b + "/"}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{WorkspaceRoot: openDir(t), WritePaths: []string{meet}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	var wg sync.WaitGroup
+	got := make([]map[string]string, 2)
+	outs := make([]*launch.Outcome, 2)
+	for i, host := range []string{a, b} {
+		inv := e.echo(t)
+		inv.Context.NetworkAllowed = true
+		inv.Context.NetworkHosts = []string{host}
+		wg.Go(func() { outs[i], _ = z.Invoke(testCtx(t), inv) })
+	}
+	wg.Wait()
+	for i, out := range outs {
+		got[i] = hostileReport(t, out)
+		if !out.Process.Warm {
+			t.Errorf("host %d was launched cold", i)
+		}
+		t.Logf("host %d (pid %d): %v", i, out.Process.PID, got[i])
+		if r := got[i][actions[0]]; r != "ok own ok; sibling permission denied" {
+			t.Errorf("host %d, its own and its sibling's egress listener: %q, want own ok, sibling permission denied", i, r)
+		}
+	}
+	for i, mine := range []string{"a", "b"} {
+		for j := range 2 {
+			want := "403"
+			if i == j {
+				want = "ok 200 " + mine
+			}
+			if r := got[i][actions[1+j]]; !strings.Contains(r, want) {
+				t.Errorf("host %d, %s: %q, want %s", i, actions[1+j], r, want)
+			}
+		}
+	}
+}
+
+// TestContainedEgressWarmFallback: where warm hosts cannot be kept to
+// their own egress proxy (simulated: a kernel without Landlock, the
+// Landlock layers off), a zygote launches an invocation allowed the
+// network cold, contained, with the egress rows holding and a log line
+// saying why; never warm with less. Its server's loopback stays down, so
+// a warm invocation without the network still has no route at all.
+func TestContainedEgressWarmFallback(t *testing.T) {
+	e := newPyEnv(t)
+	allowed, _, rows, actions := egressTable(t)
+	logs := &logRecords{}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs),
+		Containment: launch.Containment{WorkspaceRoot: openDir(t), AssumeNoLandlock: true,
+			Off: launch.LayerFilesystem | launch.LayerScope}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	inv := e.echo(t)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{allowed}
+	out, _ := z.Invoke(testCtx(t), inv)
+	got := hostileReport(t, out)
+	checkEgress(t, "fallback", rows, got)
+	if out.Process.Warm || z.Stats().Cold != 1 {
+		t.Errorf("launched warm %v, stats %+v; want it launched cold", out.Process.Warm, z.Stats())
+	}
+	if !logs.find("launching the host cold", "Landlock TCP port rules") {
+		t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+	}
+	out, _ = z.Invoke(testCtx(t), e.echo(t))
+	if out == nil || !out.Process.Warm {
+		t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
+	}
+	for a, res := range hostileReport(t, out) {
 		if res == "" || strings.HasPrefix(res, "ok") {
 			t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
 		}
