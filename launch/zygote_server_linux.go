@@ -52,7 +52,7 @@ type zserver struct {
 	mu       sync.Mutex // guards the fields below
 	nextID   uint64
 	pending  map[uint64]zwait // fork requests awaiting an answer
-	children map[int]*zchild        // hosts forked and not yet reported ended
+	children map[int]*zchild  // hosts forked and not yet reported ended
 	lostErr  error
 	lost     chan struct{} // closed when lostErr is set
 }
