@@ -18,6 +18,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
@@ -617,7 +618,7 @@ func checkWarmNet(t *testing.T, what string, got map[string]string) {
 func TestContainedEgressWarm(t *testing.T) {
 	e := newPyEnv(t)
 	allowed, _, rows, actions := egressTable(t)
-	actions = append(actions, warmNetActions(warmNetRows())...)
+	actions = append(append(actions, warmNetActions(warmNetRows())...), "caps:")
 	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
@@ -645,6 +646,14 @@ func TestContainedEgressWarm(t *testing.T) {
 		}
 		if through == "zygote" {
 			checkWarmNet(t, "warm, network_hosts", got)
+			// Root in its user namespace (this controller is root), but
+			// without the capabilities over the shared namespace.
+			var bnd uint64
+			if i := strings.Index(got["caps:"], "CapBnd:"); i < 0 {
+				t.Errorf("no CapBnd in %q", got["caps:"])
+			} else if _, err := fmt.Sscanf(got["caps:"][i:], "CapBnd:%x", &bnd); err != nil || bnd&(1<<12|1<<13) != 0 {
+				t.Errorf("the warm host's bounding set %q holds CAP_NET_ADMIN or CAP_NET_RAW (%v)", got["caps:"], err)
+			}
 		}
 	}
 	if st := z.Stats(); st.Cold != 0 || st.Forks != 1 {
@@ -679,6 +688,47 @@ func hostileReport(t *testing.T, out *launch.Outcome) map[string]string {
 		t.Fatalf("report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
 	}
 	return r.Actions
+}
+
+// TestContainedEgressWarmUnprivileged runs the egress and shared
+// loopback rows through a zygote of a controller that is not root (this
+// test binary again, as uid 65534), the common case: its server's init
+// brings the loopback up with an ambient capability, and the warm host
+// holds no capability at all.
+func TestContainedEgressWarmUnprivileged(t *testing.T) {
+	requireRoot(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("needs %s, which uid %d can run: %v", python, nobody, err)
+	}
+	modules := openDir(t)
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	allowed, _, rows, actions := egressTable(t)
+	actions = append(append(actions, warmNetActions(warmNetRows())...), "caps:")
+	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{allowed}
+	stdout, stderr, _ := newController(t, inv).run(t, "warm hostile", controllerHostileEnv+"="+strings.Join(actions, ";"),
+		controllerWarmEnv+"="+python, controllerWarmPathEnv+"="+modules)
+	if !strings.Contains(stderr, "warm=true") {
+		t.Fatalf("not launched warm: %s", stderr)
+	}
+	var r struct {
+		Actions map[string]string `json:"actions"`
+	}
+	if err := json.Unmarshal(stdout, &r); err != nil {
+		t.Fatalf("report %q: %v\n%s", stdout, err, stderr)
+	}
+	checkEgress(t, "unprivileged controller, warm", rows, r.Actions)
+	checkWarmNet(t, "unprivileged controller, warm", r.Actions)
+	for _, set := range []string{"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"} {
+		if !strings.Contains(r.Actions["caps:"], set+"0000000000000000") {
+			t.Errorf("the warm host's %s is not empty: %q", set, r.Actions["caps:"])
+		}
+	}
+	t.Logf("unprivileged, warm: %v", r.Actions)
 }
 
 // TestContainedEgressWarmSiblings runs two warm hosts of one zygote at

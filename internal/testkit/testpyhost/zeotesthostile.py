@@ -4,7 +4,7 @@ invocation it tries each action ZEO_HOSTSIM_HOSTILE lists (";"-separated
 "verb:argument", as the simulated host's hostile scenario takes them:
 read, write, connect, signal, abstract; setsid, which starts a sleeping
 grandchild in a session of its own and reports its pid; proxyget,
-tunnel and resolve for the network's egress rows; socket, bind, lodown,
+tunnel and resolve for the network's egress rows; caps; socket, bind, lodown,
 iouring and rendezvous for a warm host's shared loopback) and writes one JSON
 line, {"actions": {action: "ok" (with what it got, after a space) or the
 error}}, on stdout."""
@@ -108,6 +108,9 @@ def _act(verb, arg):
             fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sH14s", b"lo", flags & ~1, b""))  # SIOCSIFFLAGS
         finally:
             s.close()
+    elif verb == "caps":
+        with open("/proc/self/status") as f:
+            return "ok " + " ".join(l.split()[0] + l.split()[1] for l in f if l.startswith("Cap"))
     elif verb == "iouring":
         libc = ctypes.CDLL(None, use_errno=True)
         params = ctypes.create_string_buffer(120)
