@@ -17,9 +17,14 @@ import (
 // domain; that domain may write where any of the launcher's workspaces
 // may be, and each child then enforces, before the host runs, its own
 // nested Landlock layer (zygote.py, _contain) with exactly the rules and
-// scopes a cold launch of its invocation gets. An invocation the server's
-// domain cannot serve (one allowed the network, or working outside the
-// directory the server may write) is launched cold, contained.
+// scopes a cold launch of its invocation gets. Where the kernel allows
+// (warmEgress), the server's loopback is up and every child's layer also
+// governs TCP, with a socket filter beside it: a child allowed the
+// network connects only to its own egress listener, which the server
+// binds per fork and the launcher's proxy serves (doc/design.md, “Warm
+// egress”). An invocation the server cannot serve (one allowed the
+// network where that is not possible, or working outside the directory
+// the server may write) is launched cold, contained.
 
 // warmContainable reports whether this Launcher's hosts can be launched
 // warm with their containment; every containment can.
