@@ -733,8 +733,8 @@ func TestWarmServerLies(t *testing.T) {
 		log            string // what the log says
 	}{
 		{"another pidfd", `theirs = os.pidfd_open(pid)`, `theirs = os.pidfd_open(os.getpid())`, true, "names pid"},
-		{"ended while running", `self.adopt(pid, os.pidfd_open(pid), m["id"], False)`,
-			`self.adopt(pid, os.pidfd_open(pid), m["id"], False); _send(self.ctrl, {"op": "exit", "pid": pid, "code": 0})`,
+		{"ended while running", `self.adopt(pid, os.pidfd_open(pid), m["id"], False, extra)`,
+			`self.adopt(pid, os.pidfd_open(pid), m["id"], False, extra); _send(self.ctrl, {"op": "exit", "pid": pid, "code": 0})`,
 			false, "which its pidfd shows running"},
 		{"wrong exit code", `"code": os.waitstatus_to_exitcode(status)`, `"code": os.waitstatus_to_exitcode(status) + 1`,
 			false, "whose pidfd says"},
