@@ -209,7 +209,8 @@ func readSysctl(path string) (string, error) {
 }
 
 // ContainmentSummary says, in one line, what containment the Launcher applies to
-// its hosts: the layers in force and the limits, or "none".
+// its hosts: the layers in force and the limits, or "none", and when a
+// zygote cannot fork hosts allowed the network warm, why.
 func (l *Launcher) ContainmentSummary() string {
 	k := l.contain
 	if k == nil {
@@ -231,6 +232,9 @@ func (l *Launcher) ContainmentSummary() string {
 	}
 	if off := k.cfg.Off; off != 0 {
 		fmt.Fprintf(&b, "; off: %s", off)
+	}
+	if k.on&LayerNetwork != 0 && k.warmNet != nil {
+		fmt.Fprintf(&b, "; zygotes launch hosts allowed the network cold: %v", k.warmNet)
 	}
 	b.WriteString(l.cgroupSummary())
 	return b.String()

@@ -662,6 +662,9 @@ func TestContainedEgressWarm(t *testing.T) {
 	if logs.find("launching the host cold") {
 		t.Errorf("a warm launch fell back to cold: %q", logs.lines)
 	}
+	if s := l.ContainmentSummary(); strings.Contains(s, "allowed the network cold") {
+		t.Errorf("the summary says warm egress is unavailable: %q", s)
+	}
 	out, _ := z.Invoke(testCtx(t), e.echo(t))
 	if out == nil || !out.Process.Warm {
 		t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
@@ -812,6 +815,9 @@ func TestContainedEgressWarmFallback(t *testing.T) {
 	}
 	if !logs.find("launching the host cold", "Landlock TCP port rules") {
 		t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+	}
+	if s := l.ContainmentSummary(); !strings.Contains(s, "zygotes launch hosts allowed the network cold: Landlock TCP port rules") {
+		t.Errorf("the summary does not say that warm egress is unavailable: %q", s)
 	}
 	out, _ = z.Invoke(testCtx(t), e.echo(t))
 	if out == nil || !out.Process.Warm {
