@@ -693,6 +693,33 @@ func hostileReport(t *testing.T, out *launch.Outcome) map[string]string {
 	return r.Actions
 }
 
+// TestContainedEgressWarmNetworkOnly: with the filesystem and scope
+// layers off, a warm child's Landlock layer governs TCP alone, and the
+// egress and shared loopback rows hold as with every layer on.
+func TestContainedEgressWarmNetworkOnly(t *testing.T) {
+	e := newPyEnv(t)
+	allowed, _, rows, actions := egressTable(t)
+	actions = append(actions, warmNetActions(warmNetRows())...)
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{Off: launch.LayerFilesystem | launch.LayerScope}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	inv := e.echo(t)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{allowed}
+	out, _ := z.Invoke(testCtx(t), inv)
+	got := hostileReport(t, out)
+	if !out.Process.Warm {
+		t.Fatalf("launched cold: %v", z.Stats())
+	}
+	checkEgress(t, "network layer only", rows, got)
+	checkWarmNet(t, "network layer only", got)
+}
+
 // TestContainedEgressWarmUnprivileged runs the egress and shared
 // loopback rows through a zygote of a controller that is not root (this
 // test binary again, as uid 65534), the common case: its server's init
