@@ -104,8 +104,8 @@ func assemble(prog []bpf, labels map[string]int) ([]unix.SockFilter, error) {
 // IPPROTO_TCP, the one protocol the child's Landlock TCP port rules
 // govern; every other socket (UDP, ICMP, raw, SCTP, MPTCP, packet,
 // vsock, ...) fails with EAFNOSUPPORT, and io_uring, whose socket and
-// connect operations bypass seccomp, with EPERM. A foreign architecture
-// is killed.
+// connect operations bypass seccomp, and every x32 call, with EPERM. A
+// foreign architecture is killed.
 func SocketFilter() ([]byte, error) {
 	nr := func(name string) (uint32, error) {
 		n, ok := seccompNumbers[name]
@@ -129,6 +129,10 @@ func SocketFilter() ([]byte, error) {
 	jeq(seccompAuditArch, "nr", "kill")
 	labels["nr"] = len(prog)
 	ld(seccompNR)
+	if seccompX32Bit != 0 {
+		// x32 calls have numbers of their own, socket's among them.
+		prog = append(prog, bpf{code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, k: seccompX32Bit, jt: "deny"})
+	}
 	for _, name := range []string{"io_uring_setup", "io_uring_enter", "io_uring_register"} {
 		n, err := nr(name)
 		if err != nil {
