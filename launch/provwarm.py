@@ -251,13 +251,17 @@ class ProviderServer(_z.Server):
             if self.spare is None:
                 _z._send(self.ctrl, {"op": "refused", "id": m["id"], "reason": "fork failed"})
                 return
-        pid, pidfd, chan = self.spare
-        self.spare = None
         extra = []
         if m.get("egress"):
             # After the fork: no child holds it. The launcher puts its
             # port in the job it sends the child.
-            extra.append(_z._egress_listener()[0])
+            ln, _port = _z._egress_listener(self.egress_ports)
+            if ln is None:
+                _z._send(self.ctrl, {"op": "refused", "id": m["id"], "reason": _z._NO_EGRESS_PORT})
+                return
+            extra.append(ln)
+        pid, pidfd, chan = self.spare
+        self.spare = None
         try:
             self.adopt_child(pid, pidfd, chan, m["id"], spare, extra)
         finally:

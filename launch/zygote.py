@@ -326,6 +326,7 @@ class Server:
         self.spare_ready = False
         self.cfg = None
         self.pid = os.getpid()
+        self.egress_ports = set()  # every port an egress listener of ours had
 
     # -- start -----------------------------------------------------------
 
@@ -470,7 +471,11 @@ class Server:
         extra = []
         contain = m.get("contain")
         if contain and contain.get("egress"):
-            ln, contain["egress_port"] = _egress_listener()
+            ln, contain["egress_port"] = _egress_listener(self.egress_ports)
+            if ln is None:
+                _close_all(fds)
+                _send(self.ctrl, {"op": "refused", "id": m["id"], "reason": _NO_EGRESS_PORT})
+                return
             extra.append(ln)
         if self.spare is not None and self.spare_ready and self.hand_to_spare(m, fds, extra):
             _close_all(extra)
@@ -578,22 +583,43 @@ class Server:
         return True
 
 
-def _egress_listener():
+_NO_EGRESS_PORT = "no loopback port is left that no earlier child of this server was given"
+
+
+def _egress_listener(used):
     """A TCP listener on 127.0.0.1 of this server's network namespace,
     whose loopback the containment init brought up, on a port of the
     kernel's choosing, for one child allowed the network: (its descriptor,
-    its port). The launcher's egress proxy serves it; the child's own
-    Landlock layer allows a TCP connection to that port and no other, so
-    no sibling can use it (doc/design.md, "Containment", "Warm hosts")."""
-    ln = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    its port), or (None, 0) when no such port is left. The launcher's
+    egress proxy serves it; the child's own Landlock layer allows a TCP
+    connection to that port and no other, so no sibling can use it
+    (doc/design.md, "Containment", "Warm egress").
+
+    The port is never one in used, the ports this server gave earlier
+    children, and is added to it: a descendant of an earlier child that
+    outlived it (where no cgroup ends it with its host) keeps its right to
+    connect to that child's port, and must not find another child's proxy
+    there. The sockets bound to used ports meanwhile are held, so that
+    the kernel picks another each time, then closed."""
+    held = []
     try:
-        ln.bind(("127.0.0.1", 0))
-        ln.listen(128)
-        port = ln.getsockname()[1]
-    except BaseException:
-        ln.close()
-        raise
-    return ln.detach(), port
+        for _ in range(64):
+            ln = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(ln)
+            try:
+                ln.bind(("127.0.0.1", 0))
+            except OSError:
+                return None, 0  # the port range is exhausted
+            port = ln.getsockname()[1]
+            if port not in used:
+                ln.listen(128)
+                used.add(port)
+                held.pop()
+                return ln.detach(), port
+        return None, 0
+    finally:
+        for s in held:
+            s.close()
 
 
 # -- in a child ----------------------------------------------------------
