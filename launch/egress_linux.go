@@ -184,10 +184,10 @@ func egressListenerPort(f *os.File) (int, error) {
 	return in.Port, nil
 }
 
-// warmEgress starts the egress proxy of the host of s, a warm child,
+// childEgress starts the egress proxy of the host of s, a warm child,
 // on the listener its server bound (c.egress, which the proxy then
 // owns); the caller closes the proxy once the host has ended.
-func (z *Zygote) warmEgress(s spec, c *zchild) (*egressProxy, error) {
+func (z *Zygote) childEgress(s spec, c *zchild) (*egressProxy, error) {
 	f := c.egress
 	c.egress = nil
 	defer f.Close()

@@ -121,7 +121,7 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (hostRun, error) {
 	if egress {
 		// The child may connect before the proxy serves: the kernel
 		// queues its connection on the listener meanwhile.
-		proxy, err := z.warmEgress(s, c)
+		proxy, err := z.childEgress(s, c)
 		if err != nil {
 			// The host must not run without its way out: it is killed,
 			// and its exit awaited, before the error is returned.
