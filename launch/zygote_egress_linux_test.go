@@ -2,10 +2,12 @@ package launch_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -69,5 +71,40 @@ print(json.dumps(ports))
 		if p != 40000+i {
 			t.Fatalf("ports %v: want each of 40000-40007 once", ports)
 		}
+	}
+}
+
+// TestWarmEgressServerLies: a server that hands over, as a child's egress
+// listener, a socket that is not a TCP listener on 127.0.0.1 (here one
+// bound to every address of its namespace) is lost: the invocation
+// launches cold, contained, the log says why, and a fresh server takes
+// over.
+func TestWarmEgressServerLies(t *testing.T) {
+	e := newPyEnv(t)
+	src := string(launch.ZygoteSource)
+	const old = `ln.bind(("127.0.0.1", 0))`
+	if strings.Count(src, old) != 1 {
+		t.Fatalf("the server program no longer holds %q once", old)
+	}
+	var log logBuffer
+	l := e.launcher(t, hostModule, slog.New(slog.NewTextHandler(&log, nil)), e.env()...)
+	z, err := l.StartZygoteFrom(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding,
+		Preload: []string{"zeotestcontracts"}}, []byte(strings.Replace(src, old, `ln.bind(("0.0.0.0", 0))`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	server := z.Stats().ServerPID
+	inv := e.echo(t)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{"api.example.com"}
+	out, err := z.Invoke(testCtx(t), inv)
+	mustSucceed(t, out, err)
+	if out.Process.Warm {
+		t.Fatal("launched warm from a lying server")
+	}
+	waitDead(t, server)
+	if want := "the egress listener it passed"; !strings.Contains(log.String(), want) {
+		t.Fatalf("the log does not say %q:\n%s", want, log.String())
 	}
 }
