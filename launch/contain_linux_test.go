@@ -814,46 +814,59 @@ func TestContainedEgressWarmSiblings(t *testing.T) {
 
 // TestContainedEgressWarmFallback: where warm hosts cannot be kept to
 // their own egress proxy (simulated: a kernel without Landlock, the
-// Landlock layers off), a zygote launches an invocation allowed the
+// Landlock layers off; or the no_new_privs layer off, which the child's
+// own layer and filter need), a zygote launches an invocation allowed the
 // network cold, contained, with the egress rows holding and a log line
 // saying why; never warm with less. Its server's loopback stays down, so
 // a warm invocation without the network still has no route at all.
 func TestContainedEgressWarmFallback(t *testing.T) {
 	e := newPyEnv(t)
 	allowed, _, rows, actions := egressTable(t)
-	logs := &logRecords{}
-	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs),
-		Containment: launch.Containment{WorkspaceRoot: openDir(t), AssumeNoLandlock: true,
-			Off: launch.LayerFilesystem | launch.LayerScope}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	z := e.zygote(t, l, launch.ZygoteConfig{})
-	inv := e.echo(t)
-	inv.Context.NetworkAllowed = true
-	inv.Context.NetworkHosts = []string{allowed}
-	out, _ := z.Invoke(testCtx(t), inv)
-	got := hostileReport(t, out)
-	checkEgress(t, "fallback", rows, got)
-	if out.Process.Warm || z.Stats().Cold != 1 {
-		t.Errorf("launched warm %v, stats %+v; want it launched cold", out.Process.Warm, z.Stats())
-	}
-	if !logs.find("launching the host cold", "Landlock TCP port rules") {
-		t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
-	}
-	if s := l.ContainmentSummary(); !strings.Contains(s, "zygotes launch hosts allowed the network cold: Landlock TCP port rules") {
-		t.Errorf("the summary does not say that warm egress is unavailable: %q", s)
-	}
-	out, _ = z.Invoke(testCtx(t), e.echo(t))
-	if out == nil || !out.Process.Warm {
-		t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
-	}
-	for a, res := range hostileReport(t, out) {
-		if res == "" || strings.HasPrefix(res, "ok") {
-			t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
-		}
+	for _, tt := range []struct {
+		name    string
+		contain launch.Containment
+		why     string
+	}{
+		{"no Landlock", launch.Containment{AssumeNoLandlock: true, Off: launch.LayerFilesystem | launch.LayerScope},
+			"Landlock TCP port rules"},
+		{"no no_new_privs", launch.Containment{Off: launch.LayerFilesystem | launch.LayerScope | launch.LayerSeccomp | launch.LayerNoNewPrivs},
+			"the no_new_privs layer is off"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &logRecords{}
+			tt.contain.WorkspaceRoot = openDir(t)
+			l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+				Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+				Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs), Containment: tt.contain})
+			if err != nil {
+				t.Fatal(err)
+			}
+			z := e.zygote(t, l, launch.ZygoteConfig{})
+			inv := e.echo(t)
+			inv.Context.NetworkAllowed = true
+			inv.Context.NetworkHosts = []string{allowed}
+			out, _ := z.Invoke(testCtx(t), inv)
+			got := hostileReport(t, out)
+			checkEgress(t, "fallback", rows, got)
+			if out.Process.Warm || z.Stats().Cold != 1 {
+				t.Errorf("launched warm %v, stats %+v; want it launched cold", out.Process.Warm, z.Stats())
+			}
+			if !logs.find("launching the host cold", tt.why) {
+				t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+			}
+			if s := l.ContainmentSummary(); !strings.Contains(s, "zygotes launch hosts allowed the network cold: "+tt.why) {
+				t.Errorf("the summary does not say that warm egress is unavailable: %q", s)
+			}
+			out, _ = z.Invoke(testCtx(t), e.echo(t))
+			if out == nil || !out.Process.Warm {
+				t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
+			}
+			for a, res := range hostileReport(t, out) {
+				if res == "" || strings.HasPrefix(res, "ok") {
+					t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
+				}
+			}
+		})
 	}
 }
 
