@@ -570,20 +570,21 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 // a root controller's server would hold in its user namespace).
 func warmNetRows() map[string]string {
 	return map[string]string{
-		"socket:inet:stream":      "ok",
-		"socket:inet6:stream":     "ok",
-		"socket:inet:dgram":       "address family not supported by protocol",
-		"socket:inet6:dgram":      "address family not supported by protocol",
-		"socket:inet:dgram:1":     "address family not supported by protocol", // ICMP echo
-		"socket:inet:raw:255":     "address family not supported by protocol",
-		"socket:inet:stream:132":  "address family not supported by protocol", // SCTP
-		"socket:inet:stream:262":  "address family not supported by protocol", // MPTCP
-		"socket:packet:raw":       "address family not supported by protocol",
-		"bind:127.0.0.1:0":        "permission denied",
-		"bind:127.0.0.1:8080":     "permission denied",
-		"iouring:":                "operation not permitted",
-		"lodown:":                 "operation not permitted",
-		"connect:127.0.0.1:65000": "permission denied", // not even a refused port
+		"socket:inet:stream":       "ok",
+		"socket:inet6:stream":      "ok",
+		"socket:inet:dgram":        "address family not supported by protocol",
+		"socket:inet6:dgram":       "address family not supported by protocol",
+		"socket:inet:dgram:1":      "address family not supported by protocol", // ICMP echo
+		"socket:inet:raw:255":      "address family not supported by protocol",
+		"socket:inet:stream:132":   "address family not supported by protocol", // SCTP
+		"socket:inet:stream:262":   "address family not supported by protocol", // MPTCP
+		"socket:packet:raw":        "address family not supported by protocol",
+		"bind:127.0.0.1:0":         "permission denied",
+		"bind:127.0.0.1:8080":      "permission denied",
+		"iouring:":                 "operation not permitted",
+		"lodown:":                  "operation not permitted",
+		"connect:127.0.0.1:65000":  "permission denied", // not even a refused port
+		"fastopen:127.0.0.1:65000": "permission denied", // sendto(MSG_FASTOPEN) connects too
 	}
 }
 
@@ -764,8 +765,8 @@ func TestContainedEgressWarmUnprivileged(t *testing.T) {
 // TestContainedEgressWarmSiblings runs two warm hosts of one zygote at
 // once, each allowed the network with other network_hosts: each reaches
 // its own egress listener (the control) and its own hosts, but not its
-// sibling's listener (Landlock: its one allowed TCP port is its own), so
-// not its sibling's hosts either.
+// sibling's listener (Landlock: its one allowed TCP port is its own; by
+// connect(2) or by TCP fast open), so not its sibling's hosts either.
 func TestContainedEgressWarmSiblings(t *testing.T) {
 	e := newPyEnv(t)
 	a, b := egresstest.ServeHTTP(t, "a"), egresstest.ServeHTTP(t, "b")
@@ -795,8 +796,8 @@ func TestContainedEgressWarmSiblings(t *testing.T) {
 			t.Errorf("host %d was launched cold", i)
 		}
 		t.Logf("host %d (pid %d): %v", i, out.Process.PID, got[i])
-		if r := got[i][actions[0]]; r != "ok own ok; sibling permission denied" {
-			t.Errorf("host %d, its own and its sibling's egress listener: %q, want own ok, sibling permission denied", i, r)
+		if r := got[i][actions[0]]; r != "ok own ok; sibling permission denied; sibling by fastopen permission denied" {
+			t.Errorf("host %d, its own and its sibling's egress listener: %q, want own ok, sibling (connect and TCP fast open) permission denied", i, r)
 		}
 	}
 	for i, mine := range []string{"a", "b"} {

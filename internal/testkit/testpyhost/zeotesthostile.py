@@ -4,8 +4,9 @@ invocation it tries each action ZEO_HOSTSIM_HOSTILE lists (";"-separated
 "verb:argument", as the simulated host's hostile scenario takes them:
 read, write, connect, signal, abstract; setsid, which starts a sleeping
 grandchild in a session of its own and reports its pid; proxyget,
-tunnel and resolve for the network's egress rows; caps; socket, bind, lodown,
-iouring and rendezvous for a warm host's shared loopback) and writes one JSON
+tunnel and resolve for the network's egress rows; caps; socket, bind,
+fastopen, lodown, iouring and rendezvous for a warm host's shared
+loopback) and writes one JSON
 line, {"actions": {action: "ok" (with what it got, after a space) or the
 error}}, on stdout."""
 
@@ -90,6 +91,16 @@ def _act(verb, arg):
                           {"stream": socket.SOCK_STREAM, "dgram": socket.SOCK_DGRAM, "raw": socket.SOCK_RAW,
                            "seqpacket": socket.SOCK_SEQPACKET}[typ], int(proto or 0))
         s.close()
+    elif verb == "fastopen":
+        # A TCP connection opened by sendto(MSG_FASTOPEN), not connect(2).
+        host, _, port = arg.rpartition(":")
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.settimeout(3)
+            s.sendto(b"GET / HTTP/1.0\r\n\r\n", socket.MSG_FASTOPEN, (host, int(port)))
+            return "ok " + s.recv(64).decode(errors="replace").split("\r\n")[0]
+        finally:
+            s.close()
     elif verb == "bind":
         host, _, port = arg.rpartition(":")
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -146,6 +157,11 @@ def _act(verb, arg):
                 res.append(what + " ok")
             except OSError as e:
                 res.append("%s %s" % (what, (e.strerror or str(e)).lower()))
+        try:
+            _act("fastopen", "127.0.0.1:%d" % theirs)
+            res.append("sibling by fastopen ok")
+        except OSError as e:
+            res.append("sibling by fastopen %s" % (e.strerror or str(e)).lower())
         open(os.path.join(arg, "%d.done" % os.getpid()), "w").close()
         other(".done")
         return "ok " + "; ".join(res)
