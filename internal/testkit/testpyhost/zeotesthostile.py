@@ -6,9 +6,8 @@ read, write, connect, signal, abstract; setsid, which starts a sleeping
 grandchild in a session of its own and reports its pid; proxyget,
 tunnel and resolve for the network's egress rows; caps; socket, bind,
 fastopen, lodown, iouring and rendezvous for a warm host's shared
-loopback) and writes one JSON
-line, {"actions": {action: "ok" (with what it got, after a space) or the
-error}}, on stdout."""
+loopback) and writes one JSON line, {"actions": {action: "ok" (with what
+it got, after a space) or the error}}, on stdout."""
 
 import ctypes
 import fcntl
