@@ -46,8 +46,11 @@ for _ in range(9):
     os.close(fd)
 print(json.dumps(ports))
 `
-	cmd := exec.CommandContext(testCtx(t), testpyhost.Interpreter(t), "-c", script)
+	// -B, and the copy's directory as the working one, which -c puts
+	// first on sys.path: nothing is written beside the package's source.
+	cmd := exec.CommandContext(testCtx(t), testpyhost.Interpreter(t), "-B", "-c", script)
 	cmd.Env = []string{"PYTHONPATH=" + dir}
+	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}}
