@@ -20,9 +20,10 @@ import (
 //     cost before the egress layer: no namespace, the whole network);
 //   - nonet: every layer on, network_allowed false (the empty namespace);
 //   - warm-off, warm, warm-nonet (Python only): Zygote.Invoke with an
-//     uncontained zygote, with a contained one (which launches an
-//     invocation allowed the network cold), and with a contained one and
-//     network_allowed false (forked warm).
+//     uncontained zygote, with a contained one (which forks the
+//     invocation allowed the network warm, with its own egress listener
+//     bound by the server and served by the launcher's proxy), and with a
+//     contained one and network_allowed false.
 //
 // It reports each mode's p50 in ms and its ratio to off (the warm modes:
 // to warm-off):
@@ -55,7 +56,7 @@ func BenchmarkContainmentEgress(b *testing.B) {
 			if m.name == "off" {
 				modes = append(modes, launchMode{name: "warm-off", baseline: "warm-off", inv: network, warm: true, invoke: z.Invoke})
 			} else {
-				modes = append(modes, launchMode{name: "warm", baseline: "warm-off", ratio: ratioTo("warm", "warm-off"), inv: network, invoke: z.Invoke},
+				modes = append(modes, launchMode{name: "warm", baseline: "warm-off", ratio: ratioTo("warm", "warm-off"), inv: network, warm: true, invoke: z.Invoke},
 					launchMode{name: "warm-nonet", baseline: "warm-off", ratio: ratioTo("warm-nonet", "warm-off"), inv: base, warm: true, invoke: z.Invoke})
 			}
 		}

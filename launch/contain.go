@@ -22,7 +22,9 @@ const (
 	// inside a new user namespace: empty (only a loopback interface,
 	// down) when its context does not allow the network; otherwise with
 	// one listener on its loopback, the egress proxy (EgressPort), which
-	// reaches only the context's network_hosts.
+	// reaches only the context's network_hosts. A zygote's children share
+	// their server's namespace and each connects only to its own egress
+	// listener (doc/design.md, “Warm egress”).
 	LayerNetwork
 	// LayerScope is Landlock's IPC scoping (ABI 6): no signal to, and no
 	// abstract unix socket of, any process outside the host's own tree.
@@ -106,8 +108,8 @@ type Limits struct {
 // A host whose context allows the network reaches only its network_hosts,
 // through an egress proxy the launcher runs for it (HTTP CONNECT and
 // plain-HTTP forwarding, named by the host's HTTP_PROXY, HTTPS_PROXY and
-// ALL_PROXY); with network_allowed and no network_hosts it reaches
-// nothing. Turn LayerNetwork off for a host that may reach everything
+// ALL_PROXY), cold or warm; with network_allowed and no network_hosts it
+// reaches nothing. Turn LayerNetwork off for a host that may reach everything
 // this machine reaches (doc/design.md, “Containment”).
 type Containment struct {
 	// Off turns layers off. Zero keeps every layer on; AllLayers turns

@@ -31,6 +31,13 @@ type container struct {
 	read     []string // read-only for every host
 	write    []string // read-write for every host
 	limits   []policyLimit
+	// warmNet says why a zygote's children cannot be kept to their own
+	// egress proxy on this kernel or with these layers (nil when they
+	// can: see warmNetUsable); netABI is the Landlock ABI their TCP port
+	// rules are built for, and sockFilter their socket filter.
+	warmNet    error
+	netABI     int
+	sockFilter []byte
 }
 
 // policy is what the containment init applies to itself before it execs
@@ -97,6 +104,9 @@ func newContainer(cfg *Config) (*container, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrContainmentUnavailable, strings.Join(missing, "; "))
+	}
+	if on&LayerNetwork != 0 {
+		k.netABI, k.sockFilter, k.warmNet = warmNetUsable(c, on)
 	}
 	k.read = baseReadPaths(cfg)
 	k.write = append(slices.Clone(defaultWritePaths), c.WritePaths...)
@@ -199,7 +209,8 @@ func readSysctl(path string) (string, error) {
 }
 
 // ContainmentSummary says, in one line, what containment the Launcher applies to
-// its hosts: the layers in force and the limits, or "none".
+// its hosts: the layers in force and the limits, or "none", and when a
+// zygote cannot fork hosts allowed the network warm, why.
 func (l *Launcher) ContainmentSummary() string {
 	k := l.contain
 	if k == nil {
@@ -221,6 +232,9 @@ func (l *Launcher) ContainmentSummary() string {
 	}
 	if off := k.cfg.Off; off != 0 {
 		fmt.Fprintf(&b, "; off: %s", off)
+	}
+	if k.on&LayerNetwork != 0 && k.warmNet != nil {
+		fmt.Fprintf(&b, "; zygotes launch hosts allowed the network cold: %v", k.warmNet)
 	}
 	b.WriteString(l.cgroupSummary())
 	return b.String()
@@ -275,6 +289,32 @@ func (k *container) netns(lc *LaunchContext) bool {
 	return k.on&LayerNetwork != 0
 }
 
+// warmNetUsable returns what a zygote needs to fork hosts allowed the
+// network warm, or why it cannot (doc/design.md, “Containment”, “Warm
+// hosts”): Landlock TCP port rules (ABI 4, Linux 6.7), no_new_privs in
+// the server (the children add a Landlock layer and a seccomp filter of
+// their own, which need it) and seccomp. Without them the server's
+// loopback stays down and such invocations are launched cold.
+func warmNetUsable(c Containment, on Layers) (abi int, filter []byte, err error) {
+	if on&LayerNoNewPrivs == 0 {
+		return 0, nil, fmt.Errorf("the %s layer is off, and a warm host's own Landlock layer and socket filter need it", LayerNoNewPrivs)
+	}
+	if !c.AssumeNoLandlock {
+		abi, _ = ll.LandlockGetABIVersion()
+	}
+	if abi < 4 {
+		return 0, nil, fmt.Errorf("Landlock TCP port rules (ABI 4, Linux 6.7) are missing: the kernel's Landlock ABI is %d", max(abi, 0))
+	}
+	if err := containinit.SeccompUsable(); err != nil {
+		return 0, nil, fmt.Errorf("a warm host's socket filter needs seccomp: %w", err)
+	}
+	filter, err = containinit.SocketFilter()
+	if err != nil {
+		return 0, nil, err
+	}
+	return min(abi, containinit.MaxLandlockABI), filter, nil
+}
+
 // containStart is one contained start in progress: the policy and status
 // descriptors handed to the init, and the parent's end of the status
 // pipe.
@@ -285,6 +325,12 @@ type containStart struct {
 	status   *os.File // read end
 	userns   bool
 	eg       *egressStart // nil without the egress proxy
+	// netAdmin gives the init CAP_NET_ADMIN in its user namespace as its
+	// one ambient capability: an unprivileged controller's init is not
+	// root there (its uid is unmapped), and it needs the capability to
+	// bring the loopback interface up; it clears it before it execs the
+	// host.
+	netAdmin bool
 }
 
 // containPrepare prepares a contained start of the host s describes,
@@ -294,11 +340,19 @@ type containStart struct {
 // policy, then the status pipe's write end). A nil *containStart means no
 // containment.
 func (l *Launcher) containPrepare(s spec, argv []string, dir string, firstFree int) (*containStart, error) {
+	return l.containPrepareShared(s, argv, dir, firstFree, false)
+}
+
+// containPrepareShared is containPrepare, with shared set for a zygote
+// server whose loopback its children's egress listeners use
+// (containinit.Policy.SharedLoopback).
+func (l *Launcher) containPrepareShared(s spec, argv []string, dir string, firstFree int, shared bool) (*containStart, error) {
 	k := l.contain
 	if k == nil {
 		return nil, nil
 	}
 	p := k.launchPolicy(l.cfg.Interpreter, argv, l.cfg.Env, dir, s.lc, s.workspace)
+	p.SharedLoopback = shared
 	eg, err := l.egressPrepare(&p, s.lc)
 	if err != nil {
 		return nil, err
@@ -326,7 +380,7 @@ func (l *Launcher) containPrepare(s spec, argv []string, dir string, firstFree i
 		pf.Close()
 		return nil, fmt.Errorf("launch: containment status pipe: %w", err)
 	}
-	cs := &containStart{k: k, policyFD: firstFree, files: []*os.File{pf, w}, status: r, userns: k.netns(s.lc), eg: eg}
+	cs := &containStart{k: k, policyFD: firstFree, files: []*os.File{pf, w}, status: r, userns: k.netns(s.lc), eg: eg, netAdmin: shared || eg != nil}
 	if eg != nil {
 		cs.files = append(cs.files, eg.child) // the descriptor after the status pipe
 	}
@@ -349,7 +403,9 @@ func (cs *containStart) apply(cmd *exec.Cmd, user *User) {
 	}
 	a := cmd.SysProcAttr
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-	cs.eg.apply(a)
+	if cs.netAdmin {
+		a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
+	}
 	if os.Geteuid() != 0 {
 		// An unprivileged controller cannot write the maps: its child is
 		// non-dumpable until it execs (New marks this process so), which

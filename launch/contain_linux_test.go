@@ -18,6 +18,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
@@ -521,13 +522,13 @@ func TestContainedWarm(t *testing.T) {
 		}
 		t.Logf("warm %v: %v", warm, r.Actions)
 	}
-	// An invocation allowed the network is launched cold: the server's
-	// children all share its empty network namespace.
+	// An invocation allowed the network is forked warm too, with its
+	// own egress listener (TestContainedEgressWarm).
 	inv := e.echo(t)
 	inv.Context.NetworkAllowed = true
 	out, _ := z.Invoke(testCtx(t), inv)
-	if out == nil || out.Process.Warm || z.Stats().Cold != 1 {
-		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it launched cold", out, z.Stats())
+	if out == nil || !out.Process.Warm || z.Stats().Cold != 0 {
+		t.Errorf("an invocation allowed the network, through the zygote: %+v, stats %+v; want it forked warm", out, z.Stats())
 	}
 }
 
@@ -560,15 +561,65 @@ func TestContainedEgressUnprivileged(t *testing.T) {
 	t.Logf("unprivileged: %v", r.Actions)
 }
 
+// warmNetRows are what a warm host gets on its zygote server's shared
+// loopback (beside egressTable's rows), whether it is allowed the
+// network or not: a TCP socket (the control) but no other internet
+// socket (no UDP, ICMP, raw, SCTP or MPTCP: the socket filter), no TCP
+// bind (Landlock), no io_uring (whose operations bypass seccomp), and the
+// loopback cannot be taken down (the server dropped CAP_NET_ADMIN, which
+// a root controller's server would hold in its user namespace).
+func warmNetRows() map[string]string {
+	return map[string]string{
+		"socket:inet:stream":       "ok",
+		"socket:inet6:stream":      "ok",
+		"socket:inet:dgram":        "address family not supported by protocol",
+		"socket:inet6:dgram":       "address family not supported by protocol",
+		"socket:inet:dgram:1":      "address family not supported by protocol", // ICMP echo
+		"socket:inet:raw:255":      "address family not supported by protocol",
+		"socket:inet:stream:132":   "address family not supported by protocol", // SCTP
+		"socket:inet:stream:262":   "address family not supported by protocol", // MPTCP
+		"socket:packet:raw":        "address family not supported by protocol",
+		"bind:127.0.0.1:0":         "permission denied",
+		"bind:127.0.0.1:8080":      "permission denied",
+		"iouring:":                 "operation not permitted",
+		"lodown:":                  "operation not permitted",
+		"connect:127.0.0.1:65000":  "permission denied", // not even a refused port
+		"fastopen:127.0.0.1:65000": "permission denied", // sendto(MSG_FASTOPEN) connects too
+	}
+}
+
+// warmNetActions returns rows' actions.
+func warmNetActions(rows map[string]string) []string {
+	var out []string
+	for a := range rows {
+		out = append(out, a)
+	}
+	return out
+}
+
+// checkWarmNet compares a hostile report with warmNetRows.
+func checkWarmNet(t *testing.T, what string, got map[string]string) {
+	t.Helper()
+	for a, want := range warmNetRows() {
+		if got[a] != want {
+			t.Errorf("%s, %s: %q, want %q", what, a, got[a], want)
+		}
+	}
+}
+
 // TestContainedEgressWarm runs the egress rows with the Python hostile
 // host (the real host is Python: urllib's GET through HTTP_PROXY,
 // http.client's CONNECT tunnel through HTTPS_PROXY) cold, and through a
-// zygote: an invocation allowed the network is launched cold, contained
-// the same, and the log says why; one not allowed the network is forked
-// warm and gets no route.
+// zygote, where it is forked warm, with its own egress listener on the
+// server's loopback: the same rows hold (the admitted server reached
+// through the proxy, not directly; no second server, no 127.0.0.1:5432,
+// no name resolved), and the shared loopback gives it nothing else
+// (warmNetRows). A warm invocation not allowed the network gets no route
+// and the same loopback rows.
 func TestContainedEgressWarm(t *testing.T) {
 	e := newPyEnv(t)
 	allowed, _, rows, actions := egressTable(t)
+	actions = append(append(actions, warmNetActions(warmNetRows())...), "caps:")
 	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
@@ -578,19 +629,6 @@ func TestContainedEgressWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	z := e.zygote(t, l, launch.ZygoteConfig{})
-	report := func(out *launch.Outcome) map[string]string {
-		t.Helper()
-		var r struct {
-			Actions map[string]string `json:"actions"`
-		}
-		if out == nil {
-			t.Fatal("no outcome")
-		}
-		if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
-			t.Fatalf("report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
-		}
-		return r.Actions
-	}
 	for _, through := range []string{"cold", "zygote"} {
 		inv := e.echo(t)
 		inv.Context.NetworkAllowed = true
@@ -601,27 +639,235 @@ func TestContainedEgressWarm(t *testing.T) {
 		} else {
 			out, _ = z.Invoke(testCtx(t), inv)
 		}
-		got := report(out)
+		got := hostileReport(t, out)
 		checkEgress(t, "python, "+through, rows, got)
 		t.Logf("%s: %v", through, got)
-		if out.Process.Warm {
-			t.Errorf("%s: launched warm, want cold", through)
+		if out.Process.Warm != (through == "zygote") {
+			t.Errorf("%s: launched warm %v", through, out.Process.Warm)
+		}
+		if through == "zygote" {
+			checkWarmNet(t, "warm, network_hosts", got)
+			// Root in its user namespace (this controller is root), but
+			// without the capabilities over the shared namespace.
+			var bnd uint64
+			if i := strings.Index(got["caps:"], "CapBnd:"); i < 0 {
+				t.Errorf("no CapBnd in %q", got["caps:"])
+			} else if _, err := fmt.Sscanf(got["caps:"][i:], "CapBnd:%x", &bnd); err != nil || bnd&(1<<12|1<<13) != 0 {
+				t.Errorf("the warm host's bounding set %q holds CAP_NET_ADMIN or CAP_NET_RAW (%v)", got["caps:"], err)
+			}
 		}
 	}
-	if st := z.Stats(); st.Cold != 1 {
-		t.Errorf("zygote stats %+v, want the one invocation allowed the network launched cold", st)
+	if st := z.Stats(); st.Cold != 0 || st.Forks != 1 {
+		t.Errorf("zygote stats %+v, want the invocation allowed the network forked warm", st)
 	}
-	if !logs.find("launching the host cold", "network_hosts through its own egress proxy") {
-		t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+	if logs.find("launching the host cold") {
+		t.Errorf("a warm launch fell back to cold: %q", logs.lines)
+	}
+	if s := l.ContainmentSummary(); strings.Contains(s, "allowed the network cold") {
+		t.Errorf("the summary says warm egress is unavailable: %q", s)
 	}
 	out, _ := z.Invoke(testCtx(t), e.echo(t))
 	if out == nil || !out.Process.Warm {
 		t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
 	}
-	for a, res := range report(out) {
-		if res == "" || strings.HasPrefix(res, "ok") {
+	got := hostileReport(t, out)
+	for a := range rows {
+		if res := got[a]; res == "" || strings.HasPrefix(res, "ok") {
 			t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
 		}
+	}
+	checkWarmNet(t, "warm, network_allowed false", got)
+}
+
+// hostileReport decodes a Python hostile host's report.
+func hostileReport(t *testing.T, out *launch.Outcome) map[string]string {
+	t.Helper()
+	var r struct {
+		Actions map[string]string `json:"actions"`
+	}
+	if out == nil {
+		t.Fatal("no outcome")
+	}
+	if err := json.Unmarshal(out.Process.Stdout, &r); err != nil {
+		t.Fatalf("report %q: %v (stderr %q)", out.Process.Stdout, err, out.Process.StderrTail)
+	}
+	return r.Actions
+}
+
+// TestContainedEgressWarmNetworkOnly: with the filesystem and scope
+// layers off, a warm child's Landlock layer governs TCP alone, and the
+// egress and shared loopback rows hold as with every layer on.
+func TestContainedEgressWarmNetworkOnly(t *testing.T) {
+	e := newPyEnv(t)
+	allowed, _, rows, actions := egressTable(t)
+	actions = append(actions, warmNetActions(warmNetRows())...)
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{Off: launch.LayerFilesystem | launch.LayerScope}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	inv := e.echo(t)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{allowed}
+	out, _ := z.Invoke(testCtx(t), inv)
+	got := hostileReport(t, out)
+	if !out.Process.Warm {
+		t.Fatalf("launched cold: %v", z.Stats())
+	}
+	checkEgress(t, "network layer only", rows, got)
+	checkWarmNet(t, "network layer only", got)
+}
+
+// TestContainedEgressWarmUnprivileged runs the egress and shared
+// loopback rows through a zygote of a controller that is not root (this
+// test binary again, as uid 65534), the common case: its server's init
+// brings the loopback up with an ambient capability, and the warm host
+// holds no capability at all.
+func TestContainedEgressWarmUnprivileged(t *testing.T) {
+	requireRoot(t)
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("needs %s, which uid %d can run: %v", python, nobody, err)
+	}
+	modules := openDir(t)
+	if err := testpyhost.Install(modules); err != nil {
+		t.Fatal(err)
+	}
+	allowed, _, rows, actions := egressTable(t)
+	actions = append(append(actions, warmNetActions(warmNetRows())...), "caps:")
+	inv := newFixture(t).invocation(t, "echo", map[string]any{"text": "hello"}, nil)
+	inv.Context.NetworkAllowed = true
+	inv.Context.NetworkHosts = []string{allowed}
+	stdout, stderr, _ := newController(t, inv).run(t, "warm hostile", controllerHostileEnv+"="+strings.Join(actions, ";"),
+		controllerWarmEnv+"="+python, controllerWarmPathEnv+"="+modules)
+	if !strings.Contains(stderr, "warm=true") {
+		t.Fatalf("not launched warm: %s", stderr)
+	}
+	var r struct {
+		Actions map[string]string `json:"actions"`
+	}
+	if err := json.Unmarshal(stdout, &r); err != nil {
+		t.Fatalf("report %q: %v\n%s", stdout, err, stderr)
+	}
+	checkEgress(t, "unprivileged controller, warm", rows, r.Actions)
+	checkWarmNet(t, "unprivileged controller, warm", r.Actions)
+	for _, set := range []string{"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"} {
+		if !strings.Contains(r.Actions["caps:"], set+"0000000000000000") {
+			t.Errorf("the warm host's %s is not empty: %q", set, r.Actions["caps:"])
+		}
+	}
+	t.Logf("unprivileged, warm: %v", r.Actions)
+}
+
+// TestContainedEgressWarmSiblings runs two warm hosts of one zygote at
+// once, each allowed the network with other network_hosts: each reaches
+// its own egress listener (the control) and its own hosts, but not its
+// sibling's listener (Landlock: its one allowed TCP port is its own; by
+// connect(2) or by TCP fast open), so not its sibling's hosts either.
+func TestContainedEgressWarmSiblings(t *testing.T) {
+	e := newPyEnv(t)
+	a, b := egresstest.ServeHTTP(t, "a"), egresstest.ServeHTTP(t, "b")
+	meet := openDir(t)
+	actions := []string{"rendezvous:" + meet, "proxyget:http://" + a + "/", "proxyget:http://" + b + "/"}
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Containment: launch.Containment{WorkspaceRoot: openDir(t), WritePaths: []string{meet}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := e.zygote(t, l, launch.ZygoteConfig{})
+	var wg sync.WaitGroup
+	got := make([]map[string]string, 2)
+	outs := make([]*launch.Outcome, 2)
+	for i, host := range []string{a, b} {
+		inv := e.echo(t)
+		inv.Context.NetworkAllowed = true
+		inv.Context.NetworkHosts = []string{host}
+		wg.Go(func() { outs[i], _ = z.Invoke(testCtx(t), inv) })
+	}
+	wg.Wait()
+	for i, out := range outs {
+		got[i] = hostileReport(t, out)
+		if !out.Process.Warm {
+			t.Errorf("host %d was launched cold", i)
+		}
+		t.Logf("host %d (pid %d): %v", i, out.Process.PID, got[i])
+		if r := got[i][actions[0]]; r != "ok own ok; sibling permission denied; sibling by fastopen permission denied" {
+			t.Errorf("host %d, its own and its sibling's egress listener: %q, want own ok, sibling (connect and TCP fast open) permission denied", i, r)
+		}
+	}
+	for i, mine := range []string{"a", "b"} {
+		for j := range 2 {
+			want := "403"
+			if i == j {
+				want = "ok 200 " + mine
+			}
+			if r := got[i][actions[1+j]]; !strings.Contains(r, want) {
+				t.Errorf("host %d, %s: %q, want %s", i, actions[1+j], r, want)
+			}
+		}
+	}
+}
+
+// TestContainedEgressWarmFallback: where warm hosts cannot be kept to
+// their own egress proxy (simulated: a kernel without Landlock, the
+// Landlock layers off; or the no_new_privs layer off, which the child's
+// own layer and filter need), a zygote launches an invocation allowed the
+// network cold, contained, with the egress rows holding and a log line
+// saying why; never warm with less. Its server's loopback stays down, so
+// a warm invocation without the network still has no route at all.
+func TestContainedEgressWarmFallback(t *testing.T) {
+	e := newPyEnv(t)
+	allowed, _, rows, actions := egressTable(t)
+	for _, tt := range []struct {
+		name    string
+		contain launch.Containment
+		why     string
+	}{
+		{"no Landlock", launch.Containment{AssumeNoLandlock: true, Off: launch.LayerFilesystem | launch.LayerScope},
+			"Landlock TCP port rules"},
+		{"no no_new_privs", launch.Containment{Off: launch.LayerFilesystem | launch.LayerScope | launch.LayerSeccomp | launch.LayerNoNewPrivs},
+			"the no_new_privs layer is off"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &logRecords{}
+			tt.contain.WorkspaceRoot = openDir(t)
+			l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+				Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+				Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs), Containment: tt.contain})
+			if err != nil {
+				t.Fatal(err)
+			}
+			z := e.zygote(t, l, launch.ZygoteConfig{})
+			inv := e.echo(t)
+			inv.Context.NetworkAllowed = true
+			inv.Context.NetworkHosts = []string{allowed}
+			out, _ := z.Invoke(testCtx(t), inv)
+			got := hostileReport(t, out)
+			checkEgress(t, "fallback", rows, got)
+			if out.Process.Warm || z.Stats().Cold != 1 {
+				t.Errorf("launched warm %v, stats %+v; want it launched cold", out.Process.Warm, z.Stats())
+			}
+			if !logs.find("launching the host cold", tt.why) {
+				t.Errorf("no log line says why the invocation was launched cold: %q", logs.lines)
+			}
+			if s := l.ContainmentSummary(); !strings.Contains(s, "zygotes launch hosts allowed the network cold: "+tt.why) {
+				t.Errorf("the summary does not say that warm egress is unavailable: %q", s)
+			}
+			out, _ = z.Invoke(testCtx(t), e.echo(t))
+			if out == nil || !out.Process.Warm {
+				t.Fatalf("an invocation without the network through the zygote: %+v, want it warm", out)
+			}
+			for a, res := range hostileReport(t, out) {
+				if res == "" || strings.HasPrefix(res, "ok") {
+					t.Errorf("warm, network_allowed false, %s: %q, want a failure", a, res)
+				}
+			}
+		})
 	}
 }
 

@@ -207,9 +207,11 @@
 // starts as that program re-executed, which applies the launch's policy
 // to itself — rlimits, no_new_privs, a Landlock ruleset (read-only: the
 // provider environment and system directories; read-write: the attempt's
-// workspace) with IPC scopes, a seccomp deny list, and, unless the context
-// allows the network, an empty network namespace in a user namespace —
-// and then execs the interpreter. A layer the kernel lacks is refused
+// workspace) with IPC scopes, a seccomp deny list, and a network
+// namespace in a user namespace, empty or, when the context allows the
+// network, with an egress proxy reaching only its network_hosts as the one
+// way out (a zygote's children share their server's namespace, each kept
+// to its own proxy) — and then execs the interpreter. A layer the kernel lacks is refused
 // (ErrContainmentUnavailable), never skipped. See doc/design.md,
 // “Containment”, for what each layer stops and what none does.
 //

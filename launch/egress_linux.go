@@ -33,6 +33,16 @@ func (k *container) egress(lc *LaunchContext) bool {
 // proxy's address and NO_PROXY removed.
 func egressEnv(env []string) []string {
 	proxy := "http://" + net.JoinHostPort(containinit.EgressListenAddr, strconv.Itoa(EgressPort))
+	out := withoutProxyEnv(env)
+	for _, k := range egressProxyVars {
+		out = append(out, k+"="+proxy)
+	}
+	return out
+}
+
+// withoutProxyEnv returns env without its proxy variables and NO_PROXY,
+// with room for egressProxyVars.
+func withoutProxyEnv(env []string) []string {
 	out := make([]string, 0, len(env)+len(egressProxyVars))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -41,9 +51,6 @@ func egressEnv(env []string) []string {
 			continue
 		}
 		out = append(out, kv)
-	}
-	for _, k := range egressProxyVars {
-		out = append(out, k+"="+proxy)
 	}
 	return out
 }
@@ -118,17 +125,6 @@ func (l *Launcher) egressPrepare(p *policy, lc *LaunchContext) (*egressStart, er
 	return &egressStart{log: log, hosts: slices.Clone(lc.NetworkHosts), parent: parent, child: child}, nil
 }
 
-// apply gives the init CAP_NET_ADMIN in its user namespace as its one
-// ambient capability: an unprivileged controller's init is not root
-// there (its uid is unmapped), and it needs the capability to bring the
-// loopback interface up; it clears it before it execs the host.
-func (e *egressStart) apply(a *syscall.SysProcAttr) {
-	if e == nil {
-		return
-	}
-	a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
-}
-
 // serve starts the proxy on the listener the init sent. When ctx ended
 // before the init execed the host there may be none: the host then runs
 // without a way out until the launcher stops it.
@@ -156,4 +152,49 @@ func (e *egressStart) close() {
 	e.proxy = nil
 	e.parent.Close()
 	e.child.Close()
+}
+
+// egressListenerPort checks that f, which a zygote's server bound for a
+// child allowed the network, is a listening TCP socket on
+// EgressListenAddr (in the server's network namespace), and returns its
+// port.
+func egressListenerPort(f *os.File) (int, error) {
+	fd := int(f.Fd())
+	for _, o := range []struct {
+		name      string
+		opt, want int
+	}{{"SO_TYPE", unix.SO_TYPE, unix.SOCK_STREAM}, {"SO_PROTOCOL", unix.SO_PROTOCOL, unix.IPPROTO_TCP},
+		{"SO_ACCEPTCONN", unix.SO_ACCEPTCONN, 1}} {
+		v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, o.opt)
+		if err != nil {
+			return 0, fmt.Errorf("not a socket: %w", os.NewSyscallError("getsockopt", err))
+		}
+		if v != o.want {
+			return 0, fmt.Errorf("not a listening TCP socket (%s %d)", o.name, v)
+		}
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return 0, os.NewSyscallError("getsockname", err)
+	}
+	in, ok := sa.(*unix.SockaddrInet4)
+	if !ok || in.Addr != [4]byte{127, 0, 0, 1} || in.Port == 0 {
+		return 0, fmt.Errorf("bound to %+v, not to %s", sa, containinit.EgressListenAddr)
+	}
+	return in.Port, nil
+}
+
+// childEgress starts the egress proxy of the host of s, a warm child,
+// on the listener its server bound (c.egress, which the proxy then
+// owns); the caller closes the proxy once the host has ended.
+func (z *Zygote) childEgress(s spec, c *zchild) (*egressProxy, error) {
+	f := c.egress
+	c.egress = nil
+	defer f.Close()
+	ln, err := net.FileListener(f) // dups
+	if err != nil {
+		return nil, fmt.Errorf("%w: the warm host's egress listener (layer network): %w", ErrContainmentUnavailable, err)
+	}
+	log := z.l.log.With("attempt", s.lc.Attempt.AttemptID, "distribution", s.lc.Provider.Distribution)
+	return startEgress(ln, slices.Clone(s.lc.NetworkHosts), log, net.DefaultResolver), nil
 }

@@ -168,6 +168,15 @@ const controllerEnv = "ZEO_LAUNCH_HELPER_CONTROLLER"
 // hostile host with these actions, contained, instead of the probe.
 const controllerHostileEnv = "ZEO_LAUNCH_HELPER_HOSTILE"
 
+// controllerWarmEnv, set (to a Python interpreter) beside
+// controllerHostileEnv, makes the helper controller launch the Python
+// hostile host through a zygote, with controllerWarmPathEnv as its
+// PYTHONPATH.
+const (
+	controllerWarmEnv     = "ZEO_LAUNCH_HELPER_WARM_PYTHON"
+	controllerWarmPathEnv = "ZEO_LAUNCH_HELPER_WARM_PYTHONPATH"
+)
+
 // TestControllerNotDumpable runs a controller (this test binary again) as
 // uid 65534, which launches the probing host as the same user: with the
 // controller non-dumpable (New's default) the host cannot read the
@@ -278,6 +287,14 @@ func helperController() int {
 		cfg.Env = []string{"ZEO_HOSTSIM_SCENARIO=hostile", "ZEO_HOSTSIM_HOSTILE=" + actions}
 		cfg.Containment = launch.Containment{}
 	}
+	python, warm := os.LookupEnv(controllerWarmEnv)
+	if warm {
+		// TestContainedEgressWarmUnprivileged: the Python hostile host,
+		// forked by a zygote.
+		cfg.Interpreter, cfg.Args = python, []string{"-m", "zeotesthostile"}
+		cfg.Env = []string{"PYTHONPATH=" + os.Getenv(controllerWarmPathEnv), "LANG=C.UTF-8",
+			"ZEO_HOSTSIM_HOSTILE=" + os.Getenv(controllerHostileEnv)}
+	}
 	l, err := launch.New(cfg)
 	if err != nil {
 		os.Stderr.WriteString(err.Error())
@@ -285,7 +302,20 @@ func helperController() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := l.Invoke(ctx, launch.Invocation{Context: in.Context, Request: in.Request, Handler: &handler{}})
+	invoke := l.Invoke
+	if warm {
+		z, err := l.StartZygote(ctx, launch.ZygoteConfig{Provider: in.Context.Provider})
+		if err != nil {
+			os.Stderr.WriteString(err.Error())
+			return 1
+		}
+		defer z.Close()
+		invoke = z.Invoke
+	}
+	out, err := invoke(ctx, launch.Invocation{Context: in.Context, Request: in.Request, Handler: &handler{}})
+	if warm && out != nil {
+		fmt.Fprintf(os.Stderr, "warm=%v\n", out.Process.Warm)
+	}
 	if out == nil {
 		os.Stderr.WriteString(err.Error())
 		return 1

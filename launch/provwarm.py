@@ -15,12 +15,14 @@ launcher to the child over that channel, never through this process.
     launcher -> server
       config   {op, module, pins, spare} + [the binding's JSON, a sealed
                memfd]
-      fork     {op, id}
+      fork     {op, id, egress} (egress: bind the child an egress
+               listener, as zygote.py does)
       signal   {op, pid, sig}
     server -> launcher
       ready    {op, pid, python, phases, binding_digest, host, refusal}
                or {op, error}
-      forked   {op, id, pid, spare} + [pidfd, the child's channel]
+      forked   {op, id, pid, spare} + [pidfd, the child's channel], and
+               with egress + [the child's egress listener]
       refused  {op, id, reason}
       exit     {op, pid, code}
     launcher -> child, on the child's channel
@@ -249,9 +251,21 @@ class ProviderServer(_z.Server):
             if self.spare is None:
                 _z._send(self.ctrl, {"op": "refused", "id": m["id"], "reason": "fork failed"})
                 return
+        extra = []
+        if m.get("egress"):
+            # After the fork: no child holds it. The launcher puts its
+            # port in the job it sends the child.
+            ln, _port = _z._egress_listener(self.egress_ports)
+            if ln is None:
+                _z._send(self.ctrl, {"op": "refused", "id": m["id"], "reason": _z._NO_EGRESS_PORT})
+                return
+            extra.append(ln)
         pid, pidfd, chan = self.spare
         self.spare = None
-        self.adopt_child(pid, pidfd, chan, m["id"], spare)
+        try:
+            self.adopt_child(pid, pidfd, chan, m["id"], spare, extra)
+        finally:
+            _z._close_all(extra)
 
     def fork_spare(self):
         """Forks a child that waits for its invocation on a channel of its
@@ -266,12 +280,13 @@ class ProviderServer(_z.Server):
         theirs.close()
         self.spare = (pid, os.pidfd_open(pid), mine)
 
-    def adopt_child(self, pid, pidfd, chan, job_id, spare):
+    def adopt_child(self, pid, pidfd, chan, job_id, spare, extra=()):
         self.children[pidfd] = pid
         self.poller.register(pidfd, select.POLLIN)
         theirs = os.pidfd_open(pid)
         try:
-            _z._send(self.ctrl, {"op": "forked", "id": job_id, "pid": pid, "spare": spare}, [theirs, chan.fileno()])
+            _z._send(self.ctrl, {"op": "forked", "id": job_id, "pid": pid, "spare": spare},
+                     [theirs, chan.fileno(), *extra])
         finally:
             os.close(theirs)
             chan.close()

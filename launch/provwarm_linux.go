@@ -81,16 +81,25 @@ func (st *ProviderWarmStats) clone() *ProviderWarmStats {
 }
 
 // forkHost has srv fork the host of the fork request req with the five
-// descriptors files. A provider-warm server forks a child without them
-// and hands back the child's own channel, on which the request and the
-// descriptors go to the child directly: they never reach the server.
-func (z *Zygote) forkHost(srv *zserver, req map[string]any, files []*os.File) (*zchild, error) {
+// descriptors files, and with egress bind it an egress listener (in the
+// returned child). A provider-warm server forks a child without them and
+// hands back the child's own channel, on which the request and the
+// descriptors go to the child directly: they never reach the server; the
+// egress listener's port goes into the request's containment there.
+func (z *Zygote) forkHost(srv *zserver, req map[string]any, files []*os.File, egress bool) (*zchild, error) {
 	if z.spec.pw == nil {
-		return srv.fork(req, files)
+		return srv.fork(req, files, egress)
 	}
-	c, err := srv.fork(map[string]any{}, nil)
+	fr := map[string]any{}
+	if egress {
+		fr["egress"] = true
+	}
+	c, err := srv.fork(fr, nil, egress)
 	if err != nil {
 		return nil, err
+	}
+	if egress {
+		req["contain"].(map[string]any)["egress_port"] = c.egressPort
 	}
 	err = sendJob(c.channel, req, files)
 	c.channel.Close()
@@ -104,6 +113,7 @@ func (z *Zygote) forkHost(srv *zserver, req map[string]any, files []*os.File) (*
 	if werr := srv.await(c); werr != nil {
 		z.l.log.Warn("launch: a provider-warm child that never got its invocation was lost", "pid", c.pid, "err", werr)
 	}
+	c.closeChannels()
 	c.pidfd.Close()
 	<-c.done
 	return nil, &coldError{fmt.Errorf("handing the invocation to provider-warm child %d: %w", c.pid, err)}

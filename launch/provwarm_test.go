@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
@@ -570,7 +571,14 @@ def factory():
 // process's descriptors, goroutines and child processes are back where
 // they started, and no host or server is left.
 func TestProviderWarmNoLeaks(t *testing.T) {
-	warmNoLeaks(t, "provider-warm", 30*time.Minute, providerWarm())
+	warmNoLeaks(t, "provider-warm", 30*time.Minute, providerWarm(), false)
+}
+
+// TestProviderWarmEgressNoLeaks is TestProviderWarmNoLeaks with
+// invocations allowed the network: each host's egress listener and proxy
+// end with it.
+func TestProviderWarmEgressNoLeaks(t *testing.T) {
+	warmNoLeaks(t, "provider-warm egress", 30*time.Minute, providerWarm(), true)
 }
 
 // TestProviderWarmServerLost: a provider-warm server that dies is
@@ -758,5 +766,72 @@ func TestProviderWarmChildComparesBinding(t *testing.T) {
 		if bytes.Contains(b, []byte(`"method":"invoke.admit"`)) {
 			t.Fatal("the call was admitted")
 		}
+	}
+}
+
+// TestProviderWarmEgress: a provider-warm host allowed the network is
+// forked warm with its own egress listener, which the server binds after
+// the fork and the launcher names in the job it sends the child: the
+// provider reaches its admitted server through the proxy, not a second
+// server, not the admitted one directly, and opens no UDP socket.
+func TestProviderWarmEgress(t *testing.T) {
+	e := newPyEnv(t)
+	allowed, other := egresstest.ServeHTTP(t, "allowed"), egresstest.ServeHTTP(t, "other")
+	b := e.writeProvider(t, "zeotestpwegress", `
+import socket
+import urllib.error
+import urllib.request
+
+from demo_provider import hang
+
+
+def _get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return "%d%s" % (r.status, r.read(64).decode().strip().upper())
+    except urllib.error.HTTPError as e:
+        return str(e.code)
+    except OSError as e:
+        return "E%d" % (e.errno or 0)
+
+
+def _try(fn):
+    try:
+        fn()
+        return "OK"
+    except OSError as e:
+        return "E%d" % (e.errno or 0)
+
+
+def echo(args, ctx):
+    allowed, other = args["text"].split()
+    host, _, port = allowed.rpartition(":")
+    raise RuntimeError("A_%s_O_%s_D_%s_U_%s" % (
+        _get("http://%s/" % allowed), _get("http://%s/" % other),
+        _try(lambda: socket.create_connection((host, int(port)), timeout=3).close()),
+        _try(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())))
+
+
+def factory():
+    return {"echo": echo, "hang": hang}
+`)
+	l := e.launcher(t, hostModule, nil, e.env()...)
+	z := e.provWarmZygote(t, l, launch.ZygoteConfig{Provider: b})
+	for i := range 2 {
+		inv := e.f.invocation(t, "echo", map[string]any{"text": allowed + " " + other}, nil)
+		inv.Context.Provider = b
+		inv.Context.NetworkAllowed = true
+		inv.Context.NetworkHosts = []string{allowed}
+		out, err := z.Invoke(testCtx(t), inv)
+		if err != nil || !out.Process.Warm {
+			t.Fatalf("invocation %d: err %v, warm %v", i, err, out != nil && out.Process.Warm)
+		}
+		want := fmt.Sprintf("A_200ALLOWED_O_403_D_E%d_U_E%d", syscall.EACCES, syscall.EAFNOSUPPORT)
+		if got := errorCode(out); got != want {
+			t.Fatalf("invocation %d: the provider got %q, want %q (stderr %s)", i, got, want, out.Process.StderrTail)
+		}
+	}
+	if st := z.Stats(); st.Cold != 0 || st.Forks != 2 {
+		t.Errorf("stats %+v, want both forked warm", st)
 	}
 }

@@ -617,7 +617,14 @@ func TestWarmRefusals(t *testing.T) {
 // and child processes are back to where they started, and no host, spare
 // or server is left.
 func TestWarmNoLeaks(t *testing.T) {
-	warmNoLeaks(t, "warm", 10*time.Minute, nil)
+	warmNoLeaks(t, "warm", 10*time.Minute, nil, false)
+}
+
+// TestWarmEgressNoLeaks is TestWarmNoLeaks with invocations allowed the
+// network (network_hosts set): each host's egress listener and proxy end
+// with it.
+func TestWarmEgressNoLeaks(t *testing.T) {
+	warmNoLeaks(t, "warm egress", 10*time.Minute, nil, true)
 }
 
 // warmNoLeaks runs longtest.Size(40, 1000) invocations through a zygote
@@ -626,13 +633,17 @@ func TestWarmNoLeaks(t *testing.T) {
 // process's descriptors, goroutines and child processes are back to where
 // they started and that no host or server is left; what names the
 // invocations in messages.
-func warmNoLeaks(t *testing.T, what string, deadline time.Duration, pw *launch.ProviderWarm) {
+func warmNoLeaks(t *testing.T, what string, deadline time.Duration, pw *launch.ProviderWarm, egress bool) {
 	n := longtest.Size(40, 1000)
 	const parallel = 4
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)
 	inv := e.echo(t)
 	inv.Context.DeadlineUnixMS = time.Now().Add(deadline).UnixMilli()
+	if egress {
+		inv.Context.NetworkAllowed = true
+		inv.Context.NetworkHosts = []string{"api.example.com"}
+	}
 	ctx := context.Background() // each invocation is bounded by its deadline
 	// One cold warm-up: the runtime's poller and timers are created once.
 	if _, err := l.Invoke(ctx, inv); err != nil {
@@ -722,8 +733,8 @@ func TestWarmServerLies(t *testing.T) {
 		log            string // what the log says
 	}{
 		{"another pidfd", `theirs = os.pidfd_open(pid)`, `theirs = os.pidfd_open(os.getpid())`, true, "names pid"},
-		{"ended while running", `self.adopt(pid, os.pidfd_open(pid), m["id"], False)`,
-			`self.adopt(pid, os.pidfd_open(pid), m["id"], False); _send(self.ctrl, {"op": "exit", "pid": pid, "code": 0})`,
+		{"ended while running", `self.adopt(pid, os.pidfd_open(pid), m["id"], False, extra)`,
+			`self.adopt(pid, os.pidfd_open(pid), m["id"], False, extra); _send(self.ctrl, {"op": "exit", "pid": pid, "code": 0})`,
 			false, "which its pidfd shows running"},
 		{"wrong exit code", `"code": os.waitstatus_to_exitcode(status)`, `"code": os.waitstatus_to_exitcode(status) + 1`,
 			false, "whose pidfd says"},

@@ -14,12 +14,17 @@ SCM_RIGHTS next to them.
       fork     {op, id, argv, env, dir, orig_argv, contain, cgroup} +
                [stdin, stdout, stderr, context, ipc socket] (argv, env,
                dir: base64), and with cgroup true a sixth descriptor: the
-               host's own cgroup.procs, opened for writing by the launcher
+               host's own cgroup.procs, opened for writing by the launcher;
+               with contain.egress true the server binds the child an
+               egress listener on 127.0.0.1 (a port of the kernel's
+               choosing), puts its port in contain.egress_port and hands
+               the listener to the launcher with the forked answer
       signal   {op, pid, sig}     the child's process group (old kernels)
     server -> launcher
       ready    {op, pid, python, modules, refusal, preloaded, discovery,
                skipped} or {op, error}
-      forked   {op, id, pid, spare} + [pidfd]
+      forked   {op, id, pid, spare} + [pidfd], and when contain.egress
+               is set, + [the child's egress listener]
       refused  {op, id, reason}
       exit     {op, pid, code}    code < 0: killed by signal -code
 
@@ -321,6 +326,7 @@ class Server:
         self.spare_ready = False
         self.cfg = None
         self.pid = os.getpid()
+        self.egress_ports = set()  # every port an egress listener of ours had
 
     # -- start -----------------------------------------------------------
 
@@ -462,22 +468,34 @@ class Server:
             _close_all(fds)
             _send(self.ctrl, {"op": "refused", "id": m["id"], "reason": reason})
             return
-        if self.spare is not None and self.spare_ready and self.hand_to_spare(m, fds):
+        extra = []
+        contain = m.get("contain")
+        if contain and contain.get("egress"):
+            ln, contain["egress_port"] = _egress_listener(self.egress_ports)
+            if ln is None:
+                _close_all(fds)
+                _send(self.ctrl, {"op": "refused", "id": m["id"], "reason": _NO_EGRESS_PORT})
+                return
+            extra.append(ln)
+        if self.spare is not None and self.spare_ready and self.hand_to_spare(m, fds, extra):
+            _close_all(extra)
             return
         _freeze()
         pid = os.fork()
         if pid == 0:
+            # The listener's number is closed with every other above 4.
             raise BecomeHost(_child(self, m, fds))
         _close_all(fds)
-        self.adopt(pid, os.pidfd_open(pid), m["id"], False)
+        self.adopt(pid, os.pidfd_open(pid), m["id"], False, extra)
+        _close_all(extra)
 
-    def adopt(self, pid, pidfd, job_id, spare):
+    def adopt(self, pid, pidfd, job_id, spare, extra=()):
         """Tracks child pid (pidfd is ours) and tells the launcher, passing
-        it a pidfd of its own."""
+        it a pidfd of its own and the descriptors extra."""
         self.children[pidfd] = pid
         self.poller.register(pidfd, select.POLLIN)
         theirs = os.pidfd_open(pid)
-        _send(self.ctrl, {"op": "forked", "id": job_id, "pid": pid, "spare": spare}, [theirs])
+        _send(self.ctrl, {"op": "forked", "id": job_id, "pid": pid, "spare": spare}, [theirs, *extra])
         os.close(theirs)
 
     def on_exit(self, pidfd):
@@ -549,7 +567,7 @@ class Server:
         os.waitpid(pid, 0)
         os.close(pidfd)
 
-    def hand_to_spare(self, m, fds):
+    def hand_to_spare(self, m, fds, extra):
         pid, pidfd, sock = self.spare
         try:
             _send(sock, m, fds)
@@ -561,8 +579,47 @@ class Server:
         self.spare_ready = False
         self.poller.unregister(sock.fileno())
         sock.close()
-        self.adopt(pid, pidfd, m["id"], True)
+        self.adopt(pid, pidfd, m["id"], True, extra)
         return True
+
+
+_NO_EGRESS_PORT = "no loopback port is left that no earlier child of this server was given"
+
+
+def _egress_listener(used):
+    """A TCP listener on 127.0.0.1 of this server's network namespace,
+    whose loopback the containment init brought up, on a port of the
+    kernel's choosing, for one child allowed the network: (its descriptor,
+    its port), or (None, 0) when no such port is left. The launcher's
+    egress proxy serves it; the child's own Landlock layer allows a TCP
+    connection to that port and no other, so no sibling can use it
+    (doc/design.md, "Containment", "Warm egress").
+
+    The port is never one in used, the ports this server gave earlier
+    children, and is added to it: a descendant of an earlier child that
+    outlived it (where no cgroup ends it with its host) keeps its right to
+    connect to that child's port, and must not find another child's proxy
+    there. The sockets bound to used ports meanwhile are held, so that
+    the kernel picks another each time, then closed."""
+    held = []
+    try:
+        for _ in range(64):
+            ln = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(ln)
+            try:
+                ln.bind(("127.0.0.1", 0))
+            except OSError:
+                return None, 0  # the port range is exhausted
+            port = ln.getsockname()[1]
+            if port not in used:
+                ln.listen(128)
+                used.add(port)
+                held.pop()
+                return ln.detach(), port
+        return None, 0
+    finally:
+        for s in held:
+            s.close()
 
 
 # -- in a child ----------------------------------------------------------
@@ -678,6 +735,12 @@ def _become_host(server, m, fds):
     for kv in m["env"]:
         k, _, v = base64.b64decode(kv).partition(b"=")
         os.environb[k] = v
+    contain = m.get("contain") or {}
+    if contain.get("egress_port"):
+        # As a cold host allowed the network gets them: naming its proxy.
+        proxy = b"http://127.0.0.1:%d" % contain["egress_port"]
+        for k in contain["proxy_env"]:
+            os.environb[k.encode()] = proxy
     for k, v in _INTERPRETER_ADDED.items():
         if k not in os.environb:
             os.environb[k] = v
@@ -695,11 +758,24 @@ _SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on every architecture
 _SYS_LANDLOCK_ADD_RULE = 445
 _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_RULE_PATH_BENEATH = 1
+_LANDLOCK_RULE_NET_PORT = 2
+_LANDLOCK_ACCESS_NET_CONNECT_TCP = 2
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
 
 
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPort(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def _contain(spec):
@@ -708,8 +784,14 @@ def _contain(spec):
     namespaces, limits, no_new_privs and seccomp every child inherits):
     the rules and scopes the launcher computed for this invocation, so
     that a warm host reaches exactly what a cold one would, and neither
-    its server nor its siblings. Any failure ends the child before the
-    host runs (see _child)."""
+    its server nor its siblings. When the server's loopback is up (a
+    zygote that forks hosts allowed the network warm), the layer also
+    handles TCP bind and connect, allowing only a connection to the
+    child's own egress listener (egress_port) when it has one, and the
+    child installs the launcher's socket filter (seccomp: no UDP, raw or
+    other non-TCP internet socket, no io_uring), so that it reaches
+    nothing on that shared loopback but its own proxy. Any failure ends
+    the child before the host runs (see _child)."""
     if not spec:
         return
     syscall = _libc.syscall
@@ -721,7 +803,7 @@ def _contain(spec):
             raise OSError(e, "%s: %s" % (what, os.strerror(e)))
         return r
 
-    attr = (ctypes.c_uint64 * 3)(spec["handled_fs"], 0, spec["scoped"])
+    attr = (ctypes.c_uint64 * 3)(spec["handled_fs"], spec.get("handled_net", 0), spec["scoped"])
     rfd = check(syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                         ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
@@ -736,9 +818,22 @@ def _contain(spec):
                               ctypes.byref(rule), ctypes.c_uint32(0)), "landlock_add_rule")
             finally:
                 os.close(fd)
+        if spec.get("egress_port"):
+            rule = _NetPort(_LANDLOCK_ACCESS_NET_CONNECT_TCP, spec["egress_port"])
+            check(syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(rfd), ctypes.c_int(_LANDLOCK_RULE_NET_PORT),
+                          ctypes.byref(rule), ctypes.c_uint32(0)), "landlock_add_rule (egress port)")
+        elif spec.get("egress"):
+            raise OSError("no egress port for a host allowed the network")
         check(syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(rfd), ctypes.c_uint32(0)), "landlock_restrict_self")
     finally:
         os.close(rfd)
+    if spec.get("seccomp"):
+        prog = base64.b64decode(spec["seccomp"])
+        buf = ctypes.create_string_buffer(prog, len(prog))
+        fprog = _SockFprog(len(prog) // 8, ctypes.addressof(buf))
+        prctl = _libc.prctl
+        check(prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+        check(prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "prctl(PR_SET_SECCOMP)")
 
 
 def _run_host(module, argv):

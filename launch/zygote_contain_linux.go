@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -18,9 +17,14 @@ import (
 // domain; that domain may write where any of the launcher's workspaces
 // may be, and each child then enforces, before the host runs, its own
 // nested Landlock layer (zygote.py, _contain) with exactly the rules and
-// scopes a cold launch of its invocation gets. An invocation the server's
-// domain cannot serve (one allowed the network, or working outside the
-// directory the server may write) is launched cold, contained.
+// scopes a cold launch of its invocation gets. Where the kernel allows
+// (warmEgress), the server's loopback is up and every child's layer also
+// governs TCP, with a socket filter beside it: a child allowed the
+// network connects only to its own egress listener, which the server
+// binds per fork and the launcher's proxy serves (doc/design.md, “Warm
+// egress”). An invocation the server cannot serve (one allowed the
+// network where that is not possible, or working outside the directory
+// the server may write) is launched cold, contained.
 
 // warmContainable reports whether this Launcher's hosts can be launched
 // warm with their containment; every containment can.
@@ -49,26 +53,46 @@ func (z *Zygote) containServer(argv []string, scriptDir string, firstFree int) (
 		return nil, nil
 	}
 	read, write := l.contain.serverPaths(&l.cfg, scriptDir)
-	return l.containPrepare(spec{containRead: read, containWrite: write}, argv, l.cfg.Dir, firstFree)
+	return l.containPrepareShared(spec{containRead: read, containWrite: write}, argv, l.cfg.Dir, firstFree, l.contain.warmEgress())
 }
 
+// warmEgress reports whether a zygote's children can be kept to their
+// own egress proxy (warmNetUsable): its server's loopback is then up,
+// and every child, allowed the network or not, gets its own Landlock TCP
+// rules and socket filter (childContain).
+func (k *container) warmEgress() bool {
+	return k != nil && k.on&LayerNetwork != 0 && k.warmNet == nil
+}
+
+// Landlock's network access rights (ABI 4).
+const (
+	landlockNetBindTCP    = 1 << 0
+	landlockNetConnectTCP = 1 << 1
+)
+
 // childContain returns the "contain" member of a fork request for the
-// host of s working in dir: the Landlock layer the child enforces. A
-// *coldError says the server's domain cannot serve it.
-func (z *Zygote) childContain(s spec, dir string) (map[string]any, error) {
+// host of s working in dir: the Landlock layer the child enforces, and,
+// when the server's loopback is up (warmEgress), its TCP port rules and
+// socket filter. egress says that the child is allowed the network: the
+// server then binds it an egress listener, and the child's rules allow a
+// TCP connection to that listener's port and nothing else. A *coldError
+// says the server's domain cannot serve it.
+func (z *Zygote) childContain(s spec, dir string) (contain map[string]any, egress bool, err error) {
 	k := z.l.contain
 	if k == nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	if k.egress(s.lc) {
-		return nil, &coldError{errors.New("the invocation is allowed the network (network_hosts through its own egress proxy), and the zygote's children share the server's empty network namespace, which no child can leave (the seccomp layer denies unshare) and a per-child proxy in it would be reachable by every sibling")}
+	egress = k.egress(s.lc)
+	if egress && !k.warmEgress() {
+		return nil, false, &coldError{fmt.Errorf("the invocation is allowed the network (network_hosts through its own egress proxy), and this zygote cannot keep a warm host to its own proxy: %w", k.warmNet)}
 	}
 	if k.cfg.WorkspaceRoot == "" && dir != z.l.cfg.Dir {
-		return nil, &coldError{fmt.Errorf("the host works in %s, which the zygote's server may not write (only Config.Dir; set Containment.WorkspaceRoot)", dir)}
+		return nil, false, &coldError{fmt.Errorf("the host works in %s, which the zygote's server may not write (only Config.Dir; set Containment.WorkspaceRoot)", dir)}
 	}
 	p := k.launchPolicy(z.l.cfg.Interpreter, nil, nil, dir, s.lc, s.workspace)
-	if !p.FS && !p.Scope {
-		return nil, nil
+	netRules := k.warmEgress()
+	if !p.FS && !p.Scope && !netRules {
+		return nil, false, nil
 	}
 	var handled, scoped uint64
 	full := containinit.LandlockConfigs[p.ABI]
@@ -91,7 +115,19 @@ func (z *Zygote) childContain(s spec, dir string) (map[string]any, error) {
 			}
 		}
 	}
-	return map[string]any{"handled_fs": handled, "scoped": scoped, "rules": rules}, nil
+	contain = map[string]any{"handled_fs": handled, "scoped": scoped, "rules": rules}
+	if netRules {
+		// No TCP bind, and no TCP connection but, when allowed the
+		// network, to its own egress listener's port; no socket of
+		// another protocol than TCP beside unix and netlink ones.
+		contain["handled_net"] = uint64(landlockNetBindTCP | landlockNetConnectTCP)
+		contain["seccomp"] = k.sockFilter
+	}
+	if egress {
+		contain["egress"] = true
+		contain["proxy_env"] = egressProxyVars
+	}
+	return contain, egress, nil
 }
 
 // accessMask is the Landlock access a path rule grants, as the cold

@@ -61,7 +61,7 @@ func FuzzZygoteMessage(f *testing.F) {
 		host := &zchild{pid: 7, exit: make(chan int, 1)}
 		request := make(chan zreply, 1)
 		s := &zserver{z: &Zygote{}, conn: fc.(*net.UnixConn), pid: os.Getppid(), lost: make(chan struct{}),
-			pending: map[uint64]chan zreply{1: request}, children: map[int]*zchild{7: host}}
+			pending: map[uint64]zwait{1: {ch: request}}, children: map[int]*zchild{7: host}}
 		m, files, err := s.read(make([]byte, 8<<10))
 		if err == nil {
 			err = s.dispatch(m, files)

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // runWarm runs the host of s forked from the zygote's server, with the
@@ -68,14 +70,21 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (hostRun, error) {
 		dir = l.cfg.Dir
 	}
 	argv := append(append([]string{}, z.spec.rest...), s.args...)
-	req := map[string]any{"argv": bytesList(argv), "env": bytesList(l.cfg.Env), "dir": []byte(dir),
-		"orig_argv": bytesList(l.argv(s.args))}
-	if contain, err := z.childContain(s, dir); err != nil {
+	contain, egress, err := z.childContain(s, dir)
+	if err != nil {
 		conn.Close()
 		outR.Close()
 		errR.Close()
 		return hostRun{}, err
-	} else if contain != nil {
+	}
+	env := l.cfg.Env
+	if egress {
+		// The child adds the proxy variables, naming its own listener.
+		env = withoutProxyEnv(env)
+	}
+	req := map[string]any{"argv": bytesList(argv), "env": bytesList(env), "dir": []byte(dir),
+		"orig_argv": bytesList(l.argv(s.args))}
+	if contain != nil {
 		req["contain"] = contain
 	}
 	files := []*os.File{stdinFile, outW, errW, ctxFile, childEnd}
@@ -94,7 +103,7 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (hostRun, error) {
 		files = append(files, procs)
 	}
 	start := time.Now()
-	c, err := z.forkHost(srv, req, files)
+	c, err := z.forkHost(srv, req, files, egress)
 	// The server (and the child) hold their own copies now, or no one does.
 	for _, f := range files {
 		f.Close()
@@ -109,6 +118,24 @@ func (z *Zygote) runWarm(ctx context.Context, s spec) (hostRun, error) {
 		c.pidfd.Close() // ends awaitPidfd
 		<-c.done
 	}()
+	if egress {
+		// The child may connect before the proxy serves: the kernel
+		// queues its connection on the listener meanwhile.
+		proxy, err := z.childEgress(s, c)
+		if err != nil {
+			// The host must not run without its way out: it is killed,
+			// and its exit awaited, before the error is returned.
+			srv.signal(c, unix.SIGKILL)
+			if werr := srv.await(c); werr != nil {
+				l.log.Warn("launch: a warm host without its egress proxy was lost", "pid", c.pid, "err", werr)
+			}
+			conn.Close()
+			outR.Close()
+			errR.Close()
+			return hostRun{}, err
+		}
+		defer proxy.close()
+	}
 	if c.spare {
 		z.mu.Lock()
 		z.stats.Spares++

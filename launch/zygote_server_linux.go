@@ -51,8 +51,8 @@ type zserver struct {
 
 	mu       sync.Mutex // guards the fields below
 	nextID   uint64
-	pending  map[uint64]chan zreply // fork requests awaiting an answer
-	children map[int]*zchild        // hosts forked and not yet reported ended
+	pending  map[uint64]zwait // fork requests awaiting an answer
+	children map[int]*zchild  // hosts forked and not yet reported ended
 	lostErr  error
 	lost     chan struct{} // closed when lostErr is set
 }
@@ -69,6 +69,18 @@ type zchild struct {
 	// channel is a provider-warm child's own control channel, on which
 	// it receives its invocation; nil otherwise.
 	channel *os.File
+	// egress is the egress listener the server bound for a child allowed
+	// the network (the launcher's proxy serves it), and egressPort its
+	// port; nil and 0 otherwise.
+	egress     *os.File
+	egressPort int
+}
+
+// zwait is a fork request awaiting its answer: where the answer goes,
+// and whether the server must bind the child an egress listener.
+type zwait struct {
+	ch     chan zreply
+	egress bool
 }
 
 // zmsg is a control message from a server.
@@ -180,7 +192,7 @@ func (z *Zygote) startServer(ctx context.Context, b manifest.ProviderBinding, di
 	}
 	defer stdin.Close()
 	s := &zserver{z: z, conn: conn, digest: b.EnvironmentDigest, provider: providerPackage(b), out: &tailWriter{max: DefaultStderrTailBytes},
-		pending: map[uint64]chan zreply{}, children: map[int]*zchild{}, lost: make(chan struct{})}
+		pending: map[uint64]zwait{}, children: map[int]*zchild{}, lost: make(chan struct{})}
 	argv := append(append([]string{l.cfg.Interpreter}, z.spec.opts...), script)
 	extra := []*os.File{theirs}
 	cs, err := z.containServer(argv, dir, 3+len(extra))
@@ -457,7 +469,8 @@ func (s *zserver) dispatch(m zmsg, files []*os.File) error {
 	}
 	switch m.Op {
 	case "forked", "refused":
-		ch, ok := s.pending[m.ID]
+		w, ok := s.pending[m.ID]
+		ch := w.ch
 		if !ok {
 			return fmt.Errorf("it answered fork request %d, which is not pending", m.ID)
 		}
@@ -471,7 +484,10 @@ func (s *zserver) dispatch(m zmsg, files []*os.File) error {
 		}
 		want := 1
 		if s.z.spec.pw != nil {
-			want = 2 // and the child's channel
+			want++ // the child's channel
+		}
+		if w.egress {
+			want++ // its egress listener, last
 		}
 		if len(files) != want || m.PID <= 0 {
 			return fmt.Errorf("it answered a fork with pid %d and %d descriptors, want a pid and %d", m.PID, len(files), want)
@@ -479,13 +495,24 @@ func (s *zserver) dispatch(m zmsg, files []*os.File) error {
 		if _, dup := s.children[m.PID]; dup {
 			return fmt.Errorf("it answered a fork with pid %d, which already runs a host", m.PID)
 		}
+		egressPort := 0
+		if w.egress {
+			p, err := egressListenerPort(files[want-1])
+			if err != nil {
+				return fmt.Errorf("the egress listener it passed for pid %d: %w", m.PID, err)
+			}
+			egressPort = p
+		}
 		c, err := s.adopt(m.PID, files[0])
 		if err != nil {
 			return err
 		}
 		c.spare = m.Spare
-		if want == 2 {
+		if s.z.spec.pw != nil {
 			c.channel = files[1]
+		}
+		if w.egress {
+			c.egress, c.egressPort = files[want-1], egressPort
 		}
 		delete(s.pending, m.ID)
 		s.children[m.PID] = c
@@ -535,11 +562,12 @@ func (s *zserver) adopt(pid int, pidfd *os.File) (*zchild, error) {
 }
 
 // fork asks the server to fork a host with the five descriptors files
-// (stdin, stdout, stderr, context, socket). It returns the child, or a
-// *coldError when no host was started (the server refused, or was lost;
-// a host it may have forked before it was lost cannot reach the Runtime:
-// the caller closes the socket).
-func (s *zserver) fork(req map[string]any, files []*os.File) (*zchild, error) {
+// (stdin, stdout, stderr, context, socket), and with egress to bind it an
+// egress listener. It returns the child, or a *coldError when no host was
+// started (the server refused, or was lost; a host it may have forked
+// before it was lost cannot reach the Runtime: the caller closes the
+// socket).
+func (s *zserver) fork(req map[string]any, files []*os.File, egress bool) (*zchild, error) {
 	s.mu.Lock()
 	if s.lostErr != nil {
 		s.mu.Unlock()
@@ -548,7 +576,7 @@ func (s *zserver) fork(req map[string]any, files []*os.File) (*zchild, error) {
 	s.nextID++
 	id := s.nextID
 	ch := make(chan zreply, 1)
-	s.pending[id] = ch
+	s.pending[id] = zwait{ch: ch, egress: egress}
 	s.mu.Unlock()
 	req["op"], req["id"] = "fork", id
 	if err := s.send(req, files); err != nil {
@@ -585,14 +613,25 @@ func (s *zserver) fork(req map[string]any, files []*os.File) (*zchild, error) {
 		if r.child != nil {
 			_ = r.child.kill(s.z.groupFlag)
 			r.child.pidfd.Close()
-			if r.child.channel != nil {
-				r.child.channel.Close()
-			}
+			r.child.closeChannels()
 			<-r.child.done
 		}
 	default:
 	}
 	return nil, &coldError{s.lostReason()}
+}
+
+// closeChannels closes the child's channel and egress listener, where
+// it has them.
+func (c *zchild) closeChannels() {
+	if c.channel != nil {
+		c.channel.Close()
+		c.channel = nil
+	}
+	if c.egress != nil {
+		c.egress.Close()
+		c.egress = nil
+	}
 }
 
 // kill sends SIGKILL through the child's pidfd: to its process group when

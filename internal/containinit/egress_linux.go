@@ -20,21 +20,8 @@ const EgressListenAddr = "127.0.0.1"
 // capability; dropAmbient clears it before the exec.
 func egressListener(sock, port int) error {
 	defer unix.Close(sock)
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("egress: socket for the loopback interface: %w", err)
-	}
-	ifr, err := unix.NewIfreq("lo")
-	if err == nil {
-		err = unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr)
-	}
-	if err == nil {
-		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-		err = unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr)
-	}
-	unix.Close(s)
-	if err != nil {
-		return fmt.Errorf("egress: bringing the loopback interface up: %w", err)
+	if err := loopbackUp(); err != nil {
+		return err
 	}
 	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -49,6 +36,58 @@ func egressListener(sock, port int) error {
 	}
 	if err := unix.Sendmsg(sock, []byte{'L'}, unix.UnixRights(ln), nil, 0); err != nil {
 		return fmt.Errorf("egress: handing the listener to the launcher: %w", err)
+	}
+	return nil
+}
+
+// loopbackUp brings the loopback interface of this process's network
+// namespace up (CAP_NET_ADMIN in its user namespace).
+func loopbackUp() error {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("egress: socket for the loopback interface: %w", err)
+	}
+	defer unix.Close(s)
+	ifr, err := unix.NewIfreq("lo")
+	if err == nil {
+		err = unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr)
+	}
+	if err == nil {
+		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+		err = unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr)
+	}
+	if err != nil {
+		return fmt.Errorf("egress: bringing the loopback interface up: %w", err)
+	}
+	return nil
+}
+
+// sharedLoopback prepares a zygote server's network namespace, which its
+// children share, for warm hosts allowed the network: the loopback up
+// (each child's egress listener is bound there), and CAP_NET_ADMIN and
+// CAP_NET_RAW out of the bounding set when this init may drop them (it
+// is root in its user namespace, a root controller's server: it and its
+// children would otherwise hold them after the exec, and could take the
+// loopback down, rewrite the namespace's packet filter to send one
+// child's connections to another's proxy, or sniff it). An init that is
+// not root there loses every capability at the exec anyway, its ambient
+// one being cleared by dropAmbient.
+func sharedLoopback() error {
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("egress: capget: %w", err)
+	}
+	if data[0].Effective&(1<<unix.CAP_SETPCAP) == 0 {
+		return nil
+	}
+	for _, c := range []uintptr{unix.CAP_NET_ADMIN, unix.CAP_NET_RAW} {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
+			return fmt.Errorf("egress: dropping capability %d from the bounding set: %w", c, err)
+		}
 	}
 	return nil
 }

@@ -57,6 +57,13 @@ type Policy struct {
 	// init binds on EgressListenAddr in the host's network namespace and
 	// hands to the launcher before anything else (egressListener).
 	EgressPort int `json:"egress_port,omitempty"`
+	// SharedLoopback, for a zygote's server whose children may be
+	// allowed the network, brings the loopback interface of the
+	// namespace up (each child's egress listener is bound on it) and
+	// takes CAP_NET_ADMIN and CAP_NET_RAW out of the bounding set, so
+	// that no process of the namespace can change it, sniff it or open
+	// raw sockets in it, even one that is root there (sharedLoopback).
+	SharedLoopback bool `json:"shared_loopback,omitempty"`
 }
 
 // Limit is one rlimit, set as both soft and hard limit.
@@ -110,9 +117,17 @@ func run(fd int) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return fmt.Errorf("decoding the policy: %w", err)
 	}
-	if p.EgressPort != 0 {
+	switch {
+	case p.EgressPort != 0:
 		// First, while the init still holds the capability it needs.
 		if err := egressListener(fd+2, p.EgressPort); err != nil {
+			return err
+		}
+		if err := dropAmbient(); err != nil {
+			return err
+		}
+	case p.SharedLoopback:
+		if err := sharedLoopback(); err != nil {
 			return err
 		}
 		if err := dropAmbient(); err != nil {

@@ -18,4 +18,7 @@ var seccompNumbers = map[string]uint32{
 	"kexec_file_load": unix.SYS_KEXEC_FILE_LOAD, "reboot": unix.SYS_REBOOT, "swapon": unix.SYS_SWAPON,
 	"swapoff": unix.SYS_SWAPOFF, "quotactl": unix.SYS_QUOTACTL, "perf_event_open": unix.SYS_PERF_EVENT_OPEN,
 	"userfaultfd": unix.SYS_USERFAULTFD, "open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT, "acct": unix.SYS_ACCT,
+	// The socket filter's (SocketFilter).
+	"socket": unix.SYS_SOCKET, "io_uring_setup": unix.SYS_IO_URING_SETUP, "io_uring_enter": unix.SYS_IO_URING_ENTER,
+	"io_uring_register": unix.SYS_IO_URING_REGISTER,
 }

@@ -3,11 +3,15 @@
 invocation it tries each action ZEO_HOSTSIM_HOSTILE lists (";"-separated
 "verb:argument", as the simulated host's hostile scenario takes them:
 read, write, connect, signal, abstract; setsid, which starts a sleeping
-grandchild in a session of its own and reports its pid; and proxyget,
-tunnel and resolve for the network's egress rows) and writes one JSON
-line, {"actions": {action: "ok" (with what it got, after a space) or the
-error}}, on stdout."""
+grandchild in a session of its own and reports its pid; proxyget,
+tunnel and resolve for the network's egress rows; caps; socket, bind,
+fastopen, lodown, iouring and rendezvous for a warm host's shared
+loopback) and writes one JSON line, {"actions": {action: "ok" (with what
+it got, after a space) or the error}}, on stdout."""
 
+import ctypes
+import fcntl
+import glob
 import http.client
 import json
 import os
@@ -16,6 +20,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 
@@ -77,6 +82,88 @@ def _act(verb, arg):
         finally:
             s.close()
         return "ok %s" % socket.inet_ntoa(resp[-4:])
+    elif verb == "socket":
+        # FAMILY:TYPE[:PROTO], e.g. inet:dgram, inet6:raw:1, inet:stream:132.
+        fam, _, rest = arg.partition(":")
+        typ, _, proto = rest.partition(":")
+        s = socket.socket({"inet": socket.AF_INET, "inet6": socket.AF_INET6, "packet": 17}[fam],
+                          {"stream": socket.SOCK_STREAM, "dgram": socket.SOCK_DGRAM, "raw": socket.SOCK_RAW,
+                           "seqpacket": socket.SOCK_SEQPACKET}[typ], int(proto or 0))
+        s.close()
+    elif verb == "fastopen":
+        # A TCP connection opened by sendto(MSG_FASTOPEN), not connect(2).
+        host, _, port = arg.rpartition(":")
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.settimeout(3)
+            s.sendto(b"GET / HTTP/1.0\r\n\r\n", socket.MSG_FASTOPEN, (host, int(port)))
+            return "ok " + s.recv(64).decode(errors="replace").split("\r\n")[0]
+        finally:
+            s.close()
+    elif verb == "bind":
+        host, _, port = arg.rpartition(":")
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind((host, int(port)))
+            s.listen(1)
+        finally:
+            s.close()
+    elif verb == "lodown":
+        # SIOCSIFFLAGS with the loopback's flags minus IFF_UP: needs
+        # CAP_NET_ADMIN over the network namespace.
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            ifr = struct.pack("16sH14s", b"lo", 0, b"")
+            flags = struct.unpack("16sH14s", fcntl.ioctl(s.fileno(), 0x8913, ifr))[1]  # SIOCGIFFLAGS
+            fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sH14s", b"lo", flags & ~1, b""))  # SIOCSIFFLAGS
+        finally:
+            s.close()
+    elif verb == "caps":
+        with open("/proc/self/status") as f:
+            return "ok " + " ".join(l.split()[0] + l.split()[1] for l in f if l.startswith("Cap"))
+    elif verb == "iouring":
+        libc = ctypes.CDLL(None, use_errno=True)
+        params = ctypes.create_string_buffer(120)
+        fd = libc.syscall(425, 4, params)  # io_uring_setup
+        if fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        os.close(fd)
+    elif verb == "rendezvous":
+        # DIR: publishes this host's egress proxy port in DIR, waits for a
+        # sibling's, connects to its own (the control) and to the
+        # sibling's, and waits until the sibling has tried too, so that
+        # each proxy is listening while the other host tries it.
+        mine = urllib.parse.urlsplit(os.environ["HTTP_PROXY"]).port
+        with open(os.path.join(arg, "%d.port" % os.getpid()), "w") as f:
+            f.write(str(mine))
+
+        def other(suffix):
+            for _ in range(400):
+                got = [p for p in glob.glob(os.path.join(arg, "*" + suffix))
+                       if not os.path.basename(p).startswith("%d." % os.getpid())]
+                if got:
+                    return got[0]
+                time.sleep(0.05)
+            raise OSError("no sibling in %s" % arg)
+
+        with open(other(".port")) as f:
+            theirs = int(f.read())
+        res = []
+        for what, port in (("own", mine), ("sibling", theirs)):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=3).close()
+                res.append(what + " ok")
+            except OSError as e:
+                res.append("%s %s" % (what, (e.strerror or str(e)).lower()))
+        try:
+            _act("fastopen", "127.0.0.1:%d" % theirs)
+            res.append("sibling by fastopen ok")
+        except OSError as e:
+            res.append("sibling by fastopen %s" % (e.strerror or str(e)).lower())
+        open(os.path.join(arg, "%d.done" % os.getpid()), "w").close()
+        other(".done")
+        return "ok " + "; ".join(res)
     else:
         raise ValueError("unknown hostile action " + verb)
 
