@@ -22,6 +22,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // One capability operation end to end: supervise.Supervisor.Invoke with
@@ -110,8 +111,8 @@ func openBolt(b *testing.B) *bolt.Ledger {
 // receiptDispatcher consumes every effect at once.
 type receiptDispatcher struct{}
 
-func (receiptDispatcher) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+func (receiptDispatcher) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
 }
 
 // call is a new operation of capability with args.

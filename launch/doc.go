@@ -22,7 +22,7 @@
 //     that launches contained hosts (each host starts as that program
 //     re-executed, which applies the containment and then execs the
 //     interpreter);
-//   - a [LaunchContext] (supervise.BuildContext makes one from the
+//   - a [LaunchContext] (supervise/handler.BuildContext makes one from the
 //     ledger's operation), encoded once with [LaunchContext.Encode], and
 //     the request ([EncodeRequest]);
 //   - [Launcher.Invoke] with an [Invocation] (the Encoded context, the

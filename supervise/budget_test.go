@@ -17,6 +17,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // crashDispatcher is the dispatcher of the budget property: it counts
@@ -30,19 +32,19 @@ type crashDispatcher struct {
 	l          ledger.Ledger
 }
 
-func (d *crashDispatcher) Dispatch(ctx context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
+func (d *crashDispatcher) Dispatch(ctx context.Context, x port.Dispatch) (port.Receipt, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dispatched[x.LogicalEffectID]++
 	switch d.mode {
 	case "not-consumed":
-		return supervise.Receipt{}, supervise.NotConsumed("refused")
+		return port.Receipt{}, port.NotConsumed("refused")
 	case "uncertain":
-		return supervise.Receipt{}, errors.New("lost")
+		return port.Receipt{}, errors.New("lost")
 	case "crash":
 		d.l.Close(ctx)
 	}
-	return supervise.Receipt{ReceiptID: "rcpt-" + x.LogicalEffectID}, nil
+	return port.Receipt{ReceiptID: "rcpt-" + x.LogicalEffectID}, nil
 }
 
 // TestBudgetNeverExceeded is a property over random histories of one
@@ -93,7 +95,7 @@ func TestBudgetNeverExceeded(t *testing.T) {
 				rt.Fatal(err)
 			}
 			d.l = l
-			h, err := supervise.NewHandler(supervise.HandlerConfig{Ledger: l, Fence: f, Binding: binding, BootstrapID: "boot-" + f.AttemptID, Dispatcher: d})
+			h, err := handler.New(handler.Config{Ledger: l, Fence: f, Binding: binding, BootstrapID: "boot-" + f.AttemptID, Dispatcher: d})
 			if err != nil {
 				rt.Fatal(err)
 			}

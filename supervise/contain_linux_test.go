@@ -11,7 +11,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
 )
 
 // TestContainedEgress runs the hostile table's network rows through the
@@ -60,7 +60,7 @@ func TestContainedEgress(t *testing.T) {
 			}
 			b.ManifestDigest = d
 			cfg.Provider = b
-			cfg.Grants = supervise.Grants{NetworkAllowed: true, NetworkHosts: []string{allowed}}
+			cfg.Grants = handler.Grants{NetworkAllowed: true, NetworkHosts: []string{allowed}}
 		}
 		s := newSupervisor(t, cfg)
 		o, err := s.Invoke(testCtx(t), call("op-egress", "example.echo@1.0.0", map[string]any{"text": "x"}, 0))

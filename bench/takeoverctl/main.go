@@ -18,16 +18,17 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // blocking answers no dispatch: the first one says so on stdout and waits
 // for the kill.
 type blocking struct{}
 
-func (blocking) Dispatch(ctx context.Context, _ supervise.Dispatch) (supervise.Receipt, error) {
+func (blocking) Dispatch(ctx context.Context, _ port.Dispatch) (port.Receipt, error) {
 	fmt.Println("dispatching")
 	<-ctx.Done()
-	return supervise.Receipt{}, ctx.Err()
+	return port.Receipt{}, ctx.Err()
 }
 
 func main() {

@@ -5,7 +5,7 @@
 //
 //  1. record the operation (ledger.CreateOperation);
 //  2. per attempt: a new fence (StartAttempt), the LaunchContext
-//     (supervise.BuildContext: budget left, deadline, the services the
+//     (handler.BuildContext: budget left, deadline, the services the
 //     manifest requires), a one-shot bootstrap id (IssueBootstrap), a
 //     Handler, then launch.Invoke;
 //  3. record the attempt's evidence (RecordAttempt: the host's pid, exit
@@ -33,7 +33,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -47,8 +48,8 @@ func main() {
 
 type receipts struct{}
 
-func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+func (receipts) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
 }
 
 func run(ctx context.Context, w io.Writer) error {
@@ -108,7 +109,7 @@ func run(ctx context.Context, w io.Writer) error {
 			AttemptID: attemptID, FencingGeneration: fence.Generation, CapabilityID: m.ID.String(),
 			RequestDigest: prep.RequestDigest, ManifestDigest: provider.ManifestDigest}
 		bootstrapID := fmt.Sprintf("bootstrap-%d", n)
-		lc, err := supervise.BuildContext(supervise.ContextSpec{Provider: provider, Manifest: m, Binding: binding,
+		lc, err := handler.BuildContext(handler.ContextSpec{Provider: provider, Manifest: m, Binding: binding,
 			Operation: view, BootstrapID: bootstrapID, Workspace: "workspace-1"})
 		if err != nil {
 			return err
@@ -120,7 +121,7 @@ func run(ctx context.Context, w io.Writer) error {
 		if _, err := l.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest); err != nil {
 			return err
 		}
-		h, err := supervise.NewHandler(supervise.HandlerConfig{Ledger: l, Fence: fence, Binding: binding,
+		h, err := handler.New(handler.Config{Ledger: l, Fence: fence, Binding: binding,
 			BootstrapID: bootstrapID, Manifest: &m, Dispatcher: receipts{}})
 		if err != nil {
 			return err
@@ -150,7 +151,7 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 
 		// The attempt's evidence, for audits and for rebuilding its wire
-		// binding after a restart (supervise.BindingOf).
+		// binding after a restart (handler.BindingOf).
 		ev := ledger.AttemptEvidence{SeatID: binding.SeatID, RuntimeBindingID: binding.RuntimeBindingID,
 			PacketID: binding.PacketID, BootstrapID: bootstrapID, LaunchDigest: out.LaunchDigest,
 			State: "protocol_error", Reason: "no valid host result", Launched: true, PID: out.Process.PID,

@@ -17,6 +17,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -33,8 +34,8 @@ func main() {
 // credentials, with d.AuthorizationID as its idempotency key.
 type receipts struct{}
 
-func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+func (receipts) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
 }
 
 func run(ctx context.Context, w io.Writer) error {

@@ -1,4 +1,4 @@
-package supervise
+package telemetry
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 // (zeo.runtime.ledger.write.duration). Reads pass through unobserved.
 type observedLedger struct {
 	ledger.Ledger
-	t *telemetry
+	t *T
 }
 
-// observe wraps l when t reports anything; otherwise it is l.
-func observe(l ledger.Ledger, t *telemetry) ledger.Ledger {
+// Observe wraps l when t reports anything; otherwise it is l.
+func Observe(l ledger.Ledger, t *T) ledger.Ledger {
 	if t == nil || l == nil {
 		return l
 	}

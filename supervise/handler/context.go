@@ -1,4 +1,4 @@
-package supervise
+package handler
 
 import (
 	"fmt"
@@ -63,8 +63,8 @@ type ContextSpec struct {
 //     admission and new effects after it);
 //   - services, credentials, binaries and network_hosts are what the
 //     manifest requires, and network_allowed its network requirement; a
-//     requirement the Runtime cannot meet is a *PreflightError naming it
-//     (the host would answer unavailable with no hint);
+//     requirement the Runtime cannot meet is a *RequirementsError naming
+//     it (the host would answer unavailable with no hint);
 //   - total_dispatch_budget is the budget left in the ledger plus the
 //     effects already recorded: the host counts every distinct logical
 //     effect id it sends, redeliveries of recorded effects included, while
@@ -75,7 +75,7 @@ func BuildContext(s ContextSpec) (launch.LaunchContext, error) {
 	}
 	op := s.Operation.Operation
 	if op.Deadline.IsZero() {
-		return launch.LaunchContext{}, fmt.Errorf("%w: operation %q has no deadline; an attempt needs one", ErrInvalidCall, op.OperationID)
+		return launch.LaunchContext{}, fmt.Errorf("%w: operation %q has no deadline; an attempt needs one", ErrInvalidConfig, op.OperationID)
 	}
 	left := max(op.EffectBudget-op.EffectsUsed, 0)
 	budget := left + int64(len(s.Operation.Effects))
@@ -103,11 +103,11 @@ func BuildContext(s ContextSpec) (launch.LaunchContext, error) {
 	return c.Materialize(), nil
 }
 
-// CheckRequirements reports, as a *PreflightError (check "requirements"),
-// every requirement of m that the host could not meet with g: a service
-// other than runtime.effects, a filesystem need (the host never grants
-// one), and credentials, binaries, network hosts or network access that g
-// does not grant.
+// CheckRequirements reports, as a *RequirementsError, every requirement
+// of m that the host could not meet with g: a service other than
+// runtime.effects, a filesystem need (the host never grants one), and
+// credentials, binaries, network hosts or network access that g does not
+// grant.
 func CheckRequirements(m manifest.CapabilityManifest, g Grants) error {
 	var missing []string
 	r := m.Requirements
@@ -135,6 +135,43 @@ func CheckRequirements(m manifest.CapabilityManifest, g Grants) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return &PreflightError{Check: "requirements",
-		Detail: fmt.Sprintf("capability %s requires %s", m.ID.String(), strings.Join(missing, ", "))}
+	return &RequirementsError{Capability: m.ID.String(), Missing: missing}
+}
+
+// RequirementsError lists the requirements of a capability that the host
+// could not meet with the Grants: the host would answer unavailable
+// without saying why, so the attempt is refused before launch instead (a
+// Supervisor reports it as a *supervise.PreflightError, check
+// "requirements").
+type RequirementsError struct {
+	// Capability is the capability's canonical id.
+	Capability string
+	// Missing says, one entry per requirement, what is missing and why.
+	Missing []string
+}
+
+// Error lists the missing requirements.
+func (e *RequirementsError) Error() string {
+	return "supervise: " + e.Detail()
+}
+
+// Detail is the message without its package prefix: "capability X
+// requires ...".
+func (e *RequirementsError) Detail() string {
+	return fmt.Sprintf("capability %s requires %s", e.Capability, strings.Join(e.Missing, ", "))
+}
+
+// BindingOf rebuilds the wire AttemptBinding of an attempt from the
+// ledger alone, as after a restart: the operation gives the scope, the
+// capability and the digests, the evidence the attempt and the binding
+// fields the ledger holds nowhere else. launch.ParseResult of the
+// evidence's HostResult and ExitCode against it judges the host's result
+// again.
+func BindingOf(op ledger.Operation, ev ledger.AttemptEvidence) ipc.AttemptBinding {
+	return ipc.AttemptBinding{
+		OrganizationID: op.Scope.OrganizationID, ProjectID: op.Scope.ProjectID,
+		SeatID: ev.SeatID, RuntimeBindingID: ev.RuntimeBindingID, PacketID: ev.PacketID,
+		OperationID: op.OperationID, AttemptID: ev.AttemptID, FencingGeneration: ev.Generation,
+		CapabilityID: op.CapabilityID, RequestDigest: op.RequestDigest, ManifestDigest: op.ManifestDigest,
+	}
 }
