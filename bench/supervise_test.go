@@ -337,11 +337,6 @@ func (t *timedLedger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch)
 	return t.Ledger.LaunchAttempt(ctx, a)
 }
 
-func (t *timedLedger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.Bootstrap, error) {
-	defer t.note("IssueBootstrap", time.Now())
-	return t.Ledger.IssueBootstrap(ctx, f, id, d)
-}
-
 func (t *timedLedger) RedeemBootstrap(ctx context.Context, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {
 	defer t.note("RedeemBootstrap", time.Now())
 	return t.Ledger.RedeemBootstrap(ctx, f, r)

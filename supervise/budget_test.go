@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 	"github.com/zeoruntime/runtimeipc/supervise/handler"
 	"github.com/zeoruntime/runtimeipc/supervise/port"
@@ -91,7 +92,7 @@ func TestBudgetNeverExceeded(t *testing.T) {
 				RuntimeBindingID: "rb", PacketID: "packet", OperationID: "op", AttemptID: f.AttemptID, FencingGeneration: f.Generation,
 				CapabilityID: "example.two_effects@1.0.0", RequestDigest: reqDigest, ManifestDigest: b.ManifestDigest}
 			launchDigest := canon.Sum([]byte(f.AttemptID))
-			if _, err := l.IssueBootstrap(ctx, f, "boot-"+f.AttemptID, launchDigest); err != nil {
+			if _, err := ledgertest.Issue(ctx, l, f, "boot-"+f.AttemptID, launchDigest); err != nil {
 				rt.Fatal(err)
 			}
 			d.l = l

@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise/handler"
@@ -80,7 +81,7 @@ func startLowerUntil(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, att
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.IssueBootstrap(ctx, f, bootID, d); err != nil {
+	if _, err := ledgertest.Issue(ctx, l, f, bootID, d); err != nil {
 		t.Fatal(err)
 	}
 	req, err := launch.EncodeRequest(capability, prep.Arguments)

@@ -39,7 +39,7 @@ type Config struct {
 	// organization, project, operation, attempt and generation must be the
 	// Fence's.
 	Binding ipc.AttemptBinding
-	// BootstrapID is the id issued for this attempt (IssueBootstrap or
+	// BootstrapID is the id issued for this attempt (ledger
 	// LaunchAttempt) and sent in the LaunchContext.
 	BootstrapID string
 	// Manifest, when set, is the admitted manifest of the capability:

@@ -41,13 +41,6 @@ func (l *observedLedger) StartAttempt(ctx context.Context, scope ledger.Scope, o
 	return r, err
 }
 
-func (l *observedLedger) IssueBootstrap(ctx context.Context, f ledger.Fence, bootstrapID string, launchDigest canon.Digest) (ledger.Bootstrap, error) {
-	ctx, w := l.t.write(ctx, writeIssueBootstrap)
-	r, err := l.Ledger.IssueBootstrap(ctx, f, bootstrapID, launchDigest)
-	w.end(err)
-	return r, err
-}
-
 func (l *observedLedger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (ledger.Fence, error) {
 	ctx, w := l.t.write(ctx, writeLaunchAttempt)
 	r, err := l.Ledger.LaunchAttempt(ctx, a)

@@ -70,7 +70,6 @@ type writeKind int
 const (
 	writeCreateOperation writeKind = iota
 	writeStartAttempt
-	writeIssueBootstrap
 	writeLaunchAttempt
 	writeRedeemBootstrap
 	writeAdmit
@@ -90,7 +89,7 @@ const (
 )
 
 var writeNames = [nWrites]string{
-	"create_operation", "start_attempt", "issue_bootstrap", "launch_attempt", "redeem_bootstrap", "admit",
+	"create_operation", "start_attempt", "launch_attempt", "redeem_bootstrap", "admit",
 	"begin_effect", "confirm_effect", "mark_not_consumed", "mark_unknown", "resolve", "accept_result",
 	"cancel", "record_attempt", "acquire_lease", "renew_lease", "release_lease", "take_over",
 }
