@@ -14,6 +14,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 func newLauncher(t testing.TB) *launch.Launcher {
 	t.Helper()
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Grace: 2 * time.Second,
-		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		WaitDelay: 500 * time.Millisecond, Verifier: environment.Trust{},
 		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)

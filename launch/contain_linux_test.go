@@ -19,6 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
 
@@ -35,7 +36,7 @@ func hostileRun(t *testing.T, contain launch.Containment, user *launch.User, net
 // the launcher's log written to log (when not nil).
 func hostileRunContext(t *testing.T, contain launch.Containment, user *launch.User, log *slog.Logger, setContext func(*launch.LaunchContext), actions ...string) map[string]string {
 	t.Helper()
-	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: launch.TrustEnvironment{},
+	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: environment.Trust{},
 		Env:  []string{hostproc.EnvScenario + "=hostile", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
 		User: user, AllowRootHost: user == nil, Containment: contain, Logger: log})
 	if err != nil {
@@ -434,7 +435,7 @@ func TestContainedLimits(t *testing.T) {
 // without it (simulated) is refused with ErrContainmentUnavailable naming
 // what is missing; turning the Landlock layers off launches.
 func TestContainmentRefused(t *testing.T) {
-	cfg := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+	cfg := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{AssumeNoLandlock: true}}
 	_, err := launch.New(cfg)
 	if !errors.Is(err, launch.ErrContainmentUnavailable) || !strings.Contains(err.Error(), "Landlock") {
@@ -487,7 +488,7 @@ func TestContainedWarm(t *testing.T) {
 	allow := []string{"write:mine.txt", "signal:self"}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(append(deny, allow...), ";")), Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Containment: launch.Containment{WorkspaceRoot: root}})
+		Verifier: environment.Trust{}, AllowRootHost: true, Containment: launch.Containment{WorkspaceRoot: root}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +573,7 @@ func TestContainedEgressWarm(t *testing.T) {
 	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs),
+		Verifier: environment.Trust{}, AllowRootHost: true, Logger: slog.New(logs),
 		Containment: launch.Containment{WorkspaceRoot: openDir(t)}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise/handler"
@@ -39,7 +40,7 @@ func TestContainedEgress(t *testing.T) {
 		actions = append(actions, a)
 	}
 	run := func(t *testing.T, network bool, off launch.Layers) map[string]string {
-		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{},
+		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{},
 			Env: []string{hostproc.EnvScenario + "=hostile-echo", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
 			// Every layer on, the network's included.
 			Containment: launch.Containment{InitPath: testbin.InitBeside(hostsimPath), Off: off}, AllowRootHost: true})

@@ -32,7 +32,7 @@ func ExampleSupervisor_Invoke() {
 	ctx := context.Background()
 	// The simulated host is this test binary, re-executed: its TestMain
 	// calls supervisetest.Main. A real provider's launch.Config names its
-	// environment's python and a launch.TreeVerifier.
+	// environment's python and a environment.TreeVerifier.
 	lc, err := supervisetest.LaunchConfig(os.TempDir(), supervisetest.WellBehaved)
 	if err != nil {
 		fmt.Println(err)
@@ -83,7 +83,7 @@ func ExampleSupervisor_Invoke() {
 func ExampleOutcomeError() {
 	// The simulated host is this test binary, re-executed: its TestMain
 	// calls supervisetest.Main. A real provider's launch.Config names its
-	// environment's python and a launch.TreeVerifier.
+	// environment's python and a environment.TreeVerifier.
 	lc, err := supervisetest.LaunchConfig(os.TempDir(), supervisetest.WellBehaved)
 	if err != nil {
 		fmt.Println(err)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/supervise"
@@ -188,7 +189,7 @@ func fleetMain(index string) int {
 	}
 	defer l.Close(ctx)
 	ln, err := launch.New(launch.Config{Interpreter: os.Getenv(ctlHost), Dir: os.Getenv(ctlWorkdir),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+		Verifier: environment.Trust{}, AllowRootHost: true})
 	if err != nil {
 		return fail(err)
 	}

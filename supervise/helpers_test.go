@@ -12,6 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -62,7 +63,7 @@ func newLauncher(t testing.TB, grace time.Duration, env ...string) *launch.Launc
 		grace = 2 * time.Second
 	}
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: env, Dir: t.TempDir(), Grace: grace,
-		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		WaitDelay: 500 * time.Millisecond, Verifier: environment.Trust{},
 		// Contained, with two concessions to the loop test's fixed budget
 		// (a thousand launches in a minute, under the race detector): the
 		// small init, which starts faster than this test binary

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/supervise"
@@ -83,7 +84,7 @@ func controllerMain() int {
 		env = append(env, hostproc.EnvScenario+"="+sc)
 	}
 	ln, err := launch.New(launch.Config{Interpreter: os.Getenv(ctlHost), Env: env, Dir: os.Getenv(ctlWorkdir),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+		Verifier: environment.Trust{}, AllowRootHost: true})
 	if err != nil {
 		return fail(err)
 	}

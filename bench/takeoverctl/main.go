@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -61,7 +62,7 @@ func run(dsn, schema, host, bindingPath, op string, ttl time.Duration) error {
 		return err
 	}
 	defer l.Close(ctx)
-	ln, err := launch.New(launch.Config{Interpreter: host, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+	ln, err := launch.New(launch.Config{Interpreter: host, Dir: os.TempDir(), Verifier: environment.Trust{}, AllowRootHost: true})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/supervise"
@@ -141,7 +142,7 @@ func newEnv(t *testing.T, mutate func(*zeohost.Config), hostEnv ...string) *env 
 	cfg := zeohost.Config{
 		Supervisor: supervise.Config{Ledger: l, Dispatcher: d, HostPythonVersion: hostsim.DefaultPythonVersion,
 			SeatID: "seat-a", RuntimeBindingID: "runtime-a", Workspace: "/workspace-a"},
-		Launch: launch.Config{Env: hostEnv, Verifier: launch.TrustEnvironment{}, Grace: 200 * time.Millisecond,
+		Launch: launch.Config{Env: hostEnv, Verifier: environment.Trust{}, Grace: 200 * time.Millisecond,
 			WaitDelay:     500 * time.Millisecond,
 			AllowRootHost: true}, // tests run as whoever runs them, root included
 	}

@@ -41,7 +41,7 @@ func (receipts) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, erro
 func run(ctx context.Context, w io.Writer) error {
 	// The host: the simulated one here. For a real provider, launch.New
 	// with Interpreter its environment's python, Args {"-m",
-	// "zeo_core.adapters.runtime_host"} and a launch.TreeVerifier.
+	// "zeo_core.adapters.runtime_host"} and a environment.TreeVerifier.
 	launcher, cleanup, err := hostLauncher(supervisetest.WellBehaved)
 	if err != nil {
 		return err
