@@ -20,7 +20,7 @@ import (
 
 // DefaultOutcomeTimeout bounds one ledger write that records an effect's
 // outcome when Config.OutcomeTimeout is zero.
-const DefaultOutcomeTimeout = answer.DefaultOutcomeTimeout
+const DefaultOutcomeTimeout = 30 * time.Second
 
 // ErrInvalidConfig is wrapped by the error of New for an unusable Config,
 // and of BuildContext for an unusable ContextSpec; the message lists every
@@ -156,6 +156,9 @@ func New(cfg Config) (*Handler, error) {
 	var observer func(answer.Answer)
 	if obs := cfg.Observer; obs != nil {
 		observer = func(a answer.Answer) { obs(Answer(a)) }
+	}
+	if cfg.OutcomeTimeout == 0 {
+		cfg.OutcomeTimeout = DefaultOutcomeTimeout
 	}
 	h, err := answer.New(answer.Config{
 		Ledger: cfg.Ledger, Fence: cfg.Fence, Binding: cfg.Binding, BootstrapID: cfg.BootstrapID,

@@ -1,5 +1,5 @@
 // Package port defines what an embedder plugs into a supervise.Supervisor
-// (or into the Handler of package supervise/attempt): the Authority, which
+// (or into the Handler of package supervise/handler): the Authority, which
 // decides whether an attempt may run and whether each new effect may be
 // dispatched; the Dispatcher, which holds the credentials and consumes
 // authorized effects; and the Reserver, which enforces a capability's

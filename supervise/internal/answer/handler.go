@@ -59,8 +59,8 @@ type Config struct {
 	// OutcomeTimeout bounds each ledger write that records an effect's
 	// outcome (ConfirmEffect, MarkNotConsumed, MarkUnknown, Resolve). Such
 	// writes run under context.WithoutCancel, so that an exchange that
-	// times out never loses the truth about a consumed effect. Zero means
-	// DefaultOutcomeTimeout.
+	// times out never loses the truth about a consumed effect. Required
+	// (positive): the callers fill in their default.
 	OutcomeTimeout time.Duration
 	// Observer, when set, receives one Answer per decision,
 	// synchronously on the Session's goroutine; it must not block.
@@ -87,10 +87,6 @@ type Pending struct {
 	Err  error
 }
 
-// DefaultOutcomeTimeout bounds one ledger write that records an effect's
-// outcome when Config.OutcomeTimeout is zero.
-const DefaultOutcomeTimeout = 30 * time.Second
-
 func (c *Config) validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -115,6 +111,8 @@ func (c *Config) validate() error {
 	}
 	if c.OutcomeTimeout < 0 {
 		add("OutcomeTimeout is negative")
+	} else if c.OutcomeTimeout == 0 {
+		add("OutcomeTimeout is zero")
 	}
 	if c.Reserver != nil && (c.Provider == nil || c.Manifest == nil) {
 		add("a Reserver needs Provider and Manifest")
@@ -163,9 +161,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
-	}
-	if h.cfg.OutcomeTimeout == 0 {
-		h.cfg.OutcomeTimeout = DefaultOutcomeTimeout
 	}
 	h.tel, h.cfg.Ledger = cfg.Telemetry, telemetry.Observe(h.cfg.Ledger, cfg.Telemetry)
 	return h, nil
