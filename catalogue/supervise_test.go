@@ -19,7 +19,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
-	"github.com/zeoruntime/runtimeipc/supervise/handler"
 	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
@@ -198,7 +197,7 @@ func (r *hostRig) run(ctx context.Context, t *testing.T, op, capability string, 
 	s, err := supervise.New(supervise.Config{Ledger: r.store, Launcher: r.ln, Provider: plan.Binding,
 		HostPythonVersion: hostsim.DefaultPythonVersion, SeatID: "seat-a", RuntimeBindingID: "runtime-a", Workspace: "/workspace-a",
 		Authority: authority{c: r.cat, before: before}, Reserver: &recorder{Catalogue: r.cat, events: r.events},
-		Grants: handler.Grants{Credentials: []string{"gmail"}}})
+		Grants: port.Grants{Credentials: []string{"gmail"}}})
 	if err != nil {
 		return nil, err
 	}

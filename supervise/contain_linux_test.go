@@ -12,7 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // TestContainedEgress runs the hostile table's network rows through the
@@ -61,7 +61,7 @@ func TestContainedEgress(t *testing.T) {
 			}
 			b.ManifestDigest = d
 			cfg.Provider = b
-			cfg.Grants = handler.Grants{NetworkAllowed: true, NetworkHosts: []string{allowed}}
+			cfg.Grants = port.Grants{NetworkAllowed: true, NetworkHosts: []string{allowed}}
 		}
 		s := newSupervisor(t, cfg)
 		o, err := s.Invoke(testCtx(t), call("op-egress", "example.echo@1.0.0", map[string]any{"text": "x"}, 0))

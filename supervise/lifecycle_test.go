@@ -13,7 +13,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
-	"github.com/zeoruntime/runtimeipc/supervise/handler"
 	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
@@ -265,7 +264,7 @@ func TestPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Provider.Manifests, cfg.Provider.ManifestDigest = ms, d
-	cfg.Grants = handler.Grants{Binaries: []string{"sendmail"}}
+	cfg.Grants = port.Grants{Binaries: []string{"sendmail"}}
 	s := newSupervisor(t, cfg)
 	cases := []struct {
 		name     string

@@ -67,14 +67,14 @@ func budgetCheck(m manifest.CapabilityManifest, budget int64, o *Outcome) error 
 	}
 	o.State = launch.StateRefused
 	o.Reason = fmt.Sprintf("capability %s uses the effect port (it requires %s) but the operation's effect budget is 0: every effect would be refused; give the Call an EffectBudget of at least the effects it dispatches",
-		m.ID, handler.EffectsService)
+		m.ID, port.EffectsService)
 	return &PreflightError{Check: "budget", Detail: o.Reason}
 }
 
 // effectful reports whether m's capability dispatches effects through the
 // Runtime: it requires the effect port.
 func effectful(m manifest.CapabilityManifest) bool {
-	return slices.Contains(m.Requirements.Services, handler.EffectsService)
+	return slices.Contains(m.Requirements.Services, port.EffectsService)
 }
 
 // admitFrameSlack is what an invoke.admit frame holds besides the

@@ -108,7 +108,7 @@ type Config struct {
 	// reservations; nil means none are taken.
 	Reserver port.Reserver
 	// Grants are what capabilities may use besides the effect port.
-	Grants handler.Grants
+	Grants port.Grants
 	// SeatID and RuntimeBindingID fill the AttemptBinding when a Call
 	// leaves them empty. Required identifiers.
 	SeatID           string
@@ -205,7 +205,7 @@ type run struct {
 // and list every problem.
 func New(cfg Config) (*Supervisor, error) {
 	c := cfg
-	c.Grants = handler.Grants{
+	c.Grants = port.Grants{
 		Credentials:    slices.Clone(cfg.Grants.Credentials),
 		Binaries:       slices.Clone(cfg.Grants.Binaries),
 		NetworkHosts:   slices.Clone(cfg.Grants.NetworkHosts),

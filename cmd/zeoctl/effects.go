@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 
-	"github.com/zeoruntime/runtimeipc/supervise/handler"
 	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
@@ -23,8 +22,8 @@ func (g *grantFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.network, "network", false, "allow capabilities that require the network")
 }
 
-func (g *grantFlags) grants() handler.Grants {
-	return handler.Grants{Credentials: g.credentials, Binaries: g.binaries, NetworkHosts: g.networkHosts, NetworkAllowed: g.network}
+func (g *grantFlags) grants() port.Grants {
+	return port.Grants{Credentials: g.credentials, Binaries: g.binaries, NetworkHosts: g.networkHosts, NetworkAllowed: g.network}
 }
 
 // registerEffects registers -effects, what happens to a new effect.

@@ -10,25 +10,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
-
-// EffectsService is the one service the host can inject into a provider:
-// the effect port, served by the Handler (see doc/protocol.md,
-// “Requirements check”).
-const EffectsService = "runtime.effects"
-
-// Grants are what the Runtime lets a capability use besides the effect
-// port: credential and binary names, network hosts, and whether the network
-// is allowed at all. A capability's LaunchContext lists exactly what its
-// manifest requires, and preflight refuses a requirement that is not
-// granted. The host only checks names: granting a credential here gives
-// the host no secret.
-type Grants struct {
-	Credentials    []string
-	Binaries       []string
-	NetworkHosts   []string
-	NetworkAllowed bool
-}
 
 // ContextSpec is everything a LaunchContext is built from. BuildContext
 // is the one place where values cross from the ledger, the manifest and
@@ -48,7 +31,7 @@ type ContextSpec struct {
 	// Workspace is handed to the provider as its work directory.
 	Workspace string
 	// Grants are what the Runtime lets the capability use.
-	Grants Grants
+	Grants port.Grants
 	// RPCTimeout and MaxMessageBytes are the exchange bounds; zero means the
 	// protocol defaults.
 	RPCTimeout      time.Duration
@@ -81,8 +64,8 @@ func BuildContext(s ContextSpec) (launch.LaunchContext, error) {
 	budget := left + int64(len(s.Operation.Effects))
 	r := s.Manifest.Requirements
 	services := []string{}
-	if slices.Contains(r.Services, EffectsService) {
-		services = append(services, EffectsService)
+	if slices.Contains(r.Services, port.EffectsService) {
+		services = append(services, port.EffectsService)
 	}
 	c := launch.LaunchContext{
 		Provider:             s.Provider,
@@ -108,12 +91,12 @@ func BuildContext(s ContextSpec) (launch.LaunchContext, error) {
 // runtime.effects, a filesystem need (the host never grants one), and
 // credentials, binaries, network hosts or network access that g does not
 // grant.
-func CheckRequirements(m manifest.CapabilityManifest, g Grants) error {
+func CheckRequirements(m manifest.CapabilityManifest, g port.Grants) error {
 	var missing []string
 	r := m.Requirements
 	for _, s := range r.Services {
-		if s != EffectsService {
-			missing = append(missing, fmt.Sprintf("service %q (the host can only inject %q)", s, EffectsService))
+		if s != port.EffectsService {
+			missing = append(missing, fmt.Sprintf("service %q (the host can only inject %q)", s, port.EffectsService))
 		}
 	}
 	if r.Filesystem.Read || r.Filesystem.Write {

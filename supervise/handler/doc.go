@@ -4,7 +4,7 @@
 //
 //   - BuildContext, from a ContextSpec, builds the attempt's
 //     launch.LaunchContext: budget left, deadline, and what the manifest
-//     requires within the Grants;
+//     requires within the port.Grants;
 //   - CheckRequirements refuses before launch what the host would refuse
 //     (and port.CheckDocument a document it would not parse);
 //   - New returns the Handler, the ipc.Handler of the attempt,

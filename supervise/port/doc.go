@@ -3,8 +3,10 @@
 // decides whether an attempt may run and whether each new effect may be
 // dispatched; the Dispatcher, which holds the credentials and consumes
 // authorized effects; and the Reserver, which enforces a capability's
-// resource reservations. It also gives the values that cross these ports
-// and CheckDocument, the rule every document sent to a host must meet.
+// resource reservations. It also gives the values that cross these ports,
+// the Grants (what a capability may use besides the effect port,
+// EffectsService) and CheckDocument, the rule every document sent to a
+// host must meet.
 //
 // Each port states its outcomes exactly: what an error means, what the
 // host is answered, and what the ledger records (see doc/design.md,

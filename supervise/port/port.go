@@ -195,3 +195,21 @@ type Reserver interface {
 	Recheck(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any) error
 	Release(ctx context.Context, f ledger.Fence) error
 }
+
+// EffectsService is the one service the host can inject into a provider:
+// the effect port, served by the Handler of package supervise/handler (see doc/protocol.md,
+// “Requirements check”).
+const EffectsService = "runtime.effects"
+
+// Grants are what the Runtime lets a capability use besides the effect
+// port: credential and binary names, network hosts, and whether the network
+// is allowed at all. A capability's LaunchContext lists exactly what its
+// manifest requires, and a Supervisor refuses before launch a requirement
+// that is not granted (handler.CheckRequirements). The host only checks names: granting a credential here gives
+// the host no secret.
+type Grants struct {
+	Credentials    []string
+	Binaries       []string
+	NetworkHosts   []string
+	NetworkAllowed bool
+}
