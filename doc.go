@@ -15,12 +15,14 @@
 //
 //   - [github.com/zeoruntime/runtimeipc/supervise]: capability operations
 //     end to end on durable truth: the Supervisor (Invoke, Cancel, Recover,
-//     Resolve, Artifact) and, for a controller of your own, the
-//     ledger-backed Handler of one attempt. supervise/supervisetest is its
-//     test host, as net/http/httptest.
+//     Resolve, Artifact); the ports you implement, in supervise/port
+//     (Dispatcher, Authority); for a controller of your own, the
+//     ledger-backed Handler of one attempt, in supervise/handler.
+//     supervise/supervisetest is its test host, as net/http/httptest.
 //   - [github.com/zeoruntime/runtimeipc/launch]: the trusted launcher,
-//     HostResult parsing and its coherence with the session, static
-//     discovery, warm launch.
+//     HostResult parsing and its coherence with the session, warm launch;
+//     static discovery in launch/discovery, environment verification in
+//     launch/environment.
 //   - [github.com/zeoruntime/runtimeipc/ledger]: durable Runtime truth (fences,
 //     bootstrap redemption, idempotent effects, budgets, results, evidence)
 //     with in-memory (ledger/memory), embedded (ledger/bolt) and PostgreSQL

@@ -5,10 +5,10 @@ import (
 	"errors"
 
 	"github.com/zeoruntime/runtimeipc/catalogue"
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
-// Authority returns the supervise.Authority that asks the catalogue first:
+// Authority returns the port.Authority that asks the catalogue first:
 // at invoke.admit, CheckAdmission (the operation's pin, the capability
 // still visible to its scope in the pinned generation, its account still
 // consented); before each new effect, CheckEffect (the effect names the
@@ -25,16 +25,16 @@ import (
 //
 // The Facade uses it for every Supervisor it makes; embedders running their
 // own Supervisor over a catalogue use it the same way.
-func Authority(c *catalogue.Catalogue, next supervise.Authority) supervise.Authority {
+func Authority(c *catalogue.Catalogue, next port.Authority) port.Authority {
 	if next == nil {
-		next = supervise.AllowAll{}
+		next = port.AllowAll{}
 	}
 	return catalogueAuthority{c: c, next: next}
 }
 
 type catalogueAuthority struct {
 	c    *catalogue.Catalogue
-	next supervise.Authority
+	next port.Authority
 }
 
 // refusal reports whether a catalogue error is a decision to refuse.
@@ -43,25 +43,25 @@ func refusal(err error) bool {
 		errors.Is(err, catalogue.ErrPinMismatch)
 }
 
-func (a catalogueAuthority) Admit(ctx context.Context, adm supervise.Admission) (supervise.Verdict, error) {
+func (a catalogueAuthority) Admit(ctx context.Context, adm port.Admission) (port.Verdict, error) {
 	if err := a.c.CheckAdmission(ctx, adm.Operation); err != nil {
 		if refusal(err) || errors.Is(err, catalogue.ErrConsentRequired) {
-			return supervise.Verdict{Decision: supervise.Refuse, Reason: err.Error()}, nil
+			return port.Verdict{Decision: port.Refuse, Reason: err.Error()}, nil
 		}
-		return supervise.Verdict{}, err
+		return port.Verdict{}, err
 	}
 	return a.next.Admit(ctx, adm)
 }
 
-func (a catalogueAuthority) Effect(ctx context.Context, q supervise.EffectQuestion) (supervise.Verdict, error) {
+func (a catalogueAuthority) Effect(ctx context.Context, q port.EffectQuestion) (port.Verdict, error) {
 	if err := a.c.CheckEffect(ctx, q.Operation, q.Request.ConnectionRef, q.Request.Operation); err != nil {
 		switch {
 		case errors.Is(err, catalogue.ErrConsentRequired):
-			return supervise.Verdict{Decision: supervise.Hold, Reason: err.Error()}, nil
+			return port.Verdict{Decision: port.Hold, Reason: err.Error()}, nil
 		case refusal(err):
-			return supervise.Verdict{Decision: supervise.Refuse, Reason: err.Error()}, nil
+			return port.Verdict{Decision: port.Refuse, Reason: err.Error()}, nil
 		}
-		return supervise.Verdict{}, err
+		return port.Verdict{}, err
 	}
 	return a.next.Effect(ctx, q)
 }

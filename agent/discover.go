@@ -6,6 +6,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -14,7 +15,7 @@ import (
 // compares with the binding's (package catalogue cannot import launch).
 func Discover(ln *launch.Launcher) catalogue.DiscoverFunc {
 	return func(ctx context.Context, b manifest.ProviderBinding) (canon.Digest, error) {
-		d, err := ln.Describe(ctx, b)
+		d, err := discovery.Describe(ctx, ln, b)
 		return d.ManifestDigest, err
 	}
 }

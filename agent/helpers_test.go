@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -75,7 +76,7 @@ type world struct {
 func launcher(t testing.TB) *launch.Launcher {
 	t.Helper()
 	ln, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Grace: 2 * time.Second,
-		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		WaitDelay: 500 * time.Millisecond, Verifier: environment.Trust{},
 		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)

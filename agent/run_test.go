@@ -15,6 +15,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 var scopeA = ledger.Scope{OrganizationID: "org-a", ProjectID: "proj-1"}
@@ -25,14 +26,14 @@ type receipts struct {
 	n  map[string]int
 }
 
-func (r *receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+func (r *receipts) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n == nil {
 		r.n = map[string]int{}
 	}
 	r.n[d.LogicalEffectID]++
-	return supervise.Receipt{ReceiptID: "rcpt-" + d.AuthorizationID}, nil
+	return port.Receipt{ReceiptID: "rcpt-" + d.AuthorizationID}, nil
 }
 
 // demoWorld is the simulated demo provider admitted for org-a, with a
@@ -200,20 +201,20 @@ type gate struct {
 	release chan struct{}
 }
 
-func (g gate) Admit(ctx context.Context, a supervise.Admission) (supervise.Verdict, error) {
+func (g gate) Admit(ctx context.Context, a port.Admission) (port.Verdict, error) {
 	if a.BeforeLaunch {
-		return supervise.Verdict{Decision: supervise.Allow}, nil
+		return port.Verdict{Decision: port.Allow}, nil
 	}
 	g.entered <- a.Operation.OperationID
 	select {
 	case <-g.release:
 	case <-ctx.Done():
 	}
-	return supervise.Verdict{Decision: supervise.Allow}, nil
+	return port.Verdict{Decision: port.Allow}, nil
 }
 
-func (gate) Effect(context.Context, supervise.EffectQuestion) (supervise.Verdict, error) {
-	return supervise.Verdict{Decision: supervise.Allow}, nil
+func (gate) Effect(context.Context, port.EffectQuestion) (port.Verdict, error) {
+	return port.Verdict{Decision: port.Allow}, nil
 }
 
 // TestRunReservationBusy runs a serial_per_capability capability twice at

@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // BenchmarkCgroup measures what the cgroup layer (launch.Cgroup,
@@ -110,7 +111,7 @@ func BenchmarkCgroup(b *testing.B) {
 
 	b.Run("Hostsim", func(b *testing.B) {
 		hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
-		cfg := launch.Config{Interpreter: hostsim, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		cfg := launch.Config{Interpreter: hostsim, Verifier: environment.Trust{}, AllowRootHost: true,
 			Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"}}
 		var modes []mode
 		for _, p := range []struct {
@@ -130,7 +131,7 @@ func BenchmarkCgroup(b *testing.B) {
 			b.Fatal(err)
 		}
 		cfg := launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
-			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
+			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Verifier: environment.Trust{}, AllowRootHost: true}
 		var modes []mode
 		for _, cg := range []bool{false, true} {
 			l := newLauncher(b, cfg, launch.Containment{}, cg)

@@ -117,15 +117,10 @@ func BenchmarkLedgerIntegrity(b *testing.B) {
 func artifactOp(b *testing.B, l *bolt.Ledger, scope ledger.Scope, op string) ledger.Fence {
 	ctx := context.Background()
 	digest := func(s string) canon.Digest { return canon.Sum([]byte(s)) }
-	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
-		RequestDigest: digest("req"), ManifestDigest: digest("man")}); err != nil {
-		b.Fatal(err)
-	}
-	f, err := l.StartAttempt(ctx, scope, op, "a")
+	f, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{Operation: ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
+		RequestDigest: digest("req"), ManifestDigest: digest("man")},
+		AttemptID: "a", Generation: 1, BootstrapID: "boot-" + op, LaunchDigest: digest("launch")})
 	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := l.IssueBootstrap(ctx, f, "boot-"+op, digest("launch")); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: digest("launch"), PID: 1, SessionID: "s"}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // buildTool builds a main package into dir: pkg relative to the module root
@@ -124,7 +125,7 @@ func BenchmarkLaunch(b *testing.B) {
 	work := b.TempDir()
 
 	l, err := launch.New(launch.Config{
-		Interpreter: hostsim, Dir: work, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Interpreter: hostsim, Dir: work, Verifier: environment.Trust{}, AllowRootHost: true,
 		Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"},
 		// Uncontained, as these rows always were; BenchmarkContainment
 		// measures what containment adds.

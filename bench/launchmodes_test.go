@@ -9,6 +9,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -86,7 +87,7 @@ func containedLauncher(b *testing.B, cfg launch.Config, c launch.Containment) *l
 // hostsimLaunch is the launch.Config of the simulated host built at
 // hostsim, uncontained until the caller sets Containment.
 func hostsimLaunch(hostsim string) launch.Config {
-	return launch.Config{Interpreter: hostsim, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+	return launch.Config{Interpreter: hostsim, Verifier: environment.Trust{}, AllowRootHost: true,
 		Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"}}
 }
 
@@ -99,7 +100,7 @@ func pythonLaunch(b *testing.B) launch.Config {
 		b.Fatal(err)
 	}
 	return launch.Config{Interpreter: python, Args: []string{"-m", "zeotesthost"},
-		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
+		Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Verifier: environment.Trust{}, AllowRootHost: true}
 }
 
 // startEchoZygote starts a zygote of l for provider with what the echo

@@ -98,17 +98,12 @@ func authorizeSetup(b *testing.B, l ledger.Ledger, writers int) []ledger.Fence {
 	fences := make([]ledger.Fence, writers)
 	for i := range writers {
 		op := fmt.Sprint("op-", i)
-		if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
-			RequestDigest: canon.Sum([]byte("req")), ManifestDigest: canon.Sum([]byte("man")), EffectBudget: 1 << 40}); err != nil {
-			b.Fatal(err)
-		}
-		f, err := l.StartAttempt(ctx, scope, op, "a1")
-		if err != nil {
-			b.Fatal(err)
-		}
 		// Effects need an admitted attempt, which needs a redeemed bootstrap.
 		launch := canon.Sum([]byte("launch"))
-		if _, err := l.IssueBootstrap(ctx, f, "boot-"+op, launch); err != nil {
+		f, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{Operation: ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
+			RequestDigest: canon.Sum([]byte("req")), ManifestDigest: canon.Sum([]byte("man")), EffectBudget: 1 << 40},
+			AttemptID: "a1", Generation: 1, BootstrapID: "boot-" + op, LaunchDigest: launch})
+		if err != nil {
 			b.Fatal(err)
 		}
 		if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: launch, PID: 1, SessionID: "s"}); err != nil {
@@ -227,16 +222,11 @@ func populateForOpen(b *testing.B, path string, ops, effects int) {
 }
 
 func populateOne(ctx context.Context, l *bolt.Ledger, scope ledger.Scope, op string, effects int, digest func(string) canon.Digest) error {
-	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
-		RequestDigest: digest("req"), ManifestDigest: digest("man"), EffectBudget: int64(effects)}); err != nil {
-		return err
-	}
-	f, err := l.StartAttempt(ctx, scope, op, "a")
-	if err != nil {
-		return err
-	}
 	boot := "boot-" + op
-	if _, err := l.IssueBootstrap(ctx, f, boot, digest("launch")); err != nil {
+	f, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{Operation: ledger.OperationSpec{Scope: scope, OperationID: op, CapabilityID: "cap",
+		RequestDigest: digest("req"), ManifestDigest: digest("man"), EffectBudget: int64(effects)},
+		AttemptID: "a", Generation: 1, BootstrapID: boot, LaunchDigest: digest("launch")})
+	if err != nil {
 		return err
 	}
 	if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: digest("launch"), PID: 1, SessionID: "s"}); err != nil {

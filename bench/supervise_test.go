@@ -17,11 +17,13 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/childproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // One capability operation end to end: supervise.Supervisor.Invoke with
@@ -52,7 +54,7 @@ func newSuperviseFixture(b *testing.B) *superviseFixture {
 	}
 	dir := b.TempDir()
 	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
-	l, err := launch.New(launch.Config{Interpreter: hostsim, Dir: b.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+	l, err := launch.New(launch.Config{Interpreter: hostsim, Dir: b.TempDir(), Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{Off: launch.AllLayers}}) // as these rows always were; see BenchmarkContainment
 	if err != nil {
 		b.Fatal(err)
@@ -110,8 +112,8 @@ func openBolt(b *testing.B) *bolt.Ledger {
 // receiptDispatcher consumes every effect at once.
 type receiptDispatcher struct{}
 
-func (receiptDispatcher) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+func (receiptDispatcher) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
 }
 
 // call is a new operation of capability with args.
@@ -334,11 +336,6 @@ func (t *timedLedger) StartAttempt(ctx context.Context, s ledger.Scope, op, a st
 func (t *timedLedger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (ledger.Fence, error) {
 	defer t.note("LaunchAttempt", time.Now())
 	return t.Ledger.LaunchAttempt(ctx, a)
-}
-
-func (t *timedLedger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, d canon.Digest) (ledger.Bootstrap, error) {
-	defer t.note("IssueBootstrap", time.Now())
-	return t.Ledger.IssueBootstrap(ctx, f, id, d)
 }
 
 func (t *timedLedger) RedeemBootstrap(ctx context.Context, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {

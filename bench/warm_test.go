@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // firstFrame is an allow-all Runtime that notes when the host's first
@@ -113,7 +114,7 @@ func standInLauncher(b *testing.B) (l *launch.Launcher, python, modules string) 
 	l, err := launch.New(launch.Config{
 		Interpreter: python, Args: []string{"-m", testpyhost.HostModule}, Dir: b.TempDir(),
 		Env:      []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"},
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{Off: launch.AllLayers},
 	})
 	if err != nil {

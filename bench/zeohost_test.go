@@ -10,6 +10,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/zeohost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -42,7 +43,7 @@ func BenchmarkZeohost(b *testing.B) {
 	zb, err := zeohost.New(zeohost.Config{
 		Supervisor: supervise.Config{Ledger: l, HostPythonVersion: f.binding.PythonVersion, Dispatcher: receiptDispatcher{},
 			SeatID: "seat", RuntimeBindingID: "runtime", Workspace: "workspace"},
-		Launch: launch.Config{Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Dir: b.TempDir()},
+		Launch: launch.Config{Verifier: environment.Trust{}, AllowRootHost: true, Dir: b.TempDir()},
 	})
 	if err != nil {
 		b.Fatal(err)

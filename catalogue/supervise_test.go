@@ -14,10 +14,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // hostsimPath is the simulated host executable, built once by TestMain.
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 func newLauncher(t testing.TB) *launch.Launcher {
 	t.Helper()
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Grace: 2 * time.Second,
-		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		WaitDelay: 500 * time.Millisecond, Verifier: environment.Trust{},
 		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)
@@ -45,31 +47,31 @@ func newLauncher(t testing.TB) *launch.Launcher {
 // invoke.admit).
 type authority struct {
 	c      *catalogue.Catalogue
-	before func(a supervise.Admission)
+	before func(a port.Admission)
 }
 
-func (a authority) Admit(ctx context.Context, adm supervise.Admission) (supervise.Verdict, error) {
+func (a authority) Admit(ctx context.Context, adm port.Admission) (port.Verdict, error) {
 	if a.before != nil && !adm.BeforeLaunch {
 		a.before(adm)
 	}
 	return verdict(a.c.CheckAdmission(ctx, adm.Operation), false)
 }
 
-func (a authority) Effect(ctx context.Context, q supervise.EffectQuestion) (supervise.Verdict, error) {
+func (a authority) Effect(ctx context.Context, q port.EffectQuestion) (port.Verdict, error) {
 	return verdict(a.c.CheckEffect(ctx, q.Operation, q.Request.ConnectionRef, q.Request.Operation), true)
 }
 
-func verdict(err error, holdForConsent bool) (supervise.Verdict, error) {
+func verdict(err error, holdForConsent bool) (port.Verdict, error) {
 	switch {
 	case err == nil:
-		return supervise.Verdict{Decision: supervise.Allow}, nil
+		return port.Verdict{Decision: port.Allow}, nil
 	case holdForConsent && errors.Is(err, catalogue.ErrConsentRequired):
-		return supervise.Verdict{Decision: supervise.Hold, Reason: err.Error()}, nil
+		return port.Verdict{Decision: port.Hold, Reason: err.Error()}, nil
 	case errors.Is(err, catalogue.ErrConsentRequired), errors.Is(err, catalogue.ErrUnknownCapability),
 		errors.Is(err, catalogue.ErrNotPinned), errors.Is(err, catalogue.ErrPinMismatch):
-		return supervise.Verdict{Decision: supervise.Refuse, Reason: err.Error()}, nil
+		return port.Verdict{Decision: port.Refuse, Reason: err.Error()}, nil
 	}
-	return supervise.Verdict{}, err
+	return port.Verdict{}, err
 }
 
 // recorder is the Reserver as the Supervisor sees it (the catalogue),
@@ -187,7 +189,7 @@ func newHostRig(t *testing.T, ms ...manifest.CapabilityManifest) *hostRig {
 // run prepares and invokes op through a Supervisor bound to the pinned
 // binding, with before as the admission hook.
 func (r *hostRig) run(ctx context.Context, t *testing.T, op, capability string, args map[string]any, wait time.Duration,
-	before func(supervise.Admission)) (*supervise.Outcome, error) {
+	before func(port.Admission)) (*supervise.Outcome, error) {
 	plan, err := r.cat.Prepare(ctx, catalogue.Request{Scope: scopeA, OperationID: op, CapabilityID: capability})
 	if err != nil {
 		return nil, err
@@ -195,7 +197,7 @@ func (r *hostRig) run(ctx context.Context, t *testing.T, op, capability string, 
 	s, err := supervise.New(supervise.Config{Ledger: r.store, Launcher: r.ln, Provider: plan.Binding,
 		HostPythonVersion: hostsim.DefaultPythonVersion, SeatID: "seat-a", RuntimeBindingID: "runtime-a", Workspace: "/workspace-a",
 		Authority: authority{c: r.cat, before: before}, Reserver: &recorder{Catalogue: r.cat, events: r.events},
-		Grants: supervise.Grants{Credentials: []string{"gmail"}}})
+		Grants: port.Grants{Credentials: []string{"gmail"}}})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +213,7 @@ func (r *hostRig) run(ctx context.Context, t *testing.T, op, capability string, 
 // both runs op-1 and op-2 of example.locked@1.0.0 at once, on the two
 // accounts, each after start(op) returns (when set), with admit as the
 // admission hook, and fails the test unless both succeed.
-func (r *hostRig) both(ctx context.Context, t *testing.T, accounts [2]string, start func(op string), admit func(supervise.Admission)) {
+func (r *hostRig) both(ctx context.Context, t *testing.T, accounts [2]string, start func(op string), admit func(port.Admission)) {
 	var wg sync.WaitGroup
 	outcomes := make([]error, 2)
 	for i, op := range []string{"op-1", "op-2"} {
@@ -253,7 +255,7 @@ func TestSerialPerResourceWithHosts(t *testing.T) {
 				// the key.
 				r.events.wait(ctx, t, "admit op-1")
 			}
-		}, func(a supervise.Admission) {
+		}, func(a port.Admission) {
 			r.events.add("admit " + a.Operation.OperationID)
 			if a.Operation.OperationID == "op-1" {
 				// Hold op-1 until op-2 is seen waiting for the
@@ -272,7 +274,7 @@ func TestSerialPerResourceWithHosts(t *testing.T) {
 	t.Run("different keys", func(t *testing.T) {
 		ctx := testContext(t)
 		r := newHostRig(t, locked)
-		r.both(ctx, t, [2]string{"acme", "globex"}, nil, func(a supervise.Admission) {
+		r.both(ctx, t, [2]string{"acme", "globex"}, nil, func(a port.Admission) {
 			me := a.Operation.OperationID
 			r.events.add("admit " + me)
 			// Each stays in invoke.admit until the other is there too:
@@ -293,7 +295,7 @@ func TestSerialPerResourceWithHosts(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, first = r.run(ctx, t, "op-1", "example.locked@1.0.0", map[string]any{"text": "a", "account": "acme"}, 0,
-				func(supervise.Admission) {
+				func(port.Admission) {
 					r.events.add("admit op-1")
 					r.events.wait(ctx, t, "op-2 answered")
 				})
@@ -328,7 +330,7 @@ func TestRevocationAtAdmit(t *testing.T) {
 	if _, err := r.run(ctx, t, "op-1", "example.mail@1.0.0", map[string]any{"text": "hello"}, 0, nil); err != nil {
 		t.Fatalf("with consent: %v", err)
 	}
-	o, err := r.run(ctx, t, "op-2", "example.mail@1.0.0", map[string]any{"text": "hello"}, 0, func(supervise.Admission) {
+	o, err := r.run(ctx, t, "op-2", "example.mail@1.0.0", map[string]any{"text": "hello"}, 0, func(port.Admission) {
 		// The host is running and has asked for admission: revoke now.
 		if _, err := r.cat.Revoke(ctx, cataloguestore.Consent{Scope: scopeA, Account: "work", Credentials: []string{"gmail"}}); err != nil {
 			t.Error(err)

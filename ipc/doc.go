@@ -7,7 +7,7 @@
 // An embedder of package supervise never calls it: the Supervisor serves
 // every attempt's socket. A controller of your own starts here:
 // [NewSession] over the child's socket and [Session.Serve] with a
-// [Handler] (supervise.NewHandler is the ledger-backed one).
+// [Handler] (package supervise/handler gives the ledger-backed one).
 //
 // # Frames
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // testCgroupParent makes a cgroup for the test alone, to be the
@@ -94,7 +95,7 @@ func TestSetsidGrandchildEndsWithItsHost(t *testing.T) {
 			dir := t.TempDir()
 			l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: dir, Grace: 200 * time.Millisecond,
 				WaitDelay: 300 * time.Millisecond, Env: []string{"ZEO_HOSTSIM_SCENARIO=grandchild-escape"},
-				Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+				Verifier: environment.Trust{}, AllowRootHost: true,
 				Containment: launch.Containment{Off: off, Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
 			if err != nil {
 				t.Fatal(err)
@@ -153,7 +154,7 @@ func TestSetsidGrandchildFallback(t *testing.T) {
 	dir := t.TempDir()
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: dir, Grace: 200 * time.Millisecond,
 		WaitDelay: 300 * time.Millisecond, Env: []string{"ZEO_HOSTSIM_SCENARIO=grandchild-escape"},
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{Cgroup: launch.Cgroup{Off: true}}})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func setsidLauncher(t *testing.T, e pyEnv, parent string) *launch.Launcher {
 	t.Helper()
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=setsid:"), Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestSetsidGrandchildEndsWithWarmHost(t *testing.T) {
 // refused at New with their errors; BestEffortLimits drops the limit.
 func TestCgroupRefused(t *testing.T) {
 	cfg := func(c launch.Cgroup) launch.Config {
-		return launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{},
+		return launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{},
 			AllowRootHost: true, Containment: launch.Containment{Cgroup: c}}
 	}
 	_, err := launch.New(cfg(launch.Cgroup{Required: true, Parent: t.TempDir()}))

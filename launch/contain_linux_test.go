@@ -20,6 +20,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
 
@@ -36,7 +37,7 @@ func hostileRun(t *testing.T, contain launch.Containment, user *launch.User, net
 // the launcher's log written to log (when not nil).
 func hostileRunContext(t *testing.T, contain launch.Containment, user *launch.User, log *slog.Logger, setContext func(*launch.LaunchContext), actions ...string) map[string]string {
 	t.Helper()
-	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: launch.TrustEnvironment{},
+	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: environment.Trust{},
 		Env:  []string{hostproc.EnvScenario + "=hostile", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
 		User: user, AllowRootHost: user == nil, Containment: contain, Logger: log})
 	if err != nil {
@@ -435,7 +436,7 @@ func TestContainedLimits(t *testing.T) {
 // without it (simulated) is refused with ErrContainmentUnavailable naming
 // what is missing; turning the Landlock layers off launches.
 func TestContainmentRefused(t *testing.T) {
-	cfg := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+	cfg := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{AssumeNoLandlock: true}}
 	_, err := launch.New(cfg)
 	if !errors.Is(err, launch.ErrContainmentUnavailable) || !strings.Contains(err.Error(), "Landlock") {
@@ -488,7 +489,7 @@ func TestContainedWarm(t *testing.T) {
 	allow := []string{"write:mine.txt", "signal:self"}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(append(deny, allow...), ";")), Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Containment: launch.Containment{WorkspaceRoot: root}})
+		Verifier: environment.Trust{}, AllowRootHost: true, Containment: launch.Containment{WorkspaceRoot: root}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +624,7 @@ func TestContainedEgressWarm(t *testing.T) {
 	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs),
+		Verifier: environment.Trust{}, AllowRootHost: true, Logger: slog.New(logs),
 		Containment: launch.Containment{WorkspaceRoot: openDir(t)}})
 	if err != nil {
 		t.Fatal(err)
@@ -703,7 +704,7 @@ func TestContainedEgressWarmNetworkOnly(t *testing.T) {
 	actions = append(actions, warmNetActions(warmNetRows())...)
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{Off: launch.LayerFilesystem | launch.LayerScope}})
 	if err != nil {
 		t.Fatal(err)
@@ -774,7 +775,7 @@ func TestContainedEgressWarmSiblings(t *testing.T) {
 	actions := []string{"rendezvous:" + meet, "proxyget:http://" + a + "/", "proxyget:http://" + b + "/"}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Verifier: environment.Trust{}, AllowRootHost: true,
 		Containment: launch.Containment{WorkspaceRoot: openDir(t), WritePaths: []string{meet}}})
 	if err != nil {
 		t.Fatal(err)
@@ -838,7 +839,7 @@ func TestContainedEgressWarmFallback(t *testing.T) {
 			tt.contain.WorkspaceRoot = openDir(t)
 			l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 				Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-				Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: slog.New(logs), Containment: tt.contain})
+				Verifier: environment.Trust{}, AllowRootHost: true, Logger: slog.New(logs), Containment: tt.contain})
 			if err != nil {
 				t.Fatal(err)
 			}

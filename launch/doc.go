@@ -11,18 +11,19 @@
 //
 // Start with [New]: it checks a [Config] (the provider environment's
 // interpreter, its arguments and environment, a Verifier such as
-// [TreeVerifier]) and returns the [*Launcher] that supervise.Config
+// environment.TreeVerifier) and returns the [*Launcher] that supervise.Config
 // takes. Most embedders call nothing else here: a supervise.Supervisor
 // builds each LaunchContext, invokes and judges (see
-// examples/quickstart). [Launcher.Describe] and [Launcher.Doctor] run the
-// host's static discovery on an installed provider (no capability runs).
+// examples/quickstart). Package launch/discovery (Describe, Doctor) runs
+// the host's static discovery on an installed provider (no capability
+// runs) through [Launcher.Discover].
 // Driving a host directly, for a controller of your own, takes:
 //
 //   - [Init], the first statement of main (or TestMain) of every program
 //     that launches contained hosts (each host starts as that program
 //     re-executed, which applies the containment and then execs the
 //     interpreter);
-//   - a [LaunchContext] (supervise.BuildContext makes one from the
+//   - a [LaunchContext] (supervise/handler.BuildContext makes one from the
 //     ledger's operation), encoded once with [LaunchContext.Encode], and
 //     the request ([EncodeRequest]);
 //   - [Launcher.Invoke] with an [Invocation] (the Encoded context, the
@@ -34,9 +35,9 @@
 // [ZygoteConfig], [Zygote.Invoke]; “Warm launch” below), containment
 // settings (Config.Containment: [Containment], [Cgroup], [Limits],
 // [Layers]; on by default, “Containment” below), another uid
-// (Config.User), more discovery ([Launcher.ListCapabilities],
-// [Launcher.DescribeCapability]) and environment verification
-// ([DigestTree]).
+// (Config.User), more discovery (discovery.ListCapabilities,
+// discovery.DescribeCapability) and environment verification (package
+// launch/environment: TreeVerifier, DigestTree).
 //
 // # What a launch guarantees
 //
@@ -46,7 +47,7 @@
 //   - Exact program and environment: Config.Interpreter is an absolute path,
 //     never looked up; Config.Env is the child's whole environment and
 //     nothing of the launching process is inherited. An EnvironmentVerifier
-//     (TreeVerifier: a digest of the environment's directory tree) must
+//     (environment.TreeVerifier: a digest of the environment's directory tree) must
 //     accept the binding's environment_digest before every launch.
 //   - A fresh private socketpair (AF_UNIX, SOCK_STREAM, close-on-exec) whose
 //     child end is FD 4; the Runtime end has SO_PASSCRED on before the child

@@ -11,14 +11,16 @@ import (
 // tests whose Runtime peer must break the protocol on purpose.
 func (l *Launcher) InvokeWithPeer(ctx context.Context, inv Invocation,
 	serve func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error) (*Outcome, error) {
-	return l.invoke(ctx, inv, serve, nil)
+	inv.peer = serve
+	return l.invoke(ctx, inv, nil)
 }
 
 // InvokeWithPeer is Zygote.Invoke with serve standing in for the
 // ipc.Session.
 func (z *Zygote) InvokeWithPeer(ctx context.Context, inv Invocation,
 	serve func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error) (*Outcome, error) {
-	return z.l.invoke(ctx, inv, serve, z)
+	inv.peer = serve
+	return z.l.invoke(ctx, inv, z)
 }
 
 // SetGroupSignals makes z signal its hosts' process groups through the

@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -183,7 +184,7 @@ func newLauncher(t testing.TB, env ...string) (*launch.Launcher, string) {
 		Dir:         dir,
 		Grace:       2 * time.Second,
 		WaitDelay:   500 * time.Millisecond,
-		Verifier:    launch.TrustEnvironment{},
+		Verifier:    environment.Trust{},
 		// Tests run as whoever runs them, root included (CI).
 		AllowRootHost: true,
 	})

@@ -40,6 +40,11 @@ type Invocation struct {
 	// Credentials selects the session's SCM_CREDENTIALS check; the zero
 	// value is ipc.CredentialsAuto.
 	Credentials ipc.CredentialCheck
+
+	// peer, when set, stands in for the ipc.Session (and Handler is not
+	// needed): a Runtime peer that breaks the protocol on purpose. Only the
+	// package's tests set it (export_test.go).
+	peer peer
 }
 
 // Outcome is everything an invocation produced. It is returned whenever the
@@ -105,16 +110,16 @@ func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error
 // ctx bounds the whole call together with the attempt deadline; when it is
 // done the host is stopped the same way. Invoke is safe for concurrent use.
 func (l *Launcher) Invoke(ctx context.Context, inv Invocation) (*Outcome, error) {
-	return l.invoke(ctx, inv, nil, nil)
+	return l.invoke(ctx, inv, nil)
 }
 
-// rawServe replaces the ipc.Session in tests that need a misbehaving Runtime
-// peer.
-type rawServe func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error
+// peer serves the host's end of the socketpair instead of an ipc.Session
+// (Invocation.peer).
+type peer func(ctx context.Context, conn net.Conn, pid int, launchDigest canon.Digest) error
 
 // invoke runs inv, launching the host through z when it is set.
-func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *Zygote) (*Outcome, error) {
-	if inv.Handler == nil && raw == nil {
+func (l *Launcher) invoke(ctx context.Context, inv Invocation, z *Zygote) (*Outcome, error) {
+	if inv.Handler == nil && inv.peer == nil {
 		return nil, fmt.Errorf("%w: Invocation.Handler is nil", ErrInvalidConfig)
 	}
 	if inv.Dir != "" {
@@ -188,8 +193,8 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 		lc:        &c,
 		workspace: workspace,
 		serve: func(ctx context.Context, conn net.Conn, pid int) error {
-			if raw != nil {
-				return raw(ctx, conn, pid, enc.LaunchDigest)
+			if inv.peer != nil {
+				return inv.peer(ctx, conn, pid, enc.LaunchDigest)
 			}
 			cfg := scfg
 			cfg.ChildPID = pid
@@ -220,7 +225,7 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, raw rawServe, z *
 		}
 		return out, err
 	}
-	// With a test's raw peer there is no session to judge against.
+	// With a test's peer there is no session to judge against.
 	if session != nil {
 		if err := out.History.Check(r); err != nil {
 			want, _ := r.State.ExitCode()

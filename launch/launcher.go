@@ -95,7 +95,7 @@ type Config struct {
 	// diagnostics. Zero means DefaultStderrTailBytes; negative keeps none.
 	StderrTailBytes int
 	// Verifier checks the provider environment before every launch.
-	// Required: pass TrustEnvironment{} explicitly to skip the check.
+	// Required: pass environment.Trust{} (package launch/environment) explicitly to skip the check.
 	Verifier EnvironmentVerifier
 	// LeaveParentFDs turns off the sweep that marks every descriptor ≥ 3
 	// of this process close-on-exec before each start (as runc does before
@@ -254,7 +254,7 @@ func (c *Config) validate() error {
 		add("WaitDelay is negative")
 	}
 	if c.Verifier == nil {
-		add("Verifier is nil (use TrustEnvironment{} to skip environment verification explicitly)")
+		add("Verifier is nil (use environment.Trust{} to skip environment verification explicitly)")
 	}
 	if !c.AllowRootHost {
 		switch {

@@ -22,6 +22,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // launcherWith returns a launcher for the simulated host with short
@@ -31,7 +32,7 @@ func launcherWith(t testing.TB, grace, waitDelay time.Duration, env ...string) (
 	dir := t.TempDir()
 	l, err := launch.New(launch.Config{
 		Interpreter: hostsimPath, Env: env, Dir: dir, Grace: grace, WaitDelay: waitDelay,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Verifier: environment.Trust{}, AllowRootHost: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +391,7 @@ func TestChildClosesStrayDescriptors(t *testing.T) {
 	defer unix.Close(leak)
 	l, err := launch.New(launch.Config{
 		Interpreter: hostsimPath, Env: []string{"ZEO_HOSTSIM_SCENARIO=report"}, Dir: t.TempDir(),
-		Verifier: launch.TrustEnvironment{}, LeaveParentFDs: true, AllowRootHost: true,
+		Verifier: environment.Trust{}, LeaveParentFDs: true, AllowRootHost: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // nobody is the unprivileged user the privilege tests run hosts and
@@ -78,7 +79,7 @@ func openDir(t *testing.T) string {
 // host as root, or with group 0, unless AllowRootHost says so.
 func TestRootHostRefused(t *testing.T) {
 	// A directory every user may enter: New checks that User can.
-	base := launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: launch.TrustEnvironment{}}
+	base := launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: environment.Trust{}}
 	for _, u := range []*launch.User{{UID: 0, GID: nobody}, {UID: nobody, GID: 0}} {
 		c := base
 		c.User = u
@@ -113,7 +114,7 @@ func TestHostAsAnotherUser(t *testing.T) {
 	f := newFixture(t)
 	run := func(u *launch.User, contain launch.Containment) (*launch.Outcome, probeReport) {
 		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"}, Dir: openDir(t),
-			Verifier: launch.TrustEnvironment{}, User: u, AllowRootHost: u == nil, Containment: contain})
+			Verifier: environment.Trust{}, User: u, AllowRootHost: u == nil, Containment: contain})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +279,7 @@ func helperController() int {
 		return 1
 	}
 	cfg := launch.Config{Interpreter: os.Getenv("ZEO_HOSTSIM_PATH"), Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"},
-		Dir: os.Getenv("ZEO_LAUNCH_DIR"), Verifier: launch.TrustEnvironment{}, LeaveDumpable: os.Getenv("ZEO_LAUNCH_DUMPABLE") == "1",
+		Dir: os.Getenv("ZEO_LAUNCH_DIR"), Verifier: environment.Trust{}, LeaveDumpable: os.Getenv("ZEO_LAUNCH_DUMPABLE") == "1",
 		// What is tested is the controller's dumpability alone: a contained
 		// host (Landlock, its own user namespace) could read neither.
 		Containment: launch.Containment{Off: launch.AllLayers}}

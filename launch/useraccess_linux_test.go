@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // TestUserAccessChecked checks that New refuses a Config.User that could
@@ -132,7 +133,7 @@ func TestUserAccessChecked(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			interp, dir, path, need, field := tt.config(t)
-			_, err := launch.New(launch.Config{Interpreter: interp, Dir: dir, Verifier: launch.TrustEnvironment{}, User: u})
+			_, err := launch.New(launch.Config{Interpreter: interp, Dir: dir, Verifier: environment.Trust{}, User: u})
 			if path == "" {
 				if err != nil {
 					t.Fatalf("New: %v", err)
@@ -162,7 +163,7 @@ func TestUserAccessChecked(t *testing.T) {
 
 	// uid 0 is not judged by permission bits: it needs none to enter.
 	d := mkdir(t, openDir(t), 0o700)
-	if _, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: d, Verifier: launch.TrustEnvironment{},
+	if _, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: d, Verifier: environment.Trust{},
 		User: &launch.User{UID: 0, GID: 0}, AllowRootHost: true}); err != nil {
 		t.Errorf("User 0:0: %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 // envTree makes a provider environment: a copy of the host executable and a
@@ -36,7 +38,7 @@ func envTree(t *testing.T) string {
 func TestDigestTree(t *testing.T) {
 	ctx := context.Background()
 	root := envTree(t)
-	d0, err := launch.DigestTree(ctx, root)
+	d0, err := environment.DigestTree(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestDigestTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same tree elsewhere digests the same.
-	if again, _ := launch.DigestTree(ctx, root); again != d0 {
+	if again, _ := environment.DigestTree(ctx, root); again != d0 {
 		t.Fatal("digest is not deterministic")
 	}
 	py := filepath.Join(root, "lib", "site", "provider.py")
@@ -68,7 +70,7 @@ func TestDigestTree(t *testing.T) {
 		if err := c.change(); err != nil {
 			t.Fatal(err)
 		}
-		d, err := launch.DigestTree(ctx, root)
+		d, err := environment.DigestTree(ctx, root)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +79,7 @@ func TestDigestTree(t *testing.T) {
 		}
 		prev = d
 	}
-	if _, err := launch.DigestTree(ctx, "relative"); err == nil {
+	if _, err := environment.DigestTree(ctx, "relative"); err == nil {
 		t.Fatal("relative root accepted")
 	}
 }
@@ -88,13 +90,13 @@ func TestDigestTree(t *testing.T) {
 func TestTreeVerifierGuardsLaunch(t *testing.T) {
 	ctx := testCtx(t)
 	root := envTree(t)
-	digest, err := launch.DigestTree(ctx, root)
+	digest, err := environment.DigestTree(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, err := launch.New(launch.Config{
 		Interpreter: filepath.Join(root, "bin", "zeo-hostsim"), Dir: t.TempDir(),
-		Verifier: launch.TreeVerifier{Root: root}, AllowRootHost: true,
+		Verifier: environment.TreeVerifier{Root: root}, AllowRootHost: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +107,7 @@ func TestTreeVerifierGuardsLaunch(t *testing.T) {
 	if out, err := l.Invoke(ctx, inv); err != nil || out.Result.State != launch.StateSucceeded {
 		t.Fatalf("verified launch: %v", err)
 	}
-	if _, err := l.Describe(ctx, f.binding); err != nil {
+	if _, err := discovery.Describe(ctx, l, f.binding); err != nil {
 		t.Fatalf("verified discovery: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "lib", "site", "provider.py"), []byte("import os\n"), 0o644); err != nil {
@@ -115,14 +117,14 @@ func TestTreeVerifierGuardsLaunch(t *testing.T) {
 	if !errors.Is(err, launch.ErrEnvironmentMismatch) || out != nil {
 		t.Fatalf("tampered environment: out %v, err %v", out, err)
 	}
-	if _, err := l.Describe(ctx, f.binding); !errors.Is(err, launch.ErrEnvironmentMismatch) {
+	if _, err := discovery.Describe(ctx, l, f.binding); !errors.Is(err, launch.ErrEnvironmentMismatch) {
 		t.Fatalf("tampered discovery: %v", err)
 	}
 }
 
 func TestConfigValidation(t *testing.T) {
 	dir := t.TempDir()
-	good := launch.Config{Interpreter: hostsimPath, Dir: dir, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
+	good := launch.Config{Interpreter: hostsimPath, Dir: dir, Verifier: environment.Trust{}, AllowRootHost: true}
 	if _, err := launch.New(good); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -80,7 +81,7 @@ func (e pyEnv) launcherGrace(t testing.TB, grace time.Duration, module string, l
 	l, err := launch.New(launch.Config{
 		Interpreter: e.python, Args: []string{"-m", module}, Env: env, Dir: t.TempDir(),
 		Grace: grace, WaitDelay: 500 * time.Millisecond,
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true, Logger: log,
+		Verifier: environment.Trust{}, AllowRootHost: true, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -794,7 +795,7 @@ func TestWarmHostAsAnotherUser(t *testing.T) {
 	}
 	e := pyEnv{python: python, modules: modules, f: newFixture(t)}
 	l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotestprobe"}, Env: e.env(),
-		Dir: openDir(t), Verifier: launch.TrustEnvironment{}, User: &launch.User{UID: nobody, GID: nobody}})
+		Dir: openDir(t), Verifier: environment.Trust{}, User: &launch.User{UID: nobody, GID: nobody}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (l *Launcher) startZygoteWith(ctx context.Context, cfg ZygoteConfig, source
 // names another environment digest than the server's, after
 // ZygoteConfig.MaxForks hosts, and after ZygoteConfig.MaxAge.
 func (z *Zygote) Invoke(ctx context.Context, inv Invocation) (*Outcome, error) {
-	return z.l.invoke(ctx, inv, nil, z)
+	return z.l.invoke(ctx, inv, z)
 }
 
 // run launches the host of s warm, or cold when a warm launch is not

@@ -23,21 +23,26 @@ func ExampleFenceError() {
 	request, _ := canon.DigestJSON([]byte(`{"capability_id":"example.two_effects@1.0.0","arguments":{"target":"doc-1"}}`))
 	effect, _ := canon.DigestJSON([]byte(`{"logical_effect_id":"effect-1","operation":"prepare"}`))
 	launchDigest, _ := canon.DigestJSON([]byte(`{"launch":"context"}`))
-	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{
+	spec := ledger.OperationSpec{
 		Scope: scope, OperationID: "op-1", CapabilityID: "example.two_effects@1.0.0",
 		RequestDigest: request, ManifestDigest: request, EffectBudget: 2,
 		Deadline: time.Now().Add(time.Minute),
-	}); err != nil {
+	}
+	if _, err := l.CreateOperation(ctx, spec); err != nil {
 		fmt.Println(err)
 		return
 	}
 	// run takes an attempt as far as authorizing effect-1.
 	run := func(attemptID, bootstrapID string, pid int) (ledger.Fence, ledger.EffectGrant, error) {
-		f, err := l.StartAttempt(ctx, scope, "op-1", attemptID)
+		// One write starts the attempt, fencing off the one before, and
+		// issues its bootstrap id.
+		v, err := l.Operation(ctx, scope, "op-1")
 		if err != nil {
-			return f, ledger.EffectGrant{}, err
+			return ledger.Fence{}, ledger.EffectGrant{}, err
 		}
-		if _, err := l.IssueBootstrap(ctx, f, bootstrapID, launchDigest); err != nil {
+		f, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{Operation: spec, AttemptID: attemptID,
+			Generation: v.Operation.CurrentGeneration + 1, BootstrapID: bootstrapID, LaunchDigest: launchDigest})
+		if err != nil {
 			return f, ledger.EffectGrant{}, err
 		}
 		if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: bootstrapID,

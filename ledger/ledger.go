@@ -41,13 +41,14 @@ import (
 //
 // Per method, after step 4: StartAttempt: ErrOperationCancelled or
 // ErrResultAlreadyAccepted, then a *FenceError for an older attempt id.
-// IssueBootstrap: operation over, then ErrChangedInput. LaunchAttempt (whose
+// LaunchAttempt (whose
 // operation may be missing, so step 3 does not apply): ErrLeaseExpired when
 // it names a controller whose lease is not live (or that never acquired
 // one), ErrChangedInput for another operation spec, operation over, a
 // *FenceError for an attempt that would not get the generation asked for,
 // ErrChangedInput for an attempt already started for another controller
-// (or none), then IssueBootstrap's ErrChangedInput. RedeemBootstrap:
+// (or none), then ErrChangedInput for a bootstrap id issued to another
+// operation, attempt or launch digest. RedeemBootstrap:
 // operation over, ErrNotFound (id not issued in this operation), a
 // *FenceError (id issued to an older attempt), ErrBootstrapRedeemed,
 // ErrChangedInput (launch digest). Admit: operation over, ErrOutOfOrder,
@@ -91,22 +92,23 @@ type Ledger interface {
 	// the operation is over.
 	StartAttempt(ctx context.Context, scope Scope, operationID, attemptID string) (Fence, error)
 
-	// IssueBootstrap records a bootstrap id for the fenced attempt with the
-	// digest of the launch context the child receives. A bootstrap id is
-	// one-shot and unique in the whole ledger: it names one attempt of one
-	// operation. Issuing the same id for the same attempt and digest again
-	// returns the record; issuing it for another attempt (even of the same
-	// operation), for an operation in any other scope, or with another
-	// launch digest is ErrChangedInput, redeemed or not.
-	IssueBootstrap(ctx context.Context, f Fence, bootstrapID string, launchDigest canon.Digest) (Bootstrap, error)
-
 	// LaunchAttempt records, in one atomic write, what an attempt needs
 	// before its host may bootstrap, and returns the attempt's fence: it
 	// creates the operation a.Operation describes unless it exists (as
 	// CreateOperation: an existing operation with another spec is
 	// ErrChangedInput), starts attempt a.AttemptID with fencing generation
 	// a.Generation (as StartAttempt) and issues a.BootstrapID for it with
-	// a.LaunchDigest (as IssueBootstrap). The launch digest covers the
+	// a.LaunchDigest, the digest of the launch context the child receives.
+	// A bootstrap id is one-shot and unique in the whole ledger: it names
+	// one attempt of one operation. Issuing the same id for the same
+	// attempt and digest again changes nothing; issuing it for another
+	// attempt (even of the same operation), for an operation in any other
+	// scope, or with another launch digest is ErrChangedInput, redeemed or
+	// not. An attempt already started (by StartAttempt, or by an earlier
+	// LaunchAttempt) is named with its generation and controller, and the
+	// call issues one more bootstrap id for it: a controller that starts
+	// attempts itself records each launch that way, with
+	// Operation.Spec() of the recorded operation. The launch digest covers the
 	// generation, so the caller names the generation it expects:
 	// StartAttempt's next one, the operation's current generation plus one
 	// (1 for an operation the call creates). Any other generation is a
@@ -353,6 +355,13 @@ type Operation struct {
 	// CurrentControllerID is the controller that owns the current attempt;
 	// empty when it has none.
 	CurrentControllerID string `json:"current_controller_id,omitempty"`
+}
+
+// Spec returns the spec o was created with, as CreateOperation and
+// LaunchAttempt take it.
+func (o Operation) Spec() OperationSpec {
+	return OperationSpec{Scope: o.Scope, OperationID: o.OperationID, CapabilityID: o.CapabilityID,
+		RequestDigest: o.RequestDigest, ManifestDigest: o.ManifestDigest, EffectBudget: o.EffectBudget, Deadline: o.Deadline}
 }
 
 // Fence names the attempt a write acts for: the operation, the attempt and

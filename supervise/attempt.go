@@ -9,6 +9,9 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/answer"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // attempt is one new attempt of an operation, from its preparation to the
@@ -33,7 +36,8 @@ type attempt struct {
 	req         []byte
 	launch      ledger.AttemptLaunch
 	launched    bool // the launch is recorded (before the host starts, with a Reserver)
-	h           *Handler
+	h           *answer.Handler
+	launchRec   *answer.Pending // the launch write running while the host starts
 	r           *run
 }
 
@@ -77,11 +81,11 @@ func (a *attempt) run(ctx context.Context) (res *Outcome, again bool, err error)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := a.h.issue.err; err != nil {
+	if err := a.launchRec.Err; err != nil {
 		return a.s.launchRefused(ctx, a.c, a.o, err)
 	}
 	a.o.AttemptID, a.o.Generation = a.fence.AttemptID, a.fence.Generation
-	a.o.Decisions = a.h.Decisions()
+	a.o.Decisions = eventsOf(a.h.Decisions())
 	if lo == nil {
 		if ctx.Err() != nil {
 			return nil, false, fmt.Errorf("supervise: operation %q: %w", a.c.OperationID, context.Cause(ctx))
@@ -129,11 +133,11 @@ func (a *attempt) prepare() error {
 		FencingGeneration: a.fence.Generation, CapabilityID: c.CapabilityID,
 		RequestDigest: a.prep.RequestDigest, ManifestDigest: a.p.binding.ManifestDigest,
 	}
-	if a.lc, err = BuildContext(ContextSpec{
+	if a.lc, err = handler.BuildContext(handler.ContextSpec{
 		Provider: a.p.binding, Manifest: a.m, Binding: a.binding, Operation: a.view, BootstrapID: a.bootstrapID,
 		Workspace: s.cfg.Workspace, Grants: s.cfg.Grants, RPCTimeout: s.cfg.RPCTimeout, MaxMessageBytes: s.cfg.MaxMessageBytes,
 	}); err != nil {
-		return err
+		return requirementsRefused(err)
 	}
 	if a.enc, err = a.p.encoder.Encode(a.lc); err != nil {
 		return fmt.Errorf("supervise: operation %q: %w", c.OperationID, err)
@@ -160,16 +164,16 @@ func (a *attempt) admit(ctx context.Context) (done bool, err error) {
 	if a.s.cfg.Authority == nil {
 		return false, nil
 	}
-	v, err := a.s.cfg.Authority.Admit(ctx, Admission{Operation: a.view.Operation, Binding: a.binding, Arguments: a.prep.Arguments, BeforeLaunch: true})
+	v, err := a.s.cfg.Authority.Admit(ctx, port.Admission{Operation: a.view.Operation, Binding: a.binding, Arguments: a.prep.Arguments, BeforeLaunch: true})
 	if err != nil {
 		return true, fmt.Errorf("supervise: operation %q: asking the authority before launch: %w", a.c.OperationID, err)
 	}
 	switch v.Decision {
-	case Allow:
+	case port.Allow:
 		return false, nil
-	case Refuse:
+	case port.Refuse:
 		a.o.State, a.o.Reason = launch.StateRefused, orReason(v.Reason, "refused by the authority")
-	case Hold:
+	case port.Hold:
 		a.o.State, a.o.Reason = launch.StateWaitingApproval, orReason(v.Reason, "held for approval by the authority")
 	default:
 		return true, fmt.Errorf("supervise: authority returned decision %q before launch, want allow, refuse or hold", v.Decision)
@@ -202,22 +206,26 @@ func (a *attempt) start(ctx context.Context) (*launch.Outcome, error, error) {
 	s.register(key, a.r)
 	defer s.unregister(key, a.r)
 
-	a.h, err = NewHandler(HandlerConfig{
+	var observer func(answer.Answer)
+	if s.cfg.Observer != nil {
+		observer = func(x answer.Answer) { s.cfg.Observer(eventOf(x)) }
+	}
+	a.launchRec = &answer.Pending{Done: make(chan struct{})}
+	a.h, err = answer.New(answer.Config{
 		Ledger: s.cfg.Ledger, Fence: a.fence, Binding: a.binding, BootstrapID: a.bootstrapID, Manifest: &a.m,
 		Validator: s.validator, Authority: s.cfg.Authority, Dispatcher: s.cfg.Dispatcher, Cancelled: a.r.cancelled,
 		Reserver: s.cfg.Reserver, Provider: &a.p.binding,
-		OutcomeTimeout: s.cfg.OutcomeTimeout, Observer: s.cfg.Observer, Logger: s.cfg.Logger,
+		OutcomeTimeout: s.cfg.OutcomeTimeout, Observer: observer, Logger: s.cfg.Logger,
+		Telemetry: s.tel, Live: s.live, Launch: a.launchRec,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	a.h.live, a.h.tel = s.live, s.tel
-	a.h.issue = &issue{done: make(chan struct{})}
 	go func() {
-		defer close(a.h.issue.done)
+		defer close(a.launchRec.Done)
 		if !a.launched {
 			if _, err := s.cfg.Ledger.LaunchAttempt(ctx, a.launch); err != nil {
-				a.h.issue.err = err
+				a.launchRec.Err = err
 				stop() // nothing is recorded for this host: stop it now
 				return
 			}
@@ -230,7 +238,7 @@ func (a *attempt) start(ctx context.Context) (*launch.Outcome, error, error) {
 		s.emit(a.event(Event{Kind: EventLaunch, BootstrapID: a.bootstrapID, LaunchDigest: a.enc.LaunchDigest, Budget: a.lc.TotalDispatchBudget}))
 	}()
 	lo, lerr := s.starters.invoke(lctx, st, a.p.binding, launch.Invocation{Encoded: &a.enc, Request: a.req, Handler: a.h})
-	<-a.h.issue.done
+	<-a.launchRec.Done
 	a.r.once.Do(func() {}) // a Cancel from now on finds nothing to stop
 	if a.r.timer != nil {
 		a.r.timer.Stop()

@@ -16,7 +16,10 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
+	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // crashDispatcher is the dispatcher of the budget property: it counts
@@ -30,19 +33,19 @@ type crashDispatcher struct {
 	l          ledger.Ledger
 }
 
-func (d *crashDispatcher) Dispatch(ctx context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
+func (d *crashDispatcher) Dispatch(ctx context.Context, x port.Dispatch) (port.Receipt, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dispatched[x.LogicalEffectID]++
 	switch d.mode {
 	case "not-consumed":
-		return supervise.Receipt{}, supervise.NotConsumed("refused")
+		return port.Receipt{}, port.NotConsumed("refused")
 	case "uncertain":
-		return supervise.Receipt{}, errors.New("lost")
+		return port.Receipt{}, errors.New("lost")
 	case "crash":
 		d.l.Close(ctx)
 	}
-	return supervise.Receipt{ReceiptID: "rcpt-" + x.LogicalEffectID}, nil
+	return port.Receipt{ReceiptID: "rcpt-" + x.LogicalEffectID}, nil
 }
 
 // TestBudgetNeverExceeded is a property over random histories of one
@@ -89,11 +92,11 @@ func TestBudgetNeverExceeded(t *testing.T) {
 				RuntimeBindingID: "rb", PacketID: "packet", OperationID: "op", AttemptID: f.AttemptID, FencingGeneration: f.Generation,
 				CapabilityID: "example.two_effects@1.0.0", RequestDigest: reqDigest, ManifestDigest: b.ManifestDigest}
 			launchDigest := canon.Sum([]byte(f.AttemptID))
-			if _, err := l.IssueBootstrap(ctx, f, "boot-"+f.AttemptID, launchDigest); err != nil {
+			if _, err := ledgertest.Issue(ctx, l, f, "boot-"+f.AttemptID, launchDigest); err != nil {
 				rt.Fatal(err)
 			}
 			d.l = l
-			h, err := supervise.NewHandler(supervise.HandlerConfig{Ledger: l, Fence: f, Binding: binding, BootstrapID: "boot-" + f.AttemptID, Dispatcher: d})
+			h, err := handler.New(handler.Config{Ledger: l, Fence: f, Binding: binding, BootstrapID: "boot-" + f.AttemptID, Dispatcher: d})
 			if err != nil {
 				rt.Fatal(err)
 			}

@@ -9,9 +9,10 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // TestContainedEgress runs the hostile table's network rows through the
@@ -39,7 +40,7 @@ func TestContainedEgress(t *testing.T) {
 		actions = append(actions, a)
 	}
 	run := func(t *testing.T, network bool, off launch.Layers) map[string]string {
-		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: launch.TrustEnvironment{},
+		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{},
 			Env: []string{hostproc.EnvScenario + "=hostile-echo", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
 			// Every layer on, the network's included.
 			Containment: launch.Containment{InitPath: testbin.InitBeside(hostsimPath), Off: off}, AllowRootHost: true})
@@ -60,7 +61,7 @@ func TestContainedEgress(t *testing.T) {
 			}
 			b.ManifestDigest = d
 			cfg.Provider = b
-			cfg.Grants = supervise.Grants{NetworkAllowed: true, NetworkHosts: []string{allowed}}
+			cfg.Grants = port.Grants{NetworkAllowed: true, NetworkHosts: []string{allowed}}
 		}
 		s := newSupervisor(t, cfg)
 		o, err := s.Invoke(testCtx(t), call("op-egress", "example.echo@1.0.0", map[string]any{"text": "x"}, 0))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
 )
 
 // controller is the Supervisor's registration in the ledger: its lease,
@@ -78,7 +79,7 @@ func (s *Supervisor) own(ctx context.Context) error {
 		stop := c.stop
 		c.mu.Unlock()
 		c.acquired = true
-		s.log.Info("supervise: controller registered", keyController, c.id, keyLeaseTTL, c.ttl, keyLeaseExpires, l.Expires)
+		s.log.Info("supervise: controller registered", telemetry.KeyController, c.id, telemetry.KeyLeaseTTL, c.ttl, telemetry.KeyLeaseExpires, l.Expires)
 		go c.renew()
 		if s.cfg.TakeoverInterval > 0 {
 			s.takeoverWG.Add(1)
@@ -128,7 +129,7 @@ func (c *controller) renew() {
 		_, err := c.s.cfg.Ledger.RenewLease(ctx, c.id, c.ttl)
 		cancel()
 		if err == nil {
-			c.s.tel.renewal(renewalOK)
+			c.s.tel.Renewal(telemetry.RenewalOK)
 			c.mu.Lock()
 			if c.lost == nil {
 				c.until = sent.Add(c.ttl)
@@ -140,13 +141,13 @@ func (c *controller) renew() {
 			c.mu.Lock()
 			c.lost = fmt.Errorf("%w: %w", ErrLeaseLost, err)
 			c.mu.Unlock()
-			c.s.tel.renewal(renewalLost)
-			c.s.log.Error("supervise: controller lease lost: fail-stop", keyController, c.id, keyErr, err)
+			c.s.tel.Renewal(telemetry.RenewalLost)
+			c.s.log.Error("supervise: controller lease lost: fail-stop", telemetry.KeyController, c.id, telemetry.KeyErr, err)
 			c.s.stopAll()
 			return
 		}
-		c.s.tel.renewal(renewalFailed)
-		c.s.log.Warn("supervise: renewing the controller lease failed; retrying", keyController, c.id, keyErr, err)
+		c.s.tel.Renewal(telemetry.RenewalFailed)
+		c.s.log.Warn("supervise: renewing the controller lease failed; retrying", telemetry.KeyController, c.id, telemetry.KeyErr, err)
 	}
 }
 
@@ -253,10 +254,10 @@ func (s *Supervisor) takeoverLoop(stop <-chan struct{}) {
 		rec, err := s.Recover(ctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("supervise: takeover pass failed", keyController, s.ctl.id, keyErr, err)
+			s.log.Warn("supervise: takeover pass failed", telemetry.KeyController, s.ctl.id, telemetry.KeyErr, err)
 		}
 		if len(rec.Fenced) > 0 {
-			s.log.Info("supervise: took over orphaned attempts", keyController, s.ctl.id, keyCount, len(rec.Fenced))
+			s.log.Info("supervise: took over orphaned attempts", telemetry.KeyController, s.ctl.id, telemetry.KeyCount, len(rec.Fenced))
 		}
 	}
 }

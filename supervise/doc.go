@@ -15,8 +15,8 @@
 //   - the provider's binding: manifest.DecodeBinding;
 //   - the host's launcher: launch.New;
 //   - [New] with a [Config] (the ledger, the launcher, the binding, and a
-//     [Dispatcher] when its capabilities have effects), which returns the
-//     [Supervisor]; [Supervisor.Close] it when done;
+//     [port.Dispatcher] when its capabilities have effects), which returns
+//     the [Supervisor]; [Supervisor.Close] it when done;
 //   - [Supervisor.Invoke] with a [Call], which returns the [*Outcome]:
 //     succeeded with the result's artifact refs (read one with
 //     [Supervisor.Artifact]), or also an [*OutcomeError] whose sentinel
@@ -24,12 +24,14 @@
 //     says what to do next;
 //   - [Supervisor.Resolve], to settle an effect whose dispatch is
 //     uncertain;
-//   - a [Dispatcher] ([Dispatch] in, [Receipt] out) for capabilities with
-//     effects, and an [Authority] for who may run what.
+//   - what the embedder implements, in package supervise/port: a
+//     [port.Dispatcher] ([port.Dispatch] in, [port.Receipt] out) for
+//     capabilities with effects ([Config.Dispatcher]), and a
+//     [port.Authority] for who may run what ([Config.Authority]).
 //
-// A team with its own controller loop takes the lower layer alone: the
-// [Handler], the ipc.Handler of one attempt (see examples/ownloop and
-// “Own controller” below).
+// A team with its own controller loop takes the lower layer alone:
+// package supervise/handler, whose [handler.Handler] is the ipc.Handler
+// of one attempt (see examples/ownloop and “Own controller” below).
 //
 // # One Supervisor per controller
 //
@@ -109,7 +111,7 @@
 // and a cancelled one is answered cancelled whatever the call asks. A completed operation returns its accepted
 // result (Outcome.Reconnected) and a cancelled or expired one its state,
 // without launching. Otherwise Invoke prepares a new attempt: the next
-// fencing generation, the AttemptBinding, the LaunchContext (BuildContext,
+// fencing generation, the AttemptBinding, the LaunchContext (handler.BuildContext,
 // with the budget left and the operation's deadline, or the Call's
 // deadline and budget for a new operation) and a bootstrap id. One ledger
 // write, LaunchAttempt, records the operation when it is new, the attempt
@@ -159,13 +161,13 @@
 // (unavailable), a capability not in the inventory (refused),
 // requirements the Runtime cannot meet (unavailable), arguments that fail
 // the request schema or that the host's strict parser would refuse
-// (invalid_request; see CheckDocument), arguments whose top-level
+// (invalid_request; see port.CheckDocument), arguments whose top-level
 // organization_id, defaults included, is not the operation's (refused,
 // as the host would), arguments whose invoke.admit request could never
 // fit the message bound (invalid_request), a new operation of a
 // capability that uses the effect port with an effect budget of zero
 // (refused). Then the Authority is asked, before launch
-// (Admission.BeforeLaunch), and again at invoke.admit: a refusal or a
+// (port.Admission.BeforeLaunch), and again at invoke.admit: a refusal or a
 // hold costs no host and no bootstrap id however often the call is
 // repeated. A binding whose python_version is not the host interpreter's
 // (Config.HostPythonVersion) is refused, and New refuses a Config that
@@ -177,13 +179,16 @@
 // # Own controller
 //
 // A Supervisor is built from a lower layer that a team with its own
-// controller can take alone: NewHandler returns the Handler, the
-// ipc.Handler of one attempt, backed by a ledger.Ledger, an Authority
-// and a Dispatcher; BuildContext (from a ContextSpec) builds the
-// attempt's LaunchContext; CheckRequirements and CheckDocument refuse
-// before launch what the host would refuse; BindingOf rebuilds an
-// attempt's wire binding from its evidence. The Handler's documentation
-// gives how each ledger answer maps to the reply state the host receives.
+// controller can take alone, package supervise/handler: handler.New
+// returns the Handler, the ipc.Handler of one attempt, backed by a
+// ledger.Ledger, an Authority and a Dispatcher; handler.BuildContext
+// (from a handler.ContextSpec) builds the attempt's LaunchContext;
+// handler.CheckRequirements and port.CheckDocument refuse before launch
+// what the host would refuse; handler.BindingOf rebuilds an attempt's
+// wire binding from its evidence. The Handler's documentation gives how
+// each ledger answer maps to the reply state the host receives.
+// doc/design.md, “What moved where”, lists the names that lived in this
+// package before.
 //
 // # Telemetry
 //

@@ -3,13 +3,14 @@ package supervise
 import (
 	"errors"
 	"fmt"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
 )
 
 // Errors about how the package is used. Nothing was launched or recorded.
 var (
-	// ErrInvalidConfig: a Config or HandlerConfig is unusable; the message
-	// lists every problem.
-	ErrInvalidConfig = errors.New("supervise: invalid config")
+	// ErrInvalidConfig: a Config (or a handler.Config) is unusable; the
+	// message lists every problem. It is handler.ErrInvalidConfig.
+	ErrInvalidConfig = handler.ErrInvalidConfig
 	// ErrInvalidCall: a Call (or the arguments of Cancel, Resolve) is
 	// malformed: a missing or over-long identifier, a negative budget.
 	ErrInvalidCall = errors.New("supervise: invalid call")
@@ -45,9 +46,6 @@ var (
 	// ErrPreflight is wrapped by every *PreflightError: a check made
 	// before launch found that the host would refuse the attempt.
 	ErrPreflight = errors.New("supervise: preflight check failed")
-	// ErrDocument is wrapped by every *DocumentError: a value the host's
-	// strict parser would refuse, found before it was sent.
-	ErrDocument = errors.New("supervise: document the host would refuse")
 	// ErrIncoherent is the cause of a protocol_error Outcome whose host
 	// result is well-formed but contradicts the ledger: a claimed success
 	// with no accepted result, or a definite ending while an effect of the
@@ -84,41 +82,4 @@ func (e *PreflightError) Unwrap() []error {
 		return []error{ErrPreflight}
 	}
 	return []error{ErrPreflight, e.Err}
-}
-
-// DocumentError reports a value in an outgoing document that the host's
-// strict parser would refuse: sending it would poison the session (a
-// reply) or fail the attempt (the request, the context), so it is refused
-// locally instead.
-type DocumentError struct {
-	// Document names the document: "arguments", "provider binding",
-	// "effect result".
-	Document string
-	// Pointer is the RFC 6901 JSON pointer of the offending value.
-	Pointer string
-	// Detail says what is wrong and how to send it instead.
-	Detail string
-	// Err is the canon sentinel (canon.ErrUnsafeInteger, ...), if any.
-	Err error
-}
-
-// Error describes the value and where it is.
-func (e *DocumentError) Error() string {
-	ptr := e.Pointer
-	if ptr == "" {
-		ptr = "(root)"
-	}
-	msg := fmt.Sprintf("supervise: %s at %s: %s", e.Document, ptr, e.Detail)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-// Unwrap returns ErrDocument and the canon sentinel.
-func (e *DocumentError) Unwrap() []error {
-	if e.Err == nil {
-		return []error{ErrDocument}
-	}
-	return []error{ErrDocument, e.Err}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/answer"
 )
 
 // EventKind says what an Event reports.
@@ -76,4 +77,24 @@ type Event struct {
 
 	// Outcome is set for EventOutcome.
 	Outcome *Outcome
+}
+
+// eventOf is the EventRequest of a Handler's decision.
+func eventOf(a answer.Answer) Event {
+	return Event{Kind: EventRequest, Time: a.Time, Scope: a.Scope, OperationID: a.OperationID, AttemptID: a.AttemptID,
+		Generation: a.Generation, Method: a.Method, Sequence: a.Sequence, State: a.State, Reason: a.Reason,
+		Refusal: a.Refusal, PID: a.PID, SessionID: a.SessionID, Effect: a.Effect, Redelivery: a.Redelivery,
+		Dispatched: a.Dispatched, Result: a.Result}
+}
+
+// eventsOf is eventOf of each decision, in order.
+func eventsOf(as []answer.Answer) []Event {
+	if as == nil {
+		return nil
+	}
+	evs := make([]Event, len(as))
+	for i, a := range as {
+		evs[i] = eventOf(a)
+	}
+	return evs
 }

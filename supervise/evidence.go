@@ -11,12 +11,14 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/answer"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
 )
 
 // evidence is what the ledger keeps of an attempt: the binding fields it
 // does not otherwise hold, the launch, the process, the session and the
 // verdict.
-func evidence(o *Outcome, b ipc.AttemptBinding, bootstrapID string, launchDigest canon.Digest, lo *launch.Outcome, h *Handler, started time.Time) ledger.AttemptEvidence {
+func evidence(o *Outcome, b ipc.AttemptBinding, bootstrapID string, launchDigest canon.Digest, lo *launch.Outcome, h *answer.Handler, started time.Time) ledger.AttemptEvidence {
 	ev := ledger.AttemptEvidence{
 		SeatID: b.SeatID, RuntimeBindingID: b.RuntimeBindingID, PacketID: b.PacketID,
 		BootstrapID: bootstrapID, LaunchDigest: launchDigest,
@@ -35,9 +37,7 @@ func evidence(o *Outcome, b ipc.AttemptBinding, bootstrapID string, launchDigest
 	ev.StdoutBytes = max(p.StdoutBytes, int64(len(ev.HostResult)))
 	ev.StderrTail = p.StderrTail[max(0, len(p.StderrTail)-ledger.MaxEvidenceStderrBytes):]
 	sum := lo.Session
-	h.mu.Lock()
-	ev.Session.SessionID = h.sessionID
-	h.mu.Unlock()
+	ev.Session.SessionID = h.SessionID()
 	ev.Session.HostNonce, ev.Session.Frames = sum.HostNonce, sum.Frames
 	ev.Session.DroppedExchanges = sum.DroppedExchanges
 	for _, x := range sum.Exchanges {
@@ -62,7 +62,7 @@ func (s *Supervisor) record(ctx context.Context, f ledger.Fence, o *Outcome, ev 
 	rec, err := s.cfg.Ledger.RecordAttempt(wctx, f, ev)
 	if err != nil {
 		o.EvidenceErr = fmt.Errorf("supervise: recording the evidence of attempt %q: %w", f.AttemptID, err)
-		s.log.Warn("supervise: attempt evidence not recorded", keyOperation, f.OperationID, keyAttempt, f.AttemptID, keyErr, err)
+		s.log.Warn("supervise: attempt evidence not recorded", telemetry.KeyOperation, f.OperationID, telemetry.KeyAttempt, f.AttemptID, telemetry.KeyErr, err)
 		return
 	}
 	o.Evidence = &rec
@@ -194,26 +194,11 @@ func (s *Supervisor) recoverOne(ctx context.Context, op ledger.Operation) (*ledg
 		}
 		// Its dispatch may have happened: unknown, never not consumed.
 		if _, err := s.cfg.Ledger.MarkUnknown(ctx, nf, e.LogicalEffectID, e.RequestDigest); err != nil {
-			s.log.Warn("supervise: recover: marking an orphaned effect unknown failed; it is listed all the same", keyOperation, op.OperationID, keyEffect, e.LogicalEffectID, keyErr, err)
+			s.log.Warn("supervise: recover: marking an orphaned effect unknown failed; it is listed all the same", telemetry.KeyOperation, op.OperationID, telemetry.KeyEffect, e.LogicalEffectID, telemetry.KeyErr, err)
 		}
 	}
-	s.tel.tookOver()
-	s.log.Info("supervise: recover: took over an attempt of a controller that is gone", keyOperation, op.OperationID,
-		keyAttempt, op.CurrentAttemptID, keyController, op.CurrentControllerID)
+	s.tel.TookOver()
+	s.log.Info("supervise: recover: took over an attempt of a controller that is gone", telemetry.KeyOperation, op.OperationID,
+		telemetry.KeyAttempt, op.CurrentAttemptID, telemetry.KeyController, op.CurrentControllerID)
 	return &old, nil
-}
-
-// BindingOf rebuilds the wire AttemptBinding of an attempt from the
-// ledger alone, as after a restart: the operation gives the scope, the
-// capability and the digests, the evidence the attempt and the binding
-// fields the ledger holds nowhere else. launch.ParseResult of the
-// evidence's HostResult and ExitCode against it judges the host's result
-// again.
-func BindingOf(op ledger.Operation, ev ledger.AttemptEvidence) ipc.AttemptBinding {
-	return ipc.AttemptBinding{
-		OrganizationID: op.Scope.OrganizationID, ProjectID: op.Scope.ProjectID,
-		SeatID: ev.SeatID, RuntimeBindingID: ev.RuntimeBindingID, PacketID: ev.PacketID,
-		OperationID: op.OperationID, AttemptID: ev.AttemptID, FencingGeneration: ev.Generation,
-		CapabilityID: op.CapabilityID, RequestDigest: op.RequestDigest, ManifestDigest: op.ManifestDigest,
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -19,8 +20,8 @@ import (
 // idempotency key.
 type receipts struct{}
 
-func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "receipt-of-" + d.LogicalEffectID}, nil
+func (receipts) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "receipt-of-" + d.LogicalEffectID}, nil
 }
 
 // ExampleSupervisor_Invoke runs one operation with two effects against the
@@ -31,7 +32,7 @@ func ExampleSupervisor_Invoke() {
 	ctx := context.Background()
 	// The simulated host is this test binary, re-executed: its TestMain
 	// calls supervisetest.Main. A real provider's launch.Config names its
-	// environment's python and a launch.TreeVerifier.
+	// environment's python and a environment.TreeVerifier.
 	lc, err := supervisetest.LaunchConfig(os.TempDir(), supervisetest.WellBehaved)
 	if err != nil {
 		fmt.Println(err)
@@ -82,7 +83,7 @@ func ExampleSupervisor_Invoke() {
 func ExampleOutcomeError() {
 	// The simulated host is this test binary, re-executed: its TestMain
 	// calls supervisetest.Main. A real provider's launch.Config names its
-	// environment's python and a launch.TreeVerifier.
+	// environment's python and a environment.TreeVerifier.
 	lc, err := supervisetest.LaunchConfig(os.TempDir(), supervisetest.WellBehaved)
 	if err != nil {
 		fmt.Println(err)
@@ -115,18 +116,4 @@ func ExampleOutcomeError() {
 	}
 	// Output:
 	// failed ZEO_DEMO_DOMAIN_FAILURE
-}
-
-// ExampleCheckDocument: a float the host would read as an unsafe integer
-// is refused locally, with its JSON pointer.
-func ExampleCheckDocument() {
-	err := supervise.CheckDocument("arguments", map[string]any{"amounts": []any{12.5, 1e20}})
-	var de *supervise.DocumentError
-	if errors.As(err, &de) {
-		fmt.Println(de.Pointer)
-	}
-	fmt.Println(supervise.CheckDocument("arguments", map[string]any{"amounts": []any{12.5, "1e20"}}))
-	// Output:
-	// /amounts/1
-	// <nil>
 }

@@ -25,9 +25,11 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // The fleet test runs four controllers as real processes (the test binary
@@ -96,25 +98,25 @@ type logDispatcher struct {
 	block        bool   // never return from the markAt-th dispatch
 }
 
-func (d *logDispatcher) Dispatch(ctx context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
+func (d *logDispatcher) Dispatch(ctx context.Context, x port.Dispatch) (port.Receipt, error) {
 	if _, err := fmt.Fprintf(d.entered, "%s %s %s\n", x.OperationID, x.LogicalEffectID, x.AuthorizationID); err != nil {
-		return supervise.Receipt{}, supervise.NotConsumed("noting the dispatch: " + err.Error())
+		return port.Receipt{}, port.NotConsumed("noting the dispatch: " + err.Error())
 	}
 	if _, err := fmt.Fprintf(d.log, "%s %s %s %d\n", x.OperationID, x.LogicalEffectID, x.AuthorizationID, d.pid); err != nil {
-		return supervise.Receipt{}, err // uncertain: part of it may be written
+		return port.Receipt{}, err // uncertain: part of it may be written
 	}
 	if err := d.log.Sync(); err != nil {
-		return supervise.Receipt{}, err
+		return port.Receipt{}, err
 	}
 	if d.n.Add(1) == d.markAt && d.marker != "" {
 		if err := os.WriteFile(d.marker, []byte(x.OperationID+" "+x.LogicalEffectID), 0o600); err != nil {
-			return supervise.Receipt{}, err
+			return port.Receipt{}, err
 		}
 		if d.block {
 			select {} // killed here, the effect consumed and not confirmed
 		}
 	}
-	return supervise.Receipt{ReceiptID: "rcpt-" + x.AuthorizationID}, nil
+	return port.Receipt{ReceiptID: "rcpt-" + x.AuthorizationID}, nil
 }
 
 // takeoverRecord is a takeover a controller's takeover loop logged.
@@ -187,7 +189,7 @@ func fleetMain(index string) int {
 	}
 	defer l.Close(ctx)
 	ln, err := launch.New(launch.Config{Interpreter: os.Getenv(ctlHost), Dir: os.Getenv(ctlWorkdir),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+		Verifier: environment.Trust{}, AllowRootHost: true})
 	if err != nil {
 		return fail(err)
 	}

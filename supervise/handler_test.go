@@ -13,9 +13,11 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // lower is the lower layer used on its own, as a team with its own
@@ -26,7 +28,7 @@ type lower struct {
 	ln    *launch.Launcher
 	fence ledger.Fence
 	inv   launch.Invocation
-	cfg   supervise.HandlerConfig
+	cfg   handler.Config
 }
 
 // startLower creates operation op (when missing) for capability with
@@ -70,7 +72,7 @@ func startLowerUntil(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, att
 		RuntimeBindingID: "runtime-a", PacketID: op, OperationID: op, AttemptID: attemptID, FencingGeneration: f.Generation,
 		CapabilityID: capability, RequestDigest: prep.RequestDigest, ManifestDigest: b.ManifestDigest}
 	bootID := "bootstrap-" + op + "-" + attemptID
-	lc, err := supervise.BuildContext(supervise.ContextSpec{Provider: b, Manifest: m, Binding: binding, Operation: view,
+	lc, err := handler.BuildContext(handler.ContextSpec{Provider: b, Manifest: m, Binding: binding, Operation: view,
 		BootstrapID: bootID, Workspace: "/workspace-a"})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +81,7 @@ func startLowerUntil(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, att
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.IssueBootstrap(ctx, f, bootID, d); err != nil {
+	if _, err := ledgertest.Issue(ctx, l, f, bootID, d); err != nil {
 		t.Fatal(err)
 	}
 	req, err := launch.EncodeRequest(capability, prep.Arguments)
@@ -87,12 +89,12 @@ func startLowerUntil(t *testing.T, l ledger.Ledger, ln *launch.Launcher, op, att
 		t.Fatal(err)
 	}
 	return &lower{l: l, ln: ln, fence: f, inv: launch.Invocation{Context: lc, Request: req},
-		cfg: supervise.HandlerConfig{Ledger: l, Fence: f, Binding: binding, BootstrapID: bootID, Manifest: &m}}
+		cfg: handler.Config{Ledger: l, Fence: f, Binding: binding, BootstrapID: bootID, Manifest: &m}}
 }
 
 // run launches the attempt's host with a fresh Handler (a fresh process
 // and session) and returns the outcome and the Handler.
-func (w *lower) run(t *testing.T) (*launch.Outcome, *supervise.Handler) {
+func (w *lower) run(t *testing.T) (*launch.Outcome, *handler.Handler) {
 	t.Helper()
 	out, h, err := w.try()
 	if err != nil {
@@ -102,8 +104,8 @@ func (w *lower) run(t *testing.T) (*launch.Outcome, *supervise.Handler) {
 }
 
 // try is run for another goroutine than the test's: it returns the error.
-func (w *lower) try() (*launch.Outcome, *supervise.Handler, error) {
-	h, err := supervise.NewHandler(w.cfg)
+func (w *lower) try() (*launch.Outcome, *handler.Handler, error) {
+	h, err := handler.New(w.cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,14 +120,14 @@ func (w *lower) try() (*launch.Outcome, *supervise.Handler, error) {
 
 // background runs w.try on another goroutine; the returned function waits
 // for it and fails the test on error.
-func (w *lower) background(t *testing.T) func() *supervise.Handler {
+func (w *lower) background(t *testing.T) func() *handler.Handler {
 	type res struct {
-		h   *supervise.Handler
+		h   *handler.Handler
 		err error
 	}
 	done := make(chan res, 1)
 	go func() { _, h, err := w.try(); done <- res{h, err} }()
-	return func() *supervise.Handler {
+	return func() *handler.Handler {
 		t.Helper()
 		r := <-done
 		if r.err != nil {
@@ -137,7 +139,7 @@ func (w *lower) background(t *testing.T) func() *supervise.Handler {
 
 // lastDecision returns the last decision, which must be method's, refused
 // by the ledger with want.
-func lastDecision(t *testing.T, h *supervise.Handler, method ipc.Method, want error) supervise.Event {
+func lastDecision(t *testing.T, h *handler.Handler, method ipc.Method, want error) handler.Answer {
 	t.Helper()
 	evs := h.Decisions()
 	if len(evs) == 0 {
@@ -228,7 +230,7 @@ func TestBootstrapReplay(t *testing.T) {
 	l := openBolt(t, t.TempDir())
 	w := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
 	a := newAuthority()
-	a.admit = supervise.Refuse // the first child ends after its admission, unpublished
+	a.admit = port.Refuse // the first child ends after its admission, unpublished
 	w.cfg.Authority = a
 	first, h1 := w.run(t)
 	if evs := h1.Decisions(); len(evs) != 2 || evs[0].State != ipc.StateAllowed || first.Result.State != launch.StateRefused {
@@ -277,8 +279,8 @@ func TestCancelSeenThroughTheLedger(t *testing.T) {
 // object.
 type resultDispatcher struct{ result map[string]any }
 
-func (d resultDispatcher) Dispatch(_ context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "rcpt-" + x.LogicalEffectID, Result: d.result}, nil
+func (d resultDispatcher) Dispatch(_ context.Context, x port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "rcpt-" + x.LogicalEffectID, Result: d.result}, nil
 }
 
 // TestEffectResultTheHostWouldRefuse: a Dispatcher's result object that the
@@ -348,7 +350,7 @@ func TestAdmitRechecksTheBinding(t *testing.T) {
 			w := startLower(t, l, newLauncher(t, 0), "op", "attempt-1", "example.echo@1.0.0", map[string]any{"text": "x"}, 0)
 			tt.mutate(&w.cfg.Binding)
 			a := newAuthority()
-			a.admit = supervise.Refuse // its reason would name it
+			a.admit = port.Refuse // its reason would name it
 			w.cfg.Authority = a
 			out, h := w.run(t)
 			evs := h.Decisions()
@@ -384,7 +386,7 @@ func TestAdmitAfterTheDeadline(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second).Truncate(time.Millisecond) // room for the setup on a loaded machine
 	args := map[string]any{"text": "x"}
 	w := startLowerUntil(t, l, nil, "op", "attempt-1", "example.echo@1.0.0", args, 0, deadline)
-	h, err := supervise.NewHandler(w.cfg)
+	h, err := handler.New(w.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

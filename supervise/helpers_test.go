@@ -12,10 +12,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 var scope = ledger.Scope{OrganizationID: "org-a", ProjectID: "project-a"}
@@ -61,7 +63,7 @@ func newLauncher(t testing.TB, grace time.Duration, env ...string) *launch.Launc
 		grace = 2 * time.Second
 	}
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: env, Dir: t.TempDir(), Grace: grace,
-		WaitDelay: 500 * time.Millisecond, Verifier: launch.TrustEnvironment{},
+		WaitDelay: 500 * time.Millisecond, Verifier: environment.Trust{},
 		// Contained, with two concessions to the loop test's fixed budget
 		// (a thousand launches in a minute, under the race detector): the
 		// small init, which starts faster than this test binary
@@ -152,7 +154,7 @@ func (d *dispatcher) total() int {
 	return n
 }
 
-func (d *dispatcher) Dispatch(ctx context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
+func (d *dispatcher) Dispatch(ctx context.Context, x port.Dispatch) (port.Receipt, error) {
 	id := x.LogicalEffectID
 	d.mu.Lock()
 	d.calls[id]++
@@ -160,40 +162,40 @@ func (d *dispatcher) Dispatch(ctx context.Context, x supervise.Dispatch) (superv
 	d.mu.Unlock()
 	switch mode {
 	case "not-consumed":
-		return supervise.Receipt{}, supervise.NotConsumed("the service refused " + id)
+		return port.Receipt{}, port.NotConsumed("the service refused " + id)
 	case "uncertain":
-		return supervise.Receipt{}, errors.New("connection reset while dispatching " + id)
+		return port.Receipt{}, errors.New("connection reset while dispatching " + id)
 	case "block":
 		d.entered <- id
 		select {
 		case <-d.release:
 		case <-ctx.Done():
-			return supervise.Receipt{}, ctx.Err()
+			return port.Receipt{}, ctx.Err()
 		}
 	}
-	return supervise.Receipt{ReceiptID: "rcpt-" + id, Result: map[string]any{"effect": id, "authorization": x.AuthorizationID}}, nil
+	return port.Receipt{ReceiptID: "rcpt-" + id, Result: map[string]any{"effect": id, "authorization": x.AuthorizationID}}, nil
 }
 
 // authority is a scripted Authority: admission and each effect id get the
 // decision set for them (default allow); "block" waits for release first.
 type authority struct {
 	mu      sync.Mutex
-	admit   supervise.Decision
-	effect  map[string]supervise.Decision
+	admit   port.Decision
+	effect  map[string]port.Decision
 	block   string // "admit" or an effect id
 	entered chan struct{}
 	release chan struct{}
 }
 
 func newAuthority() *authority {
-	return &authority{effect: map[string]supervise.Decision{}, entered: make(chan struct{}, 4), release: make(chan struct{})}
+	return &authority{effect: map[string]port.Decision{}, entered: make(chan struct{}, 4), release: make(chan struct{})}
 }
 
-func (a *authority) verdict(d supervise.Decision, what string) supervise.Verdict {
+func (a *authority) verdict(d port.Decision, what string) port.Verdict {
 	if d == "" {
-		d = supervise.Allow
+		d = port.Allow
 	}
-	return supervise.Verdict{Decision: d, Reason: fmt.Sprintf("test authority: %s %s", d, what)}
+	return port.Verdict{Decision: d, Reason: fmt.Sprintf("test authority: %s %s", d, what)}
 }
 
 func (a *authority) wait(ctx context.Context, what string) {
@@ -209,14 +211,14 @@ func (a *authority) wait(ctx context.Context, what string) {
 	}
 }
 
-func (a *authority) Admit(ctx context.Context, _ supervise.Admission) (supervise.Verdict, error) {
+func (a *authority) Admit(ctx context.Context, _ port.Admission) (port.Verdict, error) {
 	a.wait(ctx, "admit")
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.verdict(a.admit, "admission"), nil
 }
 
-func (a *authority) Effect(ctx context.Context, q supervise.EffectQuestion) (supervise.Verdict, error) {
+func (a *authority) Effect(ctx context.Context, q port.EffectQuestion) (port.Verdict, error) {
 	a.wait(ctx, q.Request.LogicalEffectID)
 	a.mu.Lock()
 	defer a.mu.Unlock()

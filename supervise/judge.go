@@ -8,6 +8,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/answer"
 )
 
 // hints says what a host error code usually means and what to do.
@@ -33,8 +34,8 @@ type leftBehind struct {
 	after ledger.OperationView // the operation read after the host ended
 	verr  error                // that read's error: nothing can be claimed without it
 
-	cancelled bool     // the attempt was cancelled in process (Cancel)
-	h         *Handler // the attempt's Handler: its decisions
+	cancelled bool            // the attempt was cancelled in process (Cancel)
+	h         *answer.Handler // the attempt's Handler: its decisions
 }
 
 // judge decides o's state from what the attempt left behind: the ledger
@@ -92,7 +93,7 @@ func judge(o *Outcome, left leftBehind) error {
 		default:
 			o.State, o.Reason = launch.StateProtocolError, "what the host left behind proves no outcome; nothing is redispatched: invoke the operation again"
 			if len(lo.Process.StderrTail) > 0 {
-				o.Reason += fmt.Sprintf("; host stderr ends %q", truncate(string(lo.Process.StderrTail)))
+				o.Reason += fmt.Sprintf("; host stderr ends %q", answer.Truncate(string(lo.Process.StderrTail)))
 			}
 		}
 		return lerr
@@ -127,7 +128,7 @@ func judge(o *Outcome, left leftBehind) error {
 }
 
 // lastRefusal returns the last decision that was not allowed, or nil.
-func lastRefusal(evs []Event) *Event {
+func lastRefusal(evs []answer.Answer) *answer.Answer {
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].State != ipc.StateAllowed {
 			return &evs[i]

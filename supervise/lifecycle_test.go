@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // TestCancelMidEffect: Cancel while an effect is being dispatched. The
@@ -119,7 +120,7 @@ func TestWaitingApprovalThenApprove(t *testing.T) {
 	ctx := testCtx(t)
 	l := openBolt(t, t.TempDir())
 	d, a := newDispatcher(), newAuthority()
-	a.effect["effect-1"] = supervise.Hold
+	a.effect["effect-1"] = port.Hold
 	cfg := config(t, l, newLauncher(t, 0))
 	cfg.Dispatcher, cfg.Authority = d, a
 	s := newSupervisor(t, cfg)
@@ -130,7 +131,7 @@ func TestWaitingApprovalThenApprove(t *testing.T) {
 		t.Fatalf("held: %d dispatches, budget used %d, effects %v, reason %q", d.total(), o.BudgetUsed, o.Effects, o.Reason)
 	}
 	a.mu.Lock()
-	a.effect["effect-1"] = supervise.Allow
+	a.effect["effect-1"] = port.Allow
 	a.mu.Unlock()
 	o2, err := s.Invoke(ctx, c)
 	wantState(t, o2, err, launch.StateSucceeded, nil)
@@ -139,7 +140,7 @@ func TestWaitingApprovalThenApprove(t *testing.T) {
 	}
 	// A held admission works the same way.
 	a.mu.Lock()
-	a.admit = supervise.Hold
+	a.admit = port.Hold
 	a.mu.Unlock()
 	o3, err := s.Invoke(ctx, call("op-approve-admission", "example.echo@1.0.0", map[string]any{"text": "x"}, 0))
 	wantState(t, o3, err, launch.StateWaitingApproval, supervise.ErrWaitingApproval)
@@ -263,7 +264,7 @@ func TestPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Provider.Manifests, cfg.Provider.ManifestDigest = ms, d
-	cfg.Grants = supervise.Grants{Binaries: []string{"sendmail"}}
+	cfg.Grants = port.Grants{Binaries: []string{"sendmail"}}
 	s := newSupervisor(t, cfg)
 	cases := []struct {
 		name     string
@@ -289,7 +290,7 @@ func TestPreflight(t *testing.T) {
 			t.Fatalf("%s: the operation was recorded: %v", tt.name, err)
 		}
 	}
-	var de *supervise.DocumentError
+	var de *port.DocumentError
 	_, err = s.Invoke(ctx, cases[2].c)
 	if !errors.As(err, &de) || de.Pointer != "/n/1" {
 		t.Fatalf("err %v, want a *DocumentError at /n/1", err)

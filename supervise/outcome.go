@@ -7,6 +7,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
 )
 
 // One sentinel per outcome state other than succeeded. Every non-success
@@ -161,4 +162,14 @@ func (o *Outcome) result(cause error) (*Outcome, error) {
 	}
 	sentinel := sentinelOf(o.State)
 	return o, &OutcomeError{Outcome: o, Err: sentinel, Cause: cause}
+}
+
+// ended is what o established, for the Invoke's span and metrics; nil
+// when Invoke returned no Outcome.
+func (o *Outcome) ended() *telemetry.Ended {
+	if o == nil {
+		return nil
+	}
+	return &telemetry.Ended{State: string(o.State), AttemptID: o.AttemptID, Generation: o.Generation,
+		Shared: o.Shared, Reconnected: o.Reconnected}
 }

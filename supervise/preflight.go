@@ -10,6 +10,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // preflight runs the checks that need no launch and no ledger: what the
@@ -22,11 +24,11 @@ func (s *Supervisor) preflight(p *provider, c Call, o *Outcome) (manifest.Capabi
 		o.State, o.Reason = launch.StateRefused, fmt.Sprintf("capability %q is not in the provider's inventory", c.CapabilityID)
 		return m, manifest.Prepared{}, &PreflightError{Check: "capability", Detail: o.Reason}
 	}
-	if err := CheckRequirements(m, s.cfg.Grants); err != nil {
+	if err := handler.CheckRequirements(m, s.cfg.Grants); err != nil {
 		o.State, o.Reason = launch.StateUnavailable, "the capability's requirements cannot be met here"
-		return m, manifest.Prepared{}, err
+		return m, manifest.Prepared{}, requirementsRefused(err)
 	}
-	if err := CheckDocument("arguments", c.Arguments); err != nil {
+	if err := port.CheckDocument("arguments", c.Arguments); err != nil {
 		o.State, o.Reason = launch.StateInvalidRequest, "the arguments cannot be sent to the host"
 		return m, manifest.Prepared{}, &PreflightError{Check: "document", Detail: "arguments", Err: err}
 	}
@@ -65,14 +67,14 @@ func budgetCheck(m manifest.CapabilityManifest, budget int64, o *Outcome) error 
 	}
 	o.State = launch.StateRefused
 	o.Reason = fmt.Sprintf("capability %s uses the effect port (it requires %s) but the operation's effect budget is 0: every effect would be refused; give the Call an EffectBudget of at least the effects it dispatches",
-		m.ID, EffectsService)
+		m.ID, port.EffectsService)
 	return &PreflightError{Check: "budget", Detail: o.Reason}
 }
 
 // effectful reports whether m's capability dispatches effects through the
 // Runtime: it requires the effect port.
 func effectful(m manifest.CapabilityManifest) bool {
-	return slices.Contains(m.Requirements.Services, EffectsService)
+	return slices.Contains(m.Requirements.Services, port.EffectsService)
 }
 
 // admitFrameSlack is what an invoke.admit frame holds besides the
@@ -123,4 +125,14 @@ func describe(v any) string {
 		return string(b)
 	}
 	return fmt.Sprintf("%v", v)
+}
+
+// requirementsRefused is the *PreflightError (check "requirements") of
+// handler.CheckRequirements' error.
+func requirementsRefused(err error) error {
+	var re *handler.RequirementsError
+	if !errors.As(err, &re) {
+		return err
+	}
+	return &PreflightError{Check: "requirements", Detail: re.Detail()}
 }

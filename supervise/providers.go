@@ -12,6 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // Providers resolves the admitted provider a Call names to its exact
@@ -110,7 +111,7 @@ func (s *Supervisor) checkBinding(b manifest.ProviderBinding) (*provider, error)
 	if err := s.validator.ValidateBinding(b); err != nil {
 		return nil, err
 	}
-	if err := CheckDocument("provider binding", b); err != nil {
+	if err := port.CheckDocument("provider binding", b); err != nil {
 		return nil, err
 	}
 	if v := s.cfg.HostPythonVersion; v != "" && v != b.PythonVersion {

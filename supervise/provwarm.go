@@ -10,6 +10,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
 )
 
 // ProviderWarm makes the Supervisor's starters launch hosts
@@ -136,9 +137,9 @@ func (ss *starters) startProviderWarm(st *starter, p *pwServer, b manifest.Provi
 			return // the Supervisor is closing: not a failure of the server
 		}
 		ss.s.log.Warn("supervise: the provider-warm server did not start; this binding and tenant start hosts without it",
-			keyDistribution, b.Distribution, keyProviderGeneration, b.Generation, keyOrganization, p.key.organization,
-			keyProject, p.key.project, keyErr, err)
-		ss.s.tel.serverFailed()
+			telemetry.KeyDistribution, b.Distribution, telemetry.KeyProviderGeneration, b.Generation, telemetry.KeyOrganization, p.key.organization,
+			telemetry.KeyProject, p.key.project, telemetry.KeyErr, err)
+		ss.s.tel.ServerFailed()
 		return
 	}
 	p.z = z
@@ -169,9 +170,9 @@ func (ss *starters) armProviderWarm(st *starter, p *pwServer) {
 		z := p.z
 		st.mu.Unlock()
 		if err := z.Close(); err != nil {
-			ss.s.log.Warn("supervise: closing an idle provider-warm server failed", keyErr, err)
+			ss.s.log.Warn("supervise: closing an idle provider-warm server failed", telemetry.KeyErr, err)
 		}
-		ss.s.log.Debug("supervise: idle provider-warm server closed", keyProviderGeneration, p.generation)
+		ss.s.log.Debug("supervise: idle provider-warm server closed", telemetry.KeyProviderGeneration, p.generation)
 	})
 }
 

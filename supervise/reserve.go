@@ -8,6 +8,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
 )
 
 // reserve takes the attempt's reservations through the Reserver before
@@ -44,6 +45,6 @@ func (s *Supervisor) release(ctx context.Context, f ledger.Fence) {
 	if err := s.cfg.Reserver.Release(wctx, f); err != nil {
 		// The reservations are freed anyway once the attempt is fenced
 		// off, the operation ends or its deadline passes.
-		s.log.Warn("supervise: releasing the attempt's reservations failed", keyOperation, f.OperationID, keyAttempt, f.AttemptID, keyErr, err)
+		s.log.Warn("supervise: releasing the attempt's reservations failed", telemetry.KeyOperation, f.OperationID, telemetry.KeyAttempt, f.AttemptID, telemetry.KeyErr, err)
 	}
 }

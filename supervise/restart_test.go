@@ -17,9 +17,11 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // The restart test runs controllers as real processes: the test binary
@@ -50,19 +52,19 @@ type controllerReport struct {
 // answers receipt "rcpt-<id>-<pid of the controller>".
 type fileDispatcher struct{ path string }
 
-func (d fileDispatcher) Dispatch(_ context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
+func (d fileDispatcher) Dispatch(_ context.Context, x port.Dispatch) (port.Receipt, error) {
 	f, err := os.OpenFile(d.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
-		return supervise.Receipt{}, supervise.NotConsumed(err.Error())
+		return port.Receipt{}, port.NotConsumed(err.Error())
 	}
 	defer f.Close()
 	if _, err := fmt.Fprintln(f, x.LogicalEffectID); err != nil {
-		return supervise.Receipt{}, err
+		return port.Receipt{}, err
 	}
 	if err := f.Sync(); err != nil {
-		return supervise.Receipt{}, err
+		return port.Receipt{}, err
 	}
-	return supervise.Receipt{ReceiptID: fmt.Sprintf("rcpt-%s-%d", x.LogicalEffectID, os.Getpid())}, nil
+	return port.Receipt{ReceiptID: fmt.Sprintf("rcpt-%s-%d", x.LogicalEffectID, os.Getpid())}, nil
 }
 
 // controllerMain is a controller process: it opens the ledger, recovers
@@ -82,7 +84,7 @@ func controllerMain() int {
 		env = append(env, hostproc.EnvScenario+"="+sc)
 	}
 	ln, err := launch.New(launch.Config{Interpreter: os.Getenv(ctlHost), Env: env, Dir: os.Getenv(ctlWorkdir),
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+		Verifier: environment.Trust{}, AllowRootHost: true})
 	if err != nil {
 		return fail(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // registry is the Providers port as an embedder's own registry of
@@ -233,9 +234,9 @@ func TestRefusedBeforeLaunch(t *testing.T) {
 		reason  string
 		records bool
 	}{
-		{"authority refuses", func() { auth.admit = supervise.Refuse }, call("op-refused", "example.echo@1.0.0", map[string]any{"text": "x"}, 0),
+		{"authority refuses", func() { auth.admit = port.Refuse }, call("op-refused", "example.echo@1.0.0", map[string]any{"text": "x"}, 0),
 			launch.StateRefused, "authority", "test authority: refuse admission", false},
-		{"authority holds", func() { auth.admit = supervise.Hold }, call("op-held", "example.echo@1.0.0", map[string]any{"text": "x"}, 0),
+		{"authority holds", func() { auth.admit = port.Hold }, call("op-held", "example.echo@1.0.0", map[string]any{"text": "x"}, 0),
 			launch.StateWaitingApproval, "authority", "test authority: hold admission", false},
 		{"default contradicts the scope", func() { auth.admit = "" }, call("op-org", "example.echo_org@1.0.0", map[string]any{"text": "x"}, 0),
 			launch.StateRefused, "organization", `organization_id is "org-other"`, false},

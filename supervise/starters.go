@@ -10,6 +10,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
 )
 
 // Environments says how hosts of a provider binding are launched: the
@@ -115,7 +116,7 @@ func (ss *starters) acquire(b manifest.ProviderBinding) (*starter, error) {
 		}
 		st = &starter{key: k, launcher: l}
 		ss.m[k] = st
-		ss.s.log.Debug("supervise: starter created", keyDistribution, b.Distribution, keyEnvironment, string(b.EnvironmentDigest))
+		ss.s.log.Debug("supervise: starter created", telemetry.KeyDistribution, b.Distribution, telemetry.KeyEnvironment, string(b.EnvironmentDigest))
 	}
 	st.mu.Lock()
 	st.active++
@@ -158,11 +159,11 @@ func (ss *starters) expire(st *starter) {
 	ss.mu.Unlock()
 	if z != nil {
 		if err := z.Close(); err != nil {
-			ss.s.log.Warn("supervise: closing an idle fork server failed", keyErr, err)
+			ss.s.log.Warn("supervise: closing an idle fork server failed", telemetry.KeyErr, err)
 		}
 	}
 	if err := closeZygotes(pws); err != nil {
-		ss.s.log.Warn("supervise: closing idle provider-warm servers failed", keyErr, err)
+		ss.s.log.Warn("supervise: closing idle provider-warm servers failed", telemetry.KeyErr, err)
 	}
 	ss.s.log.Debug("supervise: idle starter closed")
 }
@@ -174,16 +175,16 @@ func (ss *starters) invoke(ctx context.Context, st *starter, b manifest.Provider
 	if z, release := ss.providerWarm(st, b, inv); z != nil {
 		defer release()
 		lo, err := z.Invoke(ctx, inv)
-		ss.s.tel.started(ctx, lo, true)
+		ss.s.tel.Started(ctx, lo, true)
 		return lo, err
 	}
 	if z := ss.zygote(ctx, st, b); z != nil {
 		lo, err := z.Invoke(ctx, inv)
-		ss.s.tel.started(ctx, lo, true)
+		ss.s.tel.Started(ctx, lo, true)
 		return lo, err
 	}
 	lo, err := st.launcher.Invoke(ctx, inv)
-	ss.s.tel.started(ctx, lo, false)
+	ss.s.tel.Started(ctx, lo, false)
 	return lo, err
 }
 
@@ -200,8 +201,8 @@ func (ss *starters) zygote(ctx context.Context, st *starter, b manifest.Provider
 	zc.Provider = b
 	z, err := st.launcher.StartZygote(ctx, zc)
 	if err != nil {
-		ss.s.log.Warn("supervise: the fork server did not start; this provider environment launches cold", keyDistribution, b.Distribution, keyErr, err)
-		ss.s.tel.serverFailed()
+		ss.s.log.Warn("supervise: the fork server did not start; this provider environment launches cold", telemetry.KeyDistribution, b.Distribution, telemetry.KeyErr, err)
+		ss.s.tel.ServerFailed()
 		return nil
 	}
 	st.zygote = z

@@ -19,9 +19,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
-// Defaults of Config (and HandlerConfig.OutcomeTimeout), used when the
+// Defaults of Config (and handler.Config.OutcomeTimeout), used when the
 // field is zero.
 const (
 	// DefaultOperationTimeout is the deadline of a new operation whose
@@ -34,8 +37,8 @@ const (
 	DefaultCancelGrace = 2 * time.Second
 	// DefaultOutcomeTimeout bounds one ledger write that records an
 	// effect's outcome, when Config.OutcomeTimeout or
-	// HandlerConfig.OutcomeTimeout is zero.
-	DefaultOutcomeTimeout = 30 * time.Second
+	// handler.Config.OutcomeTimeout is zero.
+	DefaultOutcomeTimeout = handler.DefaultOutcomeTimeout
 	// DefaultLeaseTTL is the controller lease's time to live when
 	// Config.LeaseTTL is zero. The lease is renewed every third of it.
 	DefaultLeaseTTL = 15 * time.Second
@@ -98,14 +101,14 @@ type Config struct {
 	// zero value) means HostPythonVersion is required.
 	SkipPythonVersionCheck bool
 	// Authority decides admissions and new effects; nil means AllowAll.
-	Authority Authority
+	Authority port.Authority
 	// Dispatcher consumes authorized effects; nil means NoEffects.
-	Dispatcher Dispatcher
+	Dispatcher port.Dispatcher
 	// Reserver takes, re-checks and releases each attempt's resource
 	// reservations; nil means none are taken.
-	Reserver Reserver
+	Reserver port.Reserver
 	// Grants are what capabilities may use besides the effect port.
-	Grants Grants
+	Grants port.Grants
 	// SeatID and RuntimeBindingID fill the AttemptBinding when a Call
 	// leaves them empty. Required identifiers.
 	SeatID           string
@@ -175,7 +178,7 @@ type Supervisor struct {
 	starters  starters
 
 	ctl        *controller
-	tel        *telemetry     // nil when Config names no provider
+	tel        *telemetry.T   // nil when Config names no provider
 	takeoverWG sync.WaitGroup // the takeover loop
 
 	mu      sync.Mutex // guards running, flights, closing
@@ -202,7 +205,7 @@ type run struct {
 // and list every problem.
 func New(cfg Config) (*Supervisor, error) {
 	c := cfg
-	c.Grants = Grants{
+	c.Grants = port.Grants{
 		Credentials:    slices.Clone(cfg.Grants.Credentials),
 		Binaries:       slices.Clone(cfg.Grants.Binaries),
 		NetworkHosts:   slices.Clone(cfg.Grants.NetworkHosts),
@@ -279,10 +282,10 @@ func New(cfg Config) (*Supervisor, error) {
 		add("TakeoverInterval must not be negative")
 	}
 	s.ctl = &controller{s: s, id: c.ControllerID, ttl: c.LeaseTTL}
-	if s.tel, err = newTelemetry(c.TracerProvider, c.MeterProvider); err != nil {
+	if s.tel, err = telemetry.New(c.TracerProvider, c.MeterProvider, errorClasses); err != nil {
 		add("MeterProvider: %w", err)
 	}
-	c.Ledger = observe(c.Ledger, s.tel)
+	c.Ledger = telemetry.Observe(c.Ledger, s.tel)
 	switch {
 	case c.HostPythonVersion == "" && !c.SkipPythonVersionCheck:
 		add("HostPythonVersion is empty: set it to the version of the hosts' interpreter (python -c 'import platform; print(platform.python_version())'), or set SkipPythonVersionCheck to leave the check to the host, which refuses a mismatch only after launch (protocol_error)")
@@ -412,8 +415,8 @@ func (s *Supervisor) Invoke(ctx context.Context, c Call) (res *Outcome, err erro
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	ctx, tc := s.tel.invoke(ctx, &c, s.ctl.id)
-	defer func() { tc.end(res, err) }()
+	ctx, tc := s.tel.Invoke(ctx, c.Scope, c.OperationID, c.CapabilityID, s.ctl.id)
+	defer func() { tc.End(res.ended(), err) }()
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
@@ -467,9 +470,9 @@ func (s *Supervisor) invoke(ctx context.Context, c Call, p *provider, m manifest
 			}
 		}
 		a := &attempt{s: s, c: c, p: p, m: m, prep: prep, view: view, recorded: recorded, o: o}
-		actx, sp := s.tel.attempt(ctx)
+		actx, sp := s.tel.Attempt(ctx)
 		res, again, err := a.run(actx)
-		sp.endAttempt(a, err)
+		sp.EndAttempt(a.fence.AttemptID, a.fence.Generation, string(a.o.State), err)
 		if !again {
 			return res, err
 		}
@@ -751,4 +754,23 @@ type Recovery struct {
 	// is live (ledger.ListInFlight): their dispatch may be under way, and
 	// their controller records the outcome; Resolve refuses them.
 	InFlight []ledger.Effect
+}
+
+// orReason is r, or def when r is empty.
+func orReason(r, def string) string {
+	if r == "" {
+		return def
+	}
+	return r
+}
+
+// errorClasses name the package's errors in a span's error.type, most
+// specific first (doc/design.md, “Telemetry”).
+var errorClasses = []telemetry.Class{
+	{Err: ErrRefused, Name: "refused"}, {Err: ErrWaitingApproval, Name: "waiting_approval"}, {Err: ErrFailed, Name: "failed"},
+	{Err: ErrInvalidRequest, Name: "invalid_request"}, {Err: ErrUnavailable, Name: "unavailable"}, {Err: ErrCancelled, Name: "cancelled"},
+	{Err: ErrTimedOut, Name: "timed_out"}, {Err: ErrNeedsReconciliation, Name: "needs_reconciliation"}, {Err: ErrProtocol, Name: "protocol_error"},
+	{Err: ErrRunning, Name: "running"}, {Err: ErrPreflight, Name: "preflight"}, {Err: ErrOperationMismatch, Name: "operation_mismatch"},
+	{Err: ErrLeaseLost, Name: "lease_lost"}, {Err: ErrClosed, Name: "closed"}, {Err: port.ErrNotConsumed, Name: "not_consumed"},
+	{Err: ErrInvalidCall, Name: "invalid_call"}, {Err: ErrInvalidConfig, Name: "invalid_config"},
 }

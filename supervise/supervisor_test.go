@@ -12,6 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
 )
 
 // TestSuccessNoEffects: echo succeeds; its data is the operation's
@@ -48,7 +49,7 @@ func TestSuccessNoEffects(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := evs[0]
-	b := supervise.BindingOf(view.Operation, ev)
+	b := handler.BindingOf(view.Operation, ev)
 	if b != *o.Host.Binding {
 		t.Fatalf("rebuilt binding %+v, the attempt's %+v", b, *o.Host.Binding)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -286,9 +287,9 @@ func TestTelemetryOutcomes(t *testing.T) {
 	d.set("effect-1", "not-consumed")
 	run("op-not-consumed", launch.StateRefused, supervise.ErrRefused)
 	d.set("effect-1", "")
-	auth.effect["effect-2"] = supervise.Refuse
+	auth.effect["effect-2"] = port.Refuse
 	run("op-refused", launch.StateRefused, supervise.ErrRefused)
-	auth.admit = supervise.Hold
+	auth.admit = port.Hold
 	run("op-held", launch.StateWaitingApproval, supervise.ErrWaitingApproval)
 	auth.admit = ""
 
@@ -456,7 +457,7 @@ func TestTelemetryImports(t *testing.T) {
 }
 
 // TestHandlerTelemetry: a Handler used alone, with its own providers in
-// HandlerConfig, reports its methods with their ledger writes and
+// handler.Config, reports its methods with their ledger writes and
 // dispatches under them, and the effect metrics.
 func TestHandlerTelemetry(t *testing.T) {
 	t.Parallel()

@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
@@ -127,7 +128,7 @@ func pyLaunchers(t *testing.T, module string) (modules string, newLauncher func(
 	return modules, func() *launch.Launcher {
 		l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", module},
 			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-			Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+			Verifier: environment.Trust{}, AllowRootHost: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,20 +14,22 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // blocking answers no dispatch: the first one says so on stdout and waits
 // for the kill.
 type blocking struct{}
 
-func (blocking) Dispatch(ctx context.Context, _ supervise.Dispatch) (supervise.Receipt, error) {
+func (blocking) Dispatch(ctx context.Context, _ port.Dispatch) (port.Receipt, error) {
 	fmt.Println("dispatching")
 	<-ctx.Done()
-	return supervise.Receipt{}, ctx.Err()
+	return port.Receipt{}, ctx.Err()
 }
 
 func main() {
@@ -60,7 +62,7 @@ func run(dsn, schema, host, bindingPath, op string, ttl time.Duration) error {
 		return err
 	}
 	defer l.Close(ctx)
-	ln, err := launch.New(launch.Config{Interpreter: host, Dir: os.TempDir(), Verifier: launch.TrustEnvironment{}, AllowRootHost: true})
+	ln, err := launch.New(launch.Config{Interpreter: host, Dir: os.TempDir(), Verifier: environment.Trust{}, AllowRootHost: true})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -158,7 +159,7 @@ func (b *Backend) Start(ctx context.Context, spec capabilityruntime.BackendSpec)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := env.launcher.Doctor(ctx, is.binding); err != nil {
+	if _, err := discovery.Doctor(ctx, env.launcher, is.binding); err != nil {
 		b.release(k)
 		return nil, fmt.Errorf("%w: %s@%s (%s %s): %w", ErrDoctor, spec.Type, spec.Version, is.binding.Distribution, is.binding.Version, err)
 	}

@@ -43,7 +43,7 @@
 // refused. Protocol is empty or Protocol; MaxWorkers, when positive,
 // bounds the instance's concurrent Executes (0: no bound of its own). The
 // binding is checked as the Supervisor and the host check it
-// (manifest.ValidateBinding, supervise.CheckDocument, the hosts' python
+// (manifest.ValidateBinding, supervise/port.CheckDocument, the hosts' python
 // version), then the host's doctor runs on it (a real process); a refusal
 // is ErrDoctor with the process evidence. Instances of one binding share
 // one provider environment: another interpreter for a live binding is

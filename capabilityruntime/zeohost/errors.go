@@ -26,7 +26,7 @@ var (
 	// first, or start this one with their spec.
 	ErrSpecConflict = errors.New("zeohost: provider binding is live in another provider environment")
 	// ErrDoctor: the host's doctor command did not confirm the provider
-	// binding (Start, Health). It wraps the *launch.DiscoveryError, which
+	// binding (Start, Health). It wraps the *discovery.Error, which
 	// holds the process evidence.
 	ErrDoctor = errors.New("zeohost: the host's doctor did not confirm the provider binding")
 	// ErrInvalidParams: Request.Params does not say what to run (see the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
 
@@ -134,7 +135,7 @@ func (in *instance) attach(ctx context.Context, o *supervise.Outcome, r map[stri
 }
 
 // Health runs the host's doctor on the instance's binding in its provider
-// environment (launch.Launcher.Doctor): a real process, which fails when
+// environment (discovery.Doctor): a real process, which fails when
 // the environment can no longer launch the binding (its interpreter gone
 // or broken, its distribution changed). An error wraps ErrDoctor, or
 // ErrClosed.
@@ -143,7 +144,7 @@ func (in *instance) Health(ctx context.Context) error {
 		return err
 	}
 	defer in.calls.Done()
-	if _, err := in.env.launcher.Doctor(ctx, in.spec.binding); err != nil {
+	if _, err := discovery.Doctor(ctx, in.env.launcher, in.spec.binding); err != nil {
 		return fmt.Errorf("%w: %s@%s (%s %s): %w", ErrDoctor, in.spec.typ, in.spec.version, in.spec.binding.Distribution, in.spec.binding.Version, err)
 	}
 	return nil

@@ -19,9 +19,11 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -91,7 +93,7 @@ func (d *dispatcher) count(id string) int {
 	return d.calls[id]
 }
 
-func (d *dispatcher) Dispatch(ctx context.Context, x supervise.Dispatch) (supervise.Receipt, error) {
+func (d *dispatcher) Dispatch(ctx context.Context, x port.Dispatch) (port.Receipt, error) {
 	id := x.LogicalEffectID
 	d.mu.Lock()
 	d.calls[id]++
@@ -99,23 +101,23 @@ func (d *dispatcher) Dispatch(ctx context.Context, x supervise.Dispatch) (superv
 	d.mu.Unlock()
 	switch mode {
 	case "uncertain":
-		return supervise.Receipt{}, errors.New("connection reset while dispatching " + id)
+		return port.Receipt{}, errors.New("connection reset while dispatching " + id)
 	case "block":
 		d.entered <- id
 		select {
 		case <-d.release:
 		case <-ctx.Done():
-			return supervise.Receipt{}, ctx.Err()
+			return port.Receipt{}, ctx.Err()
 		}
 	}
-	return supervise.Receipt{ReceiptID: "rcpt-" + id}, nil
+	return port.Receipt{ReceiptID: "rcpt-" + id}, nil
 }
 
 // refuser is an Authority that refuses every admission.
-type refuser struct{ supervise.AllowAll }
+type refuser struct{ port.AllowAll }
 
-func (refuser) Admit(context.Context, supervise.Admission) (supervise.Verdict, error) {
-	return supervise.Verdict{Decision: supervise.Refuse, Reason: "test authority: no consent for this seat"}, nil
+func (refuser) Admit(context.Context, port.Admission) (port.Verdict, error) {
+	return port.Verdict{Decision: port.Refuse, Reason: "test authority: no consent for this seat"}, nil
 }
 
 // env is one test's backend, ledger and dispatcher.
@@ -140,7 +142,7 @@ func newEnv(t *testing.T, mutate func(*zeohost.Config), hostEnv ...string) *env 
 	cfg := zeohost.Config{
 		Supervisor: supervise.Config{Ledger: l, Dispatcher: d, HostPythonVersion: hostsim.DefaultPythonVersion,
 			SeatID: "seat-a", RuntimeBindingID: "runtime-a", Workspace: "/workspace-a"},
-		Launch: launch.Config{Env: hostEnv, Verifier: launch.TrustEnvironment{}, Grace: 200 * time.Millisecond,
+		Launch: launch.Config{Env: hostEnv, Verifier: environment.Trust{}, Grace: 200 * time.Millisecond,
 			WaitDelay:     500 * time.Millisecond,
 			AllowRootHost: true}, // tests run as whoever runs them, root included
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/capabilityruntime"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // Keys of BackendSpec.Config. They say what one instance runs and for whom;
@@ -115,7 +115,7 @@ func parseSpec(spec capabilityruntime.BackendSpec, tmplDir string) (instanceSpec
 	if sc.EffectBudget < 0 || sc.ReservationWaitMS < 0 {
 		return bad("Config %q and %q must not be negative", ConfigEffectBudget, ConfigReservationWaitMS)
 	}
-	if err := supervise.CheckDocument("provider binding", b); err != nil {
+	if err := port.CheckDocument("provider binding", b); err != nil {
 		return bad("Config %q: %v", ConfigBinding, err)
 	}
 	dir := tmplDir

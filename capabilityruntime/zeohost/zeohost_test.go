@@ -15,7 +15,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -216,8 +216,8 @@ func TestStart(t *testing.T) {
 	// A host whose doctor contradicts the binding is refused at Start.
 	liar := newEnv(t, nil, hostproc.EnvScenario+"=lie")
 	_, err := liar.b.Start(ctx, spec(hostsimPath))
-	if !errors.Is(err, zeohost.ErrDoctor) || !errors.Is(err, launch.ErrDiscoveryMismatch) {
-		t.Errorf("lying doctor: %v, want ErrDoctor and ErrDiscoveryMismatch", err)
+	if !errors.Is(err, zeohost.ErrDoctor) || !errors.Is(err, discovery.ErrMismatch) {
+		t.Errorf("lying doctor: %v, want ErrDoctor and discovery.ErrMismatch", err)
 	}
 	// Another environment for a live binding is a conflict.
 	inst := e.start(t, spec(hostsimPath))
@@ -271,7 +271,7 @@ func TestHealth(t *testing.T) {
 	if !errors.Is(err, zeohost.ErrDoctor) {
 		t.Fatalf("Health of a broken binding: %v, want ErrDoctor", err)
 	}
-	de, ok := errors.AsType[*launch.DiscoveryError](err)
+	de, ok := errors.AsType[*discovery.Error](err)
 	if !ok || de.Process == nil || de.Process.ExitCode != 1 {
 		t.Fatalf("Health's error %v carries no process evidence", err)
 	}

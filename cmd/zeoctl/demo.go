@@ -22,6 +22,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // demoScope is the organization and project of the demo's operations.
@@ -105,15 +106,15 @@ type demoDispatcher struct {
 	flaked bool
 }
 
-func (d *demoDispatcher) Dispatch(_ context.Context, disp supervise.Dispatch) (supervise.Receipt, error) {
+func (d *demoDispatcher) Dispatch(_ context.Context, disp port.Dispatch) (port.Receipt, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.calls++
 	if disp.Request.Arguments["target"] == flakyTarget && !d.flaked {
 		d.flaked = true
-		return supervise.Receipt{}, errors.New("the service did not answer in time")
+		return port.Receipt{}, errors.New("the service did not answer in time")
 	}
-	return supervise.Receipt{ReceiptID: demoReceipt(disp.AuthorizationID),
+	return port.Receipt{ReceiptID: demoReceipt(disp.AuthorizationID),
 		Result: map[string]any{"operation": disp.Request.Operation}}, nil
 }
 
@@ -136,22 +137,22 @@ type demoAuthority struct {
 	approved map[string]bool
 }
 
-func (a *demoAuthority) Admit(context.Context, supervise.Admission) (supervise.Verdict, error) {
-	return supervise.Verdict{Decision: supervise.Allow}, nil
+func (a *demoAuthority) Admit(context.Context, port.Admission) (port.Verdict, error) {
+	return port.Verdict{Decision: port.Allow}, nil
 }
 
-func (a *demoAuthority) Effect(_ context.Context, q supervise.EffectQuestion) (supervise.Verdict, error) {
+func (a *demoAuthority) Effect(_ context.Context, q port.EffectQuestion) (port.Verdict, error) {
 	switch q.Request.Arguments["target"] {
 	case lockedTarget:
-		return supervise.Verdict{Decision: supervise.Refuse, Reason: lockedTarget + " is read-only"}, nil
+		return port.Verdict{Decision: port.Refuse, Reason: lockedTarget + " is read-only"}, nil
 	case reviewTarget:
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		if q.Request.Operation == "commit" && !a.approved[q.Operation.OperationID] {
-			return supervise.Verdict{Decision: supervise.Hold, Reason: "a person must approve the commit"}, nil
+			return port.Verdict{Decision: port.Hold, Reason: "a person must approve the commit"}, nil
 		}
 	}
-	return supervise.Verdict{Decision: supervise.Allow}, nil
+	return port.Verdict{Decision: port.Allow}, nil
 }
 
 // approve records a person's approval of an operation.

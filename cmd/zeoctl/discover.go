@@ -13,6 +13,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -84,7 +85,7 @@ its readiness (static_inventory_valid; never an authorization).
 			}
 			defer done()
 			e.progress("asking %s to describe %s %s", d.host.describeHost(), b.Distribution, b.Version)
-			desc, err := l.Describe(ctx, b)
+			desc, err := discovery.Describe(ctx, l, b)
 			if err != nil {
 				return discoveryHint(err, false)
 			}
@@ -128,7 +129,7 @@ effects, required services and description. -limit is 1..100.
 				}
 				defer done()
 				e.progress("asking %s for capabilities %d.. of %s", d.host.describeHost(), *offset, b.Distribution)
-				page, err := l.ListCapabilities(ctx, b, *limit, *offset)
+				page, err := discovery.ListCapabilities(ctx, l, b, *limit, *offset)
 				if err != nil {
 					return discoveryHint(err, false)
 				}
@@ -193,7 +194,7 @@ response schemas, effects, requirements and examples.
 				return fmt.Errorf("the binding has no capability %s; 'zeoctl capabilities list' shows those it has", args[0])
 			}
 			e.progress("asking %s to describe %s", d.host.describeHost(), args[0])
-			m, err := l.DescribeCapability(ctx, b, args[0])
+			m, err := discovery.DescribeCapability(ctx, l, b, args[0])
 			if err != nil {
 				return discoveryHint(err, false)
 			}

@@ -16,7 +16,8 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
 func doctorCommand() *command {
@@ -124,7 +125,7 @@ func doctor(ctx context.Context, e *env, d *discoveryFlags) error {
 	} else {
 		e.progress("digesting %s", d.host.envRoot)
 		root, _ := filepath.Abs(d.host.envRoot)
-		if err := (launch.TreeVerifier{Root: root}).VerifyEnvironment(ctx, b); err != nil {
+		if err := (environment.TreeVerifier{Root: root}).VerifyEnvironment(ctx, b); err != nil {
 			add(check{Name: "environment", Detail: err.Error() + ": rebuild the binding's environment_digest from this tree, or point -env-root at the environment it was made from"})
 		} else {
 			add(check{Name: "environment", OK: true, Detail: string(b.EnvironmentDigest)})
@@ -139,7 +140,7 @@ func doctor(ctx context.Context, e *env, d *discoveryFlags) error {
 		hctx, cancel := withTimeout(ctx, d.timeout)
 		defer cancel()
 		e.progress("asking %s to run doctor", d.host.describeHost())
-		if desc, err := l.Doctor(hctx, b); err != nil {
+		if desc, err := discovery.Doctor(hctx, l, b); err != nil {
 			add(check{Name: "host", Detail: discoveryHint(err, true).Error()})
 		} else {
 			add(check{Name: "host", OK: true, Detail: fmt.Sprintf("%s (authorized: %t)", desc.Readiness, desc.Authorized)})

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // grantFlags are what a capability may use besides the effect port, for
@@ -22,8 +22,8 @@ func (g *grantFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.network, "network", false, "allow capabilities that require the network")
 }
 
-func (g *grantFlags) grants() supervise.Grants {
-	return supervise.Grants{Credentials: g.credentials, Binaries: g.binaries, NetworkHosts: g.networkHosts, NetworkAllowed: g.network}
+func (g *grantFlags) grants() port.Grants {
+	return port.Grants{Credentials: g.credentials, Binaries: g.binaries, NetworkHosts: g.networkHosts, NetworkAllowed: g.network}
 }
 
 // registerEffects registers -effects, what happens to a new effect.
@@ -32,10 +32,10 @@ func registerEffects(fs *flag.FlagSet, mode *string) {
 }
 
 // dispatcherFor returns the Dispatcher of an -effects mode.
-func dispatcherFor(e *env, mode string) (supervise.Dispatcher, error) {
+func dispatcherFor(e *env, mode string) (port.Dispatcher, error) {
 	switch mode {
 	case "refuse":
-		return supervise.NoEffects{}, nil
+		return port.NoEffects{}, nil
 	case "accept":
 		return acceptEffects{e}, nil
 	case "uncertain":
@@ -48,17 +48,17 @@ func dispatcherFor(e *env, mode string) (supervise.Dispatcher, error) {
 // with a synthetic receipt; nothing is done.
 type acceptEffects struct{ e *env }
 
-func (a acceptEffects) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+func (a acceptEffects) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
 	a.e.progress("effect %s (%s on %s) accepted without being performed: zeoctl holds no credentials",
 		d.LogicalEffectID, d.Request.Operation, d.Request.ConnectionRef)
-	return supervise.Receipt{ReceiptID: "zeoctl-accepted-" + d.AuthorizationID}, nil
+	return port.Receipt{ReceiptID: "zeoctl-accepted-" + d.AuthorizationID}, nil
 }
 
 // uncertainEffects is -effects uncertain: every new effect fails
 // uncertainly, so it is recorded unknown.
 type uncertainEffects struct{ e *env }
 
-func (u uncertainEffects) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+func (u uncertainEffects) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
 	u.e.progress("effect %s: its dispatch is made uncertain (-effects uncertain); it will need 'zeoctl ledger resolve'", d.LogicalEffectID)
-	return supervise.Receipt{}, errors.New("zeoctl: -effects uncertain: the outcome of this dispatch is unknown")
+	return port.Receipt{}, errors.New("zeoctl: -effects uncertain: the outcome of this dispatch is unknown")
 }

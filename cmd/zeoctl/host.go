@@ -15,6 +15,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/discovery"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -188,7 +190,7 @@ func (h *hostFlags) launchConfig(e *env) (cfg launch.Config, cleanup func(), err
 	// zeoctl runs hosts as the operator who runs it, or as -user: whoever
 	// runs zeoctl as root without -user, or names uid 0, has chosen a
 	// root host, and is warned (announce).
-	cfg = launch.Config{Env: h.env, Grace: h.grace, Verifier: launch.TrustEnvironment{}, AllowRootHost: true}
+	cfg = launch.Config{Env: h.env, Grace: h.grace, Verifier: environment.Trust{}, AllowRootHost: true}
 	if h.user != "" {
 		if cfg.User, err = lookupUser(h.user); err != nil {
 			return launch.Config{}, nil, err
@@ -226,7 +228,7 @@ func (h *hostFlags) launchConfig(e *env) (cfg launch.Config, cleanup func(), err
 		if err != nil {
 			return launch.Config{}, nil, err
 		}
-		cfg.Verifier = launch.TreeVerifier{Root: root}
+		cfg.Verifier = environment.TreeVerifier{Root: root}
 	} else if !h.simulated {
 		e.progress("note: the binding's environment_digest is not verified (pass -env-root DIR to verify it)")
 	}
@@ -276,7 +278,7 @@ func lookupUser(s string) (*launch.User, error) {
 // discoveryHint adds to a failed discovery the end of the host's stderr
 // and, unless it is doctor's own, a pointer to doctor.
 func discoveryHint(err error, doctor bool) error {
-	var de *launch.DiscoveryError
+	var de *discovery.Error
 	if !errors.As(err, &de) {
 		return err
 	}

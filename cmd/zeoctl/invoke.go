@@ -18,6 +18,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // invokeFlags are invoke's flags.
@@ -95,7 +96,7 @@ the outcome says what to do next:
 			fs.StringVar(&f.ledgerPath, "ledger", "", "the ledger: a bolt `file`, or a postgres:// DSN (default: a memory ledger, gone at exit)")
 			fs.DurationVar(&f.deadline, "deadline", time.Minute, "the operation's deadline, from now, for every attempt (a new operation only)")
 			fs.Int64Var(&f.budget, "budget", 0, "the operation's total effect budget: distinct logical effects across all attempts (a new operation only)")
-			fs.StringVar(&f.services, "services", supervise.EffectsService, "comma-separated services the Runtime offers; a capability requiring another is refused before launch")
+			fs.StringVar(&f.services, "services", port.EffectsService, "comma-separated services the Runtime offers; a capability requiring another is refused before launch")
 			fs.StringVar(&f.operationID, "operation", "", "the operation `ID`; the same id continues an operation (default: a new random id)")
 			f.scope.register(fs, false)
 			registerEffects(fs, &f.effects)

@@ -1,4 +1,4 @@
-// Command dispatcher shows a custom supervise.Dispatcher: the credential
+// Command dispatcher shows a custom port.Dispatcher: the credential
 // holder that consumes the effects the ledger has authorized.
 //
 // The service here is a document store in memory that deduplicates on the
@@ -6,7 +6,7 @@
 // dispatcher gives each of its three answers:
 //
 //   - consumed: a Receipt (and a result object for the host);
-//   - certainly not consumed: supervise.NotConsumed, answered refused;
+//   - certainly not consumed: port.NotConsumed, answered refused;
 //   - uncertain (a timeout after the request left): any other error, which
 //     the ledger records unknown until it is resolved.
 //
@@ -29,6 +29,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -88,21 +89,21 @@ type storeDispatcher struct {
 
 // Dispatch consumes one authorized effect. The authorization id is stable
 // across attempts and controller restarts: it is the idempotency key.
-func (d *storeDispatcher) Dispatch(ctx context.Context, e supervise.Dispatch) (supervise.Receipt, error) {
+func (d *storeDispatcher) Dispatch(ctx context.Context, e port.Dispatch) (port.Receipt, error) {
 	d.mu.Lock()
 	d.calls++
 	d.mu.Unlock()
 	target, _ := e.Request.Arguments["target"].(string)
 	if target == "archived" {
 		// Refused before anything was done: certainly not consumed.
-		return supervise.Receipt{}, supervise.NotConsumed("document " + target + " is read-only")
+		return port.Receipt{}, port.NotConsumed("document " + target + " is read-only")
 	}
 	r, err := d.s.apply(e.AuthorizationID, e.Request.Operation, target)
 	if err != nil {
 		// The request may have been applied: uncertain, never "not consumed".
-		return supervise.Receipt{}, fmt.Errorf("%s on %s: %w", e.Request.Operation, target, err)
+		return port.Receipt{}, fmt.Errorf("%s on %s: %w", e.Request.Operation, target, err)
 	}
-	return supervise.Receipt{ReceiptID: r, Result: map[string]any{"applied": e.Request.Operation}}, nil
+	return port.Receipt{ReceiptID: r, Result: map[string]any{"applied": e.Request.Operation}}, nil
 }
 
 func run(ctx context.Context, w io.Writer) error {

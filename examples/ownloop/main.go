@@ -1,13 +1,16 @@
 // Command ownloop keeps its own supervisor loop and takes only the lower
-// layer of package supervise: the ledger-backed ipc.Handler of one attempt.
+// layer of package supervise, package supervise/handler: the
+// ledger-backed ipc.Handler of one attempt.
 // The loop does what supervise.Supervisor would otherwise do, step by
 // step, with package launch directly:
 //
 //  1. record the operation (ledger.CreateOperation);
-//  2. per attempt: a new fence (StartAttempt), the LaunchContext
-//     (supervise.BuildContext: budget left, deadline, the services the
-//     manifest requires), a one-shot bootstrap id (IssueBootstrap), a
-//     Handler, then launch.Invoke;
+//  2. per attempt: the next fencing generation (the operation's current
+//     one plus one), the LaunchContext (handler.BuildContext: budget
+//     left, deadline, the services the manifest requires), one write
+//     (LaunchAttempt) that starts the attempt, fencing off the one
+//     before, and issues its one-shot bootstrap id, a Handler, then
+//     launch.Invoke;
 //  3. record the attempt's evidence (RecordAttempt: the host's pid, exit
 //     status and result line, the exchanges), then decide from the ledger,
 //     never from the host's word alone: an accepted result ends the loop;
@@ -33,7 +36,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
-	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/handler"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -47,8 +51,8 @@ func main() {
 
 type receipts struct{}
 
-func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+func (receipts) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
 }
 
 func run(ctx context.Context, w io.Writer) error {
@@ -81,9 +85,10 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	scope := ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"}
 	const opID = "op-1"
-	if _, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: opID,
+	spec := ledger.OperationSpec{Scope: scope, OperationID: opID,
 		CapabilityID: m.ID.String(), RequestDigest: prep.RequestDigest, ManifestDigest: provider.ManifestDigest,
-		EffectBudget: 2, Deadline: time.Now().Add(time.Minute)}); err != nil {
+		EffectBudget: 2, Deadline: time.Now().Add(time.Minute)}
+	if _, err := l.CreateOperation(ctx, spec); err != nil {
 		return err
 	}
 	// The host gets the arguments as given; the digest binds them as the
@@ -95,20 +100,17 @@ func run(ctx context.Context, w io.Writer) error {
 
 	for n := 1; n <= 3; n++ {
 		attemptID := fmt.Sprintf("attempt-%d", n)
-		fence, err := l.StartAttempt(ctx, scope, opID, attemptID)
-		if err != nil {
-			return err
-		}
 		view, err := l.Operation(ctx, scope, opID)
 		if err != nil {
 			return err
 		}
+		gen := view.Operation.CurrentGeneration + 1
 		binding := ipc.AttemptBinding{OrganizationID: scope.OrganizationID, ProjectID: scope.ProjectID,
 			SeatID: "seat-1", RuntimeBindingID: "runtime-1", PacketID: "packet-1", OperationID: opID,
-			AttemptID: attemptID, FencingGeneration: fence.Generation, CapabilityID: m.ID.String(),
+			AttemptID: attemptID, FencingGeneration: gen, CapabilityID: m.ID.String(),
 			RequestDigest: prep.RequestDigest, ManifestDigest: provider.ManifestDigest}
 		bootstrapID := fmt.Sprintf("bootstrap-%d", n)
-		lc, err := supervise.BuildContext(supervise.ContextSpec{Provider: provider, Manifest: m, Binding: binding,
+		lc, err := handler.BuildContext(handler.ContextSpec{Provider: provider, Manifest: m, Binding: binding,
 			Operation: view, BootstrapID: bootstrapID, Workspace: "workspace-1"})
 		if err != nil {
 			return err
@@ -117,10 +119,12 @@ func run(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if _, err := l.IssueBootstrap(ctx, fence, bootstrapID, enc.LaunchDigest); err != nil {
+		fence, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{Operation: spec, AttemptID: attemptID,
+			Generation: gen, BootstrapID: bootstrapID, LaunchDigest: enc.LaunchDigest})
+		if err != nil {
 			return err
 		}
-		h, err := supervise.NewHandler(supervise.HandlerConfig{Ledger: l, Fence: fence, Binding: binding,
+		h, err := handler.New(handler.Config{Ledger: l, Fence: fence, Binding: binding,
 			BootstrapID: bootstrapID, Manifest: &m, Dispatcher: receipts{}})
 		if err != nil {
 			return err
@@ -150,7 +154,7 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 
 		// The attempt's evidence, for audits and for rebuilding its wire
-		// binding after a restart (supervise.BindingOf).
+		// binding after a restart (handler.BindingOf).
 		ev := ledger.AttemptEvidence{SeatID: binding.SeatID, RuntimeBindingID: binding.RuntimeBindingID,
 			PacketID: binding.PacketID, BootstrapID: bootstrapID, LaunchDigest: out.LaunchDigest,
 			State: "protocol_error", Reason: "no valid host result", Launched: true, PID: out.Process.PID,

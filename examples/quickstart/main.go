@@ -17,6 +17,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -33,14 +34,14 @@ func main() {
 // credentials, with d.AuthorizationID as its idempotency key.
 type receipts struct{}
 
-func (receipts) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
-	return supervise.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
+func (receipts) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
+	return port.Receipt{ReceiptID: "receipt-" + d.LogicalEffectID}, nil
 }
 
 func run(ctx context.Context, w io.Writer) error {
 	// The host: the simulated one here. For a real provider, launch.New
 	// with Interpreter its environment's python, Args {"-m",
-	// "zeo_core.adapters.runtime_host"} and a launch.TreeVerifier.
+	// "zeo_core.adapters.runtime_host"} and a environment.TreeVerifier.
 	launcher, cleanup, err := hostLauncher(supervisetest.WellBehaved)
 	if err != nil {
 		return err

@@ -107,8 +107,7 @@ type Ledger struct {
 	opCache *opCache // operation records as last committed; the committer's only (opcache.go)
 	memo    *boltTx  // the committer's, reused by every write transaction (store.go)
 
-	beforeCommit atomic.Pointer[func()]       // test hook (export_test.go); nil in production
-	failFlush    atomic.Pointer[func() error] // test hook (export_test.go); nil in production
+	hooks testHooks // the tests' reach into a commit (hooks.go); unset in production
 
 	stats struct{ commits, writes, applyNs, commitNs atomic.Int64 } // added to by the committer only
 }

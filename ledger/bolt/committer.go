@@ -201,15 +201,11 @@ func (l *Ledger) apply(live []*request) (failed int, err error) {
 		tx = nil
 		return -1, &storageError{err} // nothing was applied
 	}
-	if hook := l.beforeCommit.Load(); hook != nil {
-		(*hook)()
-	}
+	l.hooks.runBeforeCommit()
 	btx := l.memo
 	btx.reuse(tx)
 	btx.committed = l.opCache
-	if hook := l.failFlush.Load(); hook != nil {
-		btx.failFlush = *hook
-	}
+	btx.failFlush = l.hooks.flushFailure()
 	for i, r := range live {
 		r.err = run(r.fn, btx)
 		if isStorage(r.err) {

@@ -105,7 +105,7 @@ func populateLedger(t testing.TB, path string) {
 			} else {
 				f, err = l.StartAttempt(ctx, campaignScope, op, fmt.Sprintf("att-%d", a))
 				must(err)
-				_, err = l.IssueBootstrap(ctx, f, boot, ledgertest.Digest("launch"))
+				_, err = ledgertest.Issue(ctx, l, f, boot, ledgertest.Digest("launch"))
 				must(err)
 			}
 			_, err = l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: ledgertest.Digest("launch"), PID: 1000 + i, SessionID: "s"})
@@ -403,8 +403,8 @@ func useCorrupted(path string) (outcome, detail string) {
 	if err != nil {
 		return failed("StartAttempt", err)
 	}
-	if _, err := l.IssueBootstrap(ctx, f, "boot-new", ledgertest.Digest("launch")); err != nil {
-		return failed("IssueBootstrap", err)
+	if _, err := ledgertest.Issue(ctx, l, f, "boot-new", ledgertest.Digest("launch")); err != nil {
+		return failed("LaunchAttempt", err)
 	}
 	if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-new", LaunchDigest: ledgertest.Digest("launch"), PID: 1, SessionID: "s"}); err != nil {
 		return failed("RedeemBootstrap", err)

@@ -322,7 +322,7 @@ func crashWorker(l ledger.Ledger, emit func(report), fail func(error), round, w 
 		// The protocol's opening: bootstrap id (unique per attempt), then
 		// admission; effects and the result need both.
 		boot, launch := "boot-"+op+"-"+f.AttemptID, ledgertest.Digest("launch")
-		if _, err := l.IssueBootstrap(ctx, f, boot, launch); err != nil {
+		if _, err := ledgertest.Issue(ctx, l, f, boot, launch); err != nil {
 			fail(err)
 		}
 		if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: launch, PID: os.Getpid(), SessionID: "s"}); err != nil {

@@ -169,7 +169,7 @@ type boltTx struct {
 	dirty     []core.OpKey // keys of ops changed since the last flush, each once
 	seqs      map[core.EffectKey]uint64
 	committed *opCache                    // nil for read-only transactions
-	failFlush func() error                // test hook (export_test.go); nil in production
+	failFlush func() error                // testHooks.failFlush, per batch (hooks.go); nil in production
 	holder    string                      // the Ledger's handle name (core.Tx.Holder; lease.go)
 	leases    map[string]core.LeaseRecord // lease records read or written in this transaction (lease.go)
 

@@ -28,7 +28,7 @@ func admittedOp(t *testing.T, l ledger.Ledger, op string) ledger.Fence {
 		t.Fatal(err)
 	}
 	launch := ledgertest.Digest("launch")
-	if _, err := l.IssueBootstrap(ctx, f, "boot-"+op, launch); err != nil {
+	if _, err := ledgertest.Issue(ctx, l, f, "boot-"+op, launch); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "boot-" + op, LaunchDigest: launch, PID: 1, SessionID: "s"}); err != nil {

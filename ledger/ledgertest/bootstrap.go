@@ -13,17 +13,17 @@ import (
 func testBootstrap(t *testing.T, l ledger.Ledger) {
 	f1 := newOp(t, l, "op1", 1)
 	launch := Digest("launch")
-	b, err := l.IssueBootstrap(bg, f1, "boot1", launch)
+	b, err := issue(l, f1, "boot1", launch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	diff(t, "issued", b, ledger.Bootstrap{BootstrapID: "boot1", AttemptID: "a1", Generation: 1, LaunchDigest: launch})
-	b2, err := l.IssueBootstrap(bg, f1, "boot1", launch)
+	b2, err := issue(l, f1, "boot1", launch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	diff(t, "re-issued", b2, b)
-	_, err = l.IssueBootstrap(bg, f1, "boot1", Digest("other"))
+	_, err = issue(l, f1, "boot1", Digest("other"))
 	wantErr(t, "re-issue with another digest", err, ledger.ErrChangedInput)
 
 	red := ledger.Redemption{BootstrapID: "boot1", LaunchDigest: launch, PID: 4242, SessionID: "sess-1"}
@@ -57,7 +57,7 @@ func testBootstrap(t *testing.T, l ledger.Ledger) {
 	}
 	// A new attempt fences the old one: redemption by the old attempt is
 	// stale, and the new attempt cannot redeem the old attempt's id.
-	if _, err := l.IssueBootstrap(bg, f1, "boot2", launch); err != nil {
+	if _, err := issue(l, f1, "boot2", launch); err != nil {
 		t.Fatal(err)
 	}
 	f2 := mustStart(t, l, scopeA, "op1", "a2")
@@ -82,7 +82,7 @@ func testBootstrap(t *testing.T, l ledger.Ledger) {
 func testBootstrapReuse(t *testing.T, l ledger.Ledger) {
 	launch := Digest("launch")
 	f1 := newOp(t, l, "op1", 1) // a1, admitted
-	if _, err := l.IssueBootstrap(bg, f1, "open", launch); err != nil {
+	if _, err := issue(l, f1, "open", launch); err != nil {
 		t.Fatal(err)
 	}
 	f2 := mustStart(t, l, scopeA, "op1", "a2")
@@ -101,11 +101,11 @@ func testBootstrapReuse(t *testing.T, l ledger.Ledger) {
 			"another operation":                 other,
 			"an operation in another scope":     otherScope,
 		} {
-			_, err := l.IssueBootstrap(bg, f, id, launch)
+			_, err := issue(l, f, id, launch)
 			wantErr(t, fmt.Sprintf("issue %q to %s", id, name), err, ledger.ErrChangedInput)
 		}
 	}
-	_, err := l.IssueBootstrap(bg, f2, "open", Digest("other launch"))
+	_, err := issue(l, f2, "open", Digest("other launch"))
 	wantErr(t, "issue to the next attempt with another launch digest", err, ledger.ErrChangedInput)
 	diff(t, "views after refused reuse", views(), before)
 	// The id still belongs to a1, so a2 cannot redeem it either.
@@ -115,7 +115,7 @@ func testBootstrapReuse(t *testing.T, l ledger.Ledger) {
 	_, err = l.RedeemBootstrap(bg, other, ledger.Redemption{BootstrapID: "open", LaunchDigest: launch, PID: 9, SessionID: "s"})
 	wantErr(t, "redeem another operation's id", err, ledger.ErrNotFound)
 	// A fresh id for the new attempt is fine.
-	if _, err := l.IssueBootstrap(bg, f2, "fresh", launch); err != nil {
+	if _, err := issue(l, f2, "fresh", launch); err != nil {
 		t.Fatal(err)
 	}
 	Check(t, l, f2, other, otherScope)
@@ -123,7 +123,7 @@ func testBootstrapReuse(t *testing.T, l ledger.Ledger) {
 
 func testRacingRedeem(t *testing.T, l ledger.Ledger) {
 	f := newOp(t, l, "op1", 1)
-	if _, err := l.IssueBootstrap(bg, f, "boot", Digest("launch")); err != nil {
+	if _, err := issue(l, f, "boot", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
 	const n = 16

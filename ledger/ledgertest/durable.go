@@ -126,7 +126,7 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	mustCreate(t, l, sp)
 	mustStart(t, l, scopeA, "op1", "a1")
 	f := mustStart(t, l, scopeA, "op1", "a2")
-	if _, err := l.IssueBootstrap(bg, f, "boot", Digest("launch")); err != nil {
+	if _, err := issue(l, f, "boot", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
 	red := ledger.Redemption{BootstrapID: "boot", LaunchDigest: Digest("launch"), PID: 7, SessionID: "s"}
@@ -232,7 +232,7 @@ func testReopen(t *testing.T, open func(t *testing.T, dir string) ledger.Ledger)
 	_, err = l.BeginEffect(bg, f, "late", d)
 	wantStale(t, "old fence after reopen", err)
 	// Bootstrap ids stay bound to their attempt across reopen.
-	_, err = l.IssueBootstrap(bg, f3, "boot", Digest("launch"))
+	_, err = issue(l, f3, "boot", Digest("launch"))
 	wantErr(t, "reissue of a2's bootstrap id to a3 after reopen", err, ledger.ErrChangedInput)
 	// A launch is whole after reopen: repeated, it changes nothing; its
 	// attempt redeems and is admitted; the next launch fences it off.

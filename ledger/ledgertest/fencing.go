@@ -56,8 +56,8 @@ func testAttempts(t *testing.T, l ledger.Ledger) {
 func fencedCalls(l ledger.Ledger, req canon.Digest) map[string]func(f ledger.Fence) error {
 	d := Digest("eff")
 	return map[string]func(f ledger.Fence) error{
-		"IssueBootstrap": func(f ledger.Fence) error {
-			_, err := l.IssueBootstrap(bg, f, "boot-new", Digest("launch"))
+		"LaunchAttempt": func(f ledger.Fence) error {
+			_, err := issue(l, f, "boot-new", Digest("launch"))
 			return err
 		},
 		"RedeemBootstrap": func(f ledger.Fence) error {
@@ -81,7 +81,7 @@ func testStaleEverywhere(t *testing.T, l ledger.Ledger) {
 	mustCreate(t, l, sp)
 	old := mustStart(t, l, scopeA, "op1", "a1")
 	cur := mustStart(t, l, scopeA, "op1", "a2")
-	if _, err := l.IssueBootstrap(bg, cur, "boot", Digest("launch")); err != nil {
+	if _, err := issue(l, cur, "boot", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
 	ready(t, l, cur)
@@ -95,7 +95,7 @@ func testStaleEverywhere(t *testing.T, l ledger.Ledger) {
 	}
 	diff(t, "view after refused stale writes", mustView(t, l, scopeA, "op1"), before)
 	// Every one of them succeeds with the current fence (AcceptResult last).
-	for _, name := range []string{"IssueBootstrap", "RedeemBootstrap", "Admit", "BeginEffect", "ConfirmEffect", "MarkNotConsumed", "MarkUnknown", "AcceptResult"} {
+	for _, name := range []string{"LaunchAttempt", "RedeemBootstrap", "Admit", "BeginEffect", "ConfirmEffect", "MarkNotConsumed", "MarkUnknown", "AcceptResult"} {
 		if err := calls[name](cur); err != nil {
 			t.Fatalf("%s with current fence: %v", name, err)
 		}

@@ -43,8 +43,8 @@ func admitLaunched(t testing.TB, l ledger.Ledger, a ledger.AttemptLaunch) {
 	}
 }
 
-// testLaunchAttempt checks that LaunchAttempt records what CreateOperation,
-// StartAttempt and IssueBootstrap record, for a new operation and for one
+// testLaunchAttempt checks that LaunchAttempt records what CreateOperation
+// and StartAttempt record, and the bootstrap id, for a new operation and for one
 // that exists; that the attempt can then bootstrap, be admitted and fence
 // off its predecessor; and that repeating the call changes nothing.
 func testLaunchAttempt(t *testing.T, l ledger.Ledger) {

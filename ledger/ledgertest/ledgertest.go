@@ -332,7 +332,7 @@ func bootID(f ledger.Fence) string {
 // digest must be spec's). It returns the first error.
 func prepare(l ledger.Ledger, f ledger.Fence) error {
 	launch := Digest("launch")
-	if _, err := l.IssueBootstrap(bg, f, bootID(f), launch); err != nil {
+	if _, err := issue(l, f, bootID(f), launch); err != nil {
 		return err
 	}
 	if _, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: bootID(f), LaunchDigest: launch, PID: 1, SessionID: "sess"}); err != nil {
@@ -408,3 +408,39 @@ func parallel(n int, fn func(i int)) {
 }
 
 func cmpDiff(want, got any) string { return cmp.Diff(want, got) }
+
+// issue is Issue in the background context.
+func issue(l ledger.Ledger, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
+	return Issue(bg, l, f, id, launch)
+}
+
+// Issue issues bootstrap id to the attempt f names, with launch, as a
+// controller that started the attempt itself (StartAttempt) does: one
+// LaunchAttempt with the recorded operation's spec and the attempt's
+// controller. It returns the bootstrap record the ledger then holds, or
+// LaunchAttempt's refusal.
+func Issue(ctx context.Context, l ledger.Ledger, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
+	v, err := l.Operation(ctx, f.Scope, f.OperationID)
+	if err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	a := ledger.AttemptLaunch{Operation: v.Operation.Spec(), AttemptID: f.AttemptID, Generation: f.Generation,
+		BootstrapID: id, LaunchDigest: launch}
+	for _, at := range v.Attempts {
+		if at.AttemptID == f.AttemptID {
+			a.ControllerID = at.ControllerID
+		}
+	}
+	if _, err := l.LaunchAttempt(ctx, a); err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	if v, err = l.Operation(ctx, f.Scope, f.OperationID); err != nil {
+		return ledger.Bootstrap{}, err
+	}
+	for _, b := range v.Bootstraps {
+		if b.BootstrapID == id {
+			return b, nil
+		}
+	}
+	return ledger.Bootstrap{}, fmt.Errorf("ledgertest: bootstrap id %q issued but not in the operation's view", id)
+}

@@ -313,37 +313,23 @@ func (r *mRun) launch(rt *rapid.T, k mKey, a ledger.AttemptLaunch) {
 	}
 }
 
+// issue issues bootstrap id to the attempt f names with ld, as a
+// controller that started it with StartAttempt does: LaunchAttempt with
+// the recorded spec and the attempt's controller. An operation the model
+// does not hold has no spec to launch with, so nothing is asked.
 func (r *mRun) issue(rt *rapid.T, f ledger.Fence, id string, ld canon.Digest) {
 	k := mKey{f.Scope, f.OperationID}
-	got, err := r.l.IssueBootstrap(r.ctx, f, id, ld)
-	var wantB ledger.Bootstrap
-	want := func() error {
-		o, err := r.m.fence(f)
-		if err != nil {
-			return err
-		}
-		if err := o.open(); err != nil {
-			return err
-		}
-		if owner, ok := r.m.bootOwner[id]; ok && owner != k {
-			return ledger.ErrChangedInput
-		}
-		if b, ok := o.boots[id]; ok {
-			if b.AttemptID != f.AttemptID || b.Generation != f.Generation || b.LaunchDigest != ld {
-				return ledger.ErrChangedInput
-			}
-			wantB = b
-			return nil
-		}
-		wantB = ledger.Bootstrap{BootstrapID: id, AttemptID: f.AttemptID, Generation: f.Generation, LaunchDigest: ld}
-		o.boots[id] = wantB
-		r.m.bootOwner[id] = k
-		return nil
-	}()
-	r.same(rt, fmt.Sprintf("IssueBootstrap(%v, %q)", f, id), err, want)
-	if err == nil && got != wantB {
-		rt.Fatalf("IssueBootstrap = %+v, model %+v", got, wantB)
+	o := r.m.ops[k]
+	if o == nil {
+		return
 	}
+	a := ledger.AttemptLaunch{Operation: o.op.Spec(), AttemptID: f.AttemptID, Generation: f.Generation, BootstrapID: id, LaunchDigest: ld}
+	for _, at := range o.attempts {
+		if at.AttemptID == f.AttemptID {
+			a.ControllerID = at.ControllerID
+		}
+	}
+	r.launch(rt, k, a)
 }
 
 func (r *mRun) redeem(rt *rapid.T, f ledger.Fence, red ledger.Redemption) {

@@ -29,7 +29,7 @@ func testOrder(t *testing.T, l ledger.Ledger) {
 	_, err := l.Admit(bg, f1, sp.RequestDigest)
 	wantErr(t, "Admit before any bootstrap", err, ledger.ErrOutOfOrder)
 	notAdmitted(f1, "before any bootstrap")
-	if _, err := l.IssueBootstrap(bg, f1, "b1", Digest("launch")); err != nil {
+	if _, err := issue(l, f1, "b1", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
 	_, err = l.Admit(bg, f1, sp.RequestDigest)
@@ -71,7 +71,7 @@ func testOrder(t *testing.T, l ledger.Ledger) {
 func testAdmit(t *testing.T, l ledger.Ledger) {
 	mustCreate(t, l, spec(scopeA, "op1", 1))
 	f := mustStart(t, l, scopeA, "op1", "a1")
-	if _, err := l.IssueBootstrap(bg, f, "b", Digest("launch")); err != nil {
+	if _, err := issue(l, f, "b", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: "b", LaunchDigest: Digest("launch"), PID: 3, SessionID: "s"}); err != nil {
@@ -101,7 +101,7 @@ func testDeadline(t *testing.T, l ledger.Ledger) {
 	sp.Deadline = time.Now().Add(-time.Minute)
 	mustCreate(t, l, sp)
 	f := mustStart(t, l, scopeA, "op1", "a1")
-	if _, err := l.IssueBootstrap(bg, f, "b", Digest("launch")); err != nil {
+	if _, err := issue(l, f, "b", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: "b", LaunchDigest: Digest("launch"), PID: 3, SessionID: "s"}); err != nil {

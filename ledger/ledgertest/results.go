@@ -90,7 +90,7 @@ func testCancel(t *testing.T, l ledger.Ledger) {
 	sp := spec(scopeA, "op1", 5)
 	mustCreate(t, l, sp)
 	f := mustStart(t, l, scopeA, "op1", "a1")
-	if _, err := l.IssueBootstrap(bg, f, "boot", Digest("launch")); err != nil {
+	if _, err := issue(l, f, "boot", Digest("launch")); err != nil {
 		t.Fatal(err)
 	}
 	ready(t, l, f)
@@ -106,7 +106,7 @@ func testCancel(t *testing.T, l ledger.Ledger) {
 	}
 	refusals := map[string]func() error{
 		"StartAttempt":   func() error { _, err := l.StartAttempt(bg, scopeA, "op1", "a2"); return err },
-		"IssueBootstrap": func() error { _, err := l.IssueBootstrap(bg, f, "boot2", Digest("launch")); return err },
+		"LaunchAttempt":  func() error { _, err := issue(l, f, "boot2", Digest("launch")); return err },
 		"RedeemBootstrap": func() error {
 			_, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: "boot", LaunchDigest: Digest("launch"), PID: 1, SessionID: "s"})
 			return err

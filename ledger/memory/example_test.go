@@ -32,12 +32,12 @@ func Example_effectLifecycle() {
 		}
 	}
 
-	_, err := l.CreateOperation(ctx, ledger.OperationSpec{Scope: scope, OperationID: "op-1",
-		CapabilityID: "example.two_effects@1.0.0", RequestDigest: request, ManifestDigest: request, EffectBudget: 1})
-	must(err)
-	f, err := l.StartAttempt(ctx, scope, "op-1", "attempt-1")
-	must(err)
-	_, err = l.IssueBootstrap(ctx, f, "bootstrap-1", launch)
+	// One write creates the operation, starts its first attempt and issues
+	// the attempt's bootstrap id.
+	f, err := l.LaunchAttempt(ctx, ledger.AttemptLaunch{
+		Operation: ledger.OperationSpec{Scope: scope, OperationID: "op-1", CapabilityID: "example.two_effects@1.0.0",
+			RequestDigest: request, ManifestDigest: request, EffectBudget: 1},
+		AttemptID: "attempt-1", Generation: 1, BootstrapID: "bootstrap-1", LaunchDigest: launch})
 	must(err)
 	_, err = l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: "bootstrap-1", LaunchDigest: launch, PID: 4242, SessionID: "session-1"})
 	must(err)

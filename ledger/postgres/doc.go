@@ -21,7 +21,10 @@
 // [ErrSchemaTooNew]; nothing is touched. Controllers of a build older than
 // the schema must be stopped before a newer build opens it: version 7
 // replaces functions whose results changed, which the older build's
-// statements no longer match.
+// statements no longer match. The SQL function issue_bootstrap (schema
+// version 1) stays for the builds that called it; this build issues
+// bootstrap ids only through launch_attempt (ledger.Ledger's
+// IssueBootstrap is gone: LaunchAttempt covers it).
 //
 // # One round trip per call
 //
@@ -33,7 +36,6 @@
 //
 //	CreateOperation  create_operation   INSERT … ON CONFLICT DO NOTHING, and a SELECT if it existed (2)
 //	StartAttempt     start_attempt      lock the operation, find the attempt, INSERT it, UPDATE the fence (4)
-//	IssueBootstrap   issue_bootstrap    lock, look the id up, INSERT … ON CONFLICT DO NOTHING (3)
 //	LaunchAttempt    launch_attempt     the controller's lease (lease_check), lock (or INSERT the operation),
 //	                                    find the attempt, look the id up, INSERT the attempt, UPDATE the
 //	                                    fence, INSERT the id (7)

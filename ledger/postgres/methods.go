@@ -153,8 +153,7 @@ func (l *Ledger) StartAttempt(ctx context.Context, s ledger.Scope, opID, attempt
 	return ledger.Fence{}, h.refusal(op, f)
 }
 
-// bootstrapAnswer is the bootstrap record issue_bootstrap and
-// redeem_bootstrap answer with.
+// bootstrapAnswer is the bootstrap record redeem_bootstrap answers with.
 type bootstrapAnswer struct {
 	attempt []byte
 	gen     *int64
@@ -174,38 +173,6 @@ func (b *bootstrapAnswer) record(id string) ledger.Bootstrap {
 		r.Redeemed, r.RedeemedPID, r.RedeemedSessionID = true, int(*b.pid), string(b.session)
 	}
 	return r
-}
-
-// IssueBootstrap implements [ledger.Ledger]. One statement.
-func (l *Ledger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
-	const op = "IssueBootstrap"
-	if err := l.enter(ctx, op); err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	defer l.inflight.Done()
-	if err := core.ValidateIssueBootstrap(f, id, launch); err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	var (
-		h head
-		b bootstrapAnswer
-	)
-	err := l.write(ctx, op, keyOf(f.Scope, f.OperationID), l.sql.issueBootstrap, append(fenceArgs(f), raw(id), string(launch)), h.dest(b.dest()...)...)
-	if err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	rec := b.record(id)
-	switch h.code {
-	case "ok":
-		return rec, nil
-	case "other_operation":
-		return ledger.Bootstrap{}, core.BootstrapOtherOperation(op, id)
-	case "changed_attempt":
-		return ledger.Bootstrap{}, core.BootstrapOtherAttempt(op, rec, f)
-	case "changed_launch":
-		return ledger.Bootstrap{}, core.BootstrapOtherLaunch(op, rec, launch)
-	}
-	return ledger.Bootstrap{}, h.refusal(op, f)
 }
 
 // RedeemBootstrap implements [ledger.Ledger]. One statement.

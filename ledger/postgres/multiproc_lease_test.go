@@ -235,7 +235,7 @@ func fleetFinish(ctx context.Context, l ledger.Ledger, f ledger.Fence, stall boo
 		name string
 		fn   func() error
 	}{
-		{"IssueBootstrap", func() error { _, err := l.IssueBootstrap(ctx, f, boot, launch); return err }},
+		{"LaunchAttempt", func() error { _, err := ledgertest.Issue(ctx, l, f, boot, launch); return err }},
 		{"RedeemBootstrap", func() error {
 			_, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: launch, PID: os.Getpid(), SessionID: "s-" + f.AttemptID})
 			return err

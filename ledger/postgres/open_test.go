@@ -168,7 +168,7 @@ func prepareOp(ctx context.Context, l ledger.Ledger, s ledger.Scope, op, attempt
 		return ledger.Fence{}, err
 	}
 	boot, launch := "boot-"+op+"-"+attempt, digest("launch")
-	if _, err := l.IssueBootstrap(ctx, f, boot, launch); err != nil {
+	if _, err := ledgertest.Issue(ctx, l, f, boot, launch); err != nil {
 		return f, err
 	}
 	if _, err := l.RedeemBootstrap(ctx, f, ledger.Redemption{BootstrapID: boot, LaunchDigest: launch, PID: 7, SessionID: "s-" + attempt}); err != nil {

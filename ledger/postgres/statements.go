@@ -10,7 +10,7 @@ import (
 // migrations define (one statement, one implicit transaction, one round
 // trip); each read is one SELECT, so it sees one snapshot.
 type statements struct {
-	createOperation, startAttempt, issueBootstrap, launchAttempt, redeemBootstrap, admit,
+	createOperation, startAttempt, launchAttempt, redeemBootstrap, admit,
 	beginEffect, settleEffect, acceptResult, cancel, recordAttempt, takeOver string
 	// The lease writes, which run as transactions of their own (lease.go).
 	acquireLease, renewLease, releaseLease string
@@ -45,7 +45,6 @@ func newStatements(schema string) statements {
 	return statements{
 		createOperation: call("create_operation", 9),
 		startAttempt:    call("start_attempt", 4),
-		issueBootstrap:  call("issue_bootstrap", 7),
 		launchAttempt:   call("launch_attempt", 14),
 		redeemBootstrap: call("redeem_bootstrap", 9),
 		admit:           call("admit", 6),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/supervise"
 )
@@ -60,7 +61,7 @@ func LaunchConfig(dir string, sc Scenario) (launch.Config, error) {
 	return launch.Config{Interpreter: self, Args: []string{Marker}, Env: env, Dir: dir,
 		// The simulated host is this executable: there is no provider
 		// environment to verify, and it runs as whoever runs the test.
-		Verifier: launch.TrustEnvironment{}, AllowRootHost: true}, nil
+		Verifier: environment.Trust{}, AllowRootHost: true}, nil
 }
 
 // Launcher returns a launcher of the simulated host with scenario sc,

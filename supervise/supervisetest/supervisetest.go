@@ -32,7 +32,7 @@
 //     ("commit"), each with arguments {"step": n, "target": target}, and
 //     answers {"receipts": [both receipt ids], "target": target}. It is
 //     the capability for testing a Dispatcher and an Authority: a
-//     Dispatcher error other than supervise.ErrNotConsumed leaves the
+//     Dispatcher error other than port.ErrNotConsumed leaves the
 //     effect unknown (an uncertain effect: the outcome is
 //     needs_reconciliation until Supervisor.Resolve), a refused or held
 //     effect ends the call refused or waiting_approval, and invoking the

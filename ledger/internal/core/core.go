@@ -242,32 +242,6 @@ func StartAttempt(tx Tx, s ledger.Scope, opID, attemptID string) (ledger.Fence, 
 	return ledger.Fence{Scope: s, OperationID: opID, AttemptID: attemptID, Generation: gen}, nil
 }
 
-// IssueBootstrap implements ledger.Ledger.IssueBootstrap. A bootstrap id
-// is one-shot and names one attempt of one operation: it is unique across
-// the whole ledger, so reusing it for another attempt, another operation
-// (in any scope) or another launch digest is ErrChangedInput.
-func IssueBootstrap(tx Tx, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
-	const op = "IssueBootstrap"
-	if err := ValidateIssueBootstrap(f, id, launch); err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	rec, err := checkFence(tx, op, f)
-	if err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	if err := checkOpen(op, rec); err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	b, ok, err := issued(tx, op, f, id, launch)
-	if err != nil || ok {
-		return b, err
-	}
-	if err := tx.PutBootstrap(KeyOf(f.Scope, f.OperationID), b); err != nil {
-		return ledger.Bootstrap{}, err
-	}
-	return b, nil
-}
-
 // issued returns bootstrap id as issued to the attempt f names with launch
 // (ok), refused with ErrChangedInput when it was issued to another
 // operation, attempt or launch, or the record to issue, not yet stored.
@@ -299,7 +273,7 @@ func issued(tx Tx, op string, f ledger.Fence, id string, launch canon.Digest) (b
 // LaunchAttempt implements ledger.Ledger.LaunchAttempt at now: the
 // controller's lease, then CreateOperation, StartAttempt at the
 // generation asked for (an attempt already started must have the same
-// controller, else ErrChangedInput) and IssueBootstrap, decided in that
+// controller, else ErrChangedInput) and the bootstrap id (issued), decided in that
 // order before anything is written, then written together.
 func LaunchAttempt(tx Tx, a ledger.AttemptLaunch, now time.Time) (ledger.Fence, error) {
 	const op = "LaunchAttempt"

@@ -191,11 +191,6 @@ func (l *Ledger) LaunchAttempt(ctx context.Context, a ledger.AttemptLaunch) (led
 	return call1(l, ctx, "LaunchAttempt", writes, launchAttemptNow, a)
 }
 
-// IssueBootstrap implements [ledger.Ledger].
-func (l *Ledger) IssueBootstrap(ctx context.Context, f ledger.Fence, id string, launch canon.Digest) (ledger.Bootstrap, error) {
-	return call3(l, ctx, "IssueBootstrap", writes, IssueBootstrap, f, id, launch)
-}
-
 // RedeemBootstrap implements [ledger.Ledger].
 func (l *Ledger) RedeemBootstrap(ctx context.Context, f ledger.Fence, r ledger.Redemption) (ledger.Bootstrap, error) {
 	return call2(l, ctx, "RedeemBootstrap", writes, RedeemBootstrap, f, r)

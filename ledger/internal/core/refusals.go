@@ -26,11 +26,6 @@ func ValidateStartAttempt(s ledger.Scope, opID, attemptID string) error {
 	return invalid("StartAttempt", s.Validate(), check.ID("operation_id", opID), check.ID("attempt_id", attemptID))
 }
 
-// ValidateIssueBootstrap checks IssueBootstrap's arguments.
-func ValidateIssueBootstrap(f ledger.Fence, id string, launch canon.Digest) error {
-	return invalid("IssueBootstrap", check.ID("bootstrap_id", id), check.Digest("launch_digest", launch), f.Validate())
-}
-
 // ValidateLaunchAttempt checks LaunchAttempt's arguments.
 func ValidateLaunchAttempt(a ledger.AttemptLaunch) error {
 	return invalid("LaunchAttempt", a.Validate())

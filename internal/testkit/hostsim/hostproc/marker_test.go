@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -50,7 +51,7 @@ func TestGrandchildKeepsMarker(t *testing.T) {
 	}
 	dir := t.TempDir()
 	l, err := launch.New(launch.Config{
-		Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: launch.TrustEnvironment{}, AllowRootHost: true,
+		Interpreter: self, Args: []string{hostMarker}, Dir: dir, Verifier: environment.Trust{}, AllowRootHost: true,
 		Env:   []string{hostproc.EnvScenario + "=grandchild-escape"},
 		Grace: 2 * time.Second, WaitDelay: 200 * time.Millisecond,
 		// The grandchild must outlive Invoke to be looked at: the cgroup

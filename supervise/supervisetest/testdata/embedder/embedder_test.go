@@ -13,6 +13,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/supervise"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
 
@@ -26,14 +27,14 @@ type store struct {
 	calls map[string]int
 }
 
-func (s *store) Dispatch(_ context.Context, d supervise.Dispatch) (supervise.Receipt, error) {
+func (s *store) Dispatch(_ context.Context, d port.Dispatch) (port.Receipt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[d.LogicalEffectID]++
 	if d.Request.Arguments["target"] == "flaky" && d.Request.Operation == "commit" {
-		return supervise.Receipt{}, errors.New("store: connection reset after the write was sent")
+		return port.Receipt{}, errors.New("store: connection reset after the write was sent")
 	}
-	return supervise.Receipt{ReceiptID: "store-" + d.AuthorizationID}, nil
+	return port.Receipt{ReceiptID: "store-" + d.AuthorizationID}, nil
 }
 
 func (s *store) count(id string) int {
@@ -45,15 +46,15 @@ func (s *store) count(id string) int {
 // policy is the embedder's Authority: no effect on the target "secret".
 type policy struct{}
 
-func (policy) Admit(context.Context, supervise.Admission) (supervise.Verdict, error) {
-	return supervise.Verdict{Decision: supervise.Allow}, nil
+func (policy) Admit(context.Context, port.Admission) (port.Verdict, error) {
+	return port.Verdict{Decision: port.Allow}, nil
 }
 
-func (policy) Effect(_ context.Context, q supervise.EffectQuestion) (supervise.Verdict, error) {
+func (policy) Effect(_ context.Context, q port.EffectQuestion) (port.Verdict, error) {
 	if q.Request.Arguments["target"] == "secret" {
-		return supervise.Verdict{Decision: supervise.Refuse, Reason: "secret documents are read-only"}, nil
+		return port.Verdict{Decision: port.Refuse, Reason: "secret documents are read-only"}, nil
 	}
-	return supervise.Verdict{Decision: supervise.Allow}, nil
+	return port.Verdict{Decision: port.Allow}, nil
 }
 
 var scope = ledger.Scope{OrganizationID: "org-1", ProjectID: "project-1"}

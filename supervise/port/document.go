@@ -1,7 +1,8 @@
-package supervise
+package port
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"sort"
@@ -129,4 +130,45 @@ func unsafeFloat(f float64) bool {
 // escapePointer escapes a key for an RFC 6901 pointer.
 func escapePointer(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// ErrDocument is wrapped by every *DocumentError: a value the host's
+// strict parser would refuse, found before it was sent.
+var ErrDocument = errors.New("supervise: document the host would refuse")
+
+// DocumentError reports a value in an outgoing document that the host's
+// strict parser would refuse: sending it would poison the session (a
+// reply) or fail the attempt (the request, the context), so it is refused
+// locally instead.
+type DocumentError struct {
+	// Document names the document: "arguments", "provider binding",
+	// "effect result".
+	Document string
+	// Pointer is the RFC 6901 JSON pointer of the offending value.
+	Pointer string
+	// Detail says what is wrong and how to send it instead.
+	Detail string
+	// Err is the canon sentinel (canon.ErrUnsafeInteger, ...), if any.
+	Err error
+}
+
+// Error describes the value and where it is.
+func (e *DocumentError) Error() string {
+	ptr := e.Pointer
+	if ptr == "" {
+		ptr = "(root)"
+	}
+	msg := fmt.Sprintf("supervise: %s at %s: %s", e.Document, ptr, e.Detail)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrDocument and the canon sentinel.
+func (e *DocumentError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrDocument}
+	}
+	return []error{ErrDocument, e.Err}
 }

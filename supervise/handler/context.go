@@ -1,4 +1,4 @@
-package supervise
+package handler
 
 import (
 	"fmt"
@@ -10,25 +10,8 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
-
-// EffectsService is the one service the host can inject into a provider:
-// the effect port, served by the Handler (see doc/protocol.md,
-// “Requirements check”).
-const EffectsService = "runtime.effects"
-
-// Grants are what the Runtime lets a capability use besides the effect
-// port: credential and binary names, network hosts, and whether the network
-// is allowed at all. A capability's LaunchContext lists exactly what its
-// manifest requires, and preflight refuses a requirement that is not
-// granted. The host only checks names: granting a credential here gives
-// the host no secret.
-type Grants struct {
-	Credentials    []string
-	Binaries       []string
-	NetworkHosts   []string
-	NetworkAllowed bool
-}
 
 // ContextSpec is everything a LaunchContext is built from. BuildContext
 // is the one place where values cross from the ledger, the manifest and
@@ -48,7 +31,7 @@ type ContextSpec struct {
 	// Workspace is handed to the provider as its work directory.
 	Workspace string
 	// Grants are what the Runtime lets the capability use.
-	Grants Grants
+	Grants port.Grants
 	// RPCTimeout and MaxMessageBytes are the exchange bounds; zero means the
 	// protocol defaults.
 	RPCTimeout      time.Duration
@@ -63,8 +46,8 @@ type ContextSpec struct {
 //     admission and new effects after it);
 //   - services, credentials, binaries and network_hosts are what the
 //     manifest requires, and network_allowed its network requirement; a
-//     requirement the Runtime cannot meet is a *PreflightError naming it
-//     (the host would answer unavailable with no hint);
+//     requirement the Runtime cannot meet is a *RequirementsError naming
+//     it (the host would answer unavailable with no hint);
 //   - total_dispatch_budget is the budget left in the ledger plus the
 //     effects already recorded: the host counts every distinct logical
 //     effect id it sends, redeliveries of recorded effects included, while
@@ -75,14 +58,14 @@ func BuildContext(s ContextSpec) (launch.LaunchContext, error) {
 	}
 	op := s.Operation.Operation
 	if op.Deadline.IsZero() {
-		return launch.LaunchContext{}, fmt.Errorf("%w: operation %q has no deadline; an attempt needs one", ErrInvalidCall, op.OperationID)
+		return launch.LaunchContext{}, fmt.Errorf("%w: operation %q has no deadline; an attempt needs one", ErrInvalidConfig, op.OperationID)
 	}
 	left := max(op.EffectBudget-op.EffectsUsed, 0)
 	budget := left + int64(len(s.Operation.Effects))
 	r := s.Manifest.Requirements
 	services := []string{}
-	if slices.Contains(r.Services, EffectsService) {
-		services = append(services, EffectsService)
+	if slices.Contains(r.Services, port.EffectsService) {
+		services = append(services, port.EffectsService)
 	}
 	c := launch.LaunchContext{
 		Provider:             s.Provider,
@@ -103,17 +86,17 @@ func BuildContext(s ContextSpec) (launch.LaunchContext, error) {
 	return c.Materialize(), nil
 }
 
-// CheckRequirements reports, as a *PreflightError (check "requirements"),
-// every requirement of m that the host could not meet with g: a service
-// other than runtime.effects, a filesystem need (the host never grants
-// one), and credentials, binaries, network hosts or network access that g
-// does not grant.
-func CheckRequirements(m manifest.CapabilityManifest, g Grants) error {
+// CheckRequirements reports, as a *RequirementsError, every requirement
+// of m that the host could not meet with g: a service other than
+// runtime.effects, a filesystem need (the host never grants one), and
+// credentials, binaries, network hosts or network access that g does not
+// grant.
+func CheckRequirements(m manifest.CapabilityManifest, g port.Grants) error {
 	var missing []string
 	r := m.Requirements
 	for _, s := range r.Services {
-		if s != EffectsService {
-			missing = append(missing, fmt.Sprintf("service %q (the host can only inject %q)", s, EffectsService))
+		if s != port.EffectsService {
+			missing = append(missing, fmt.Sprintf("service %q (the host can only inject %q)", s, port.EffectsService))
 		}
 	}
 	if r.Filesystem.Read || r.Filesystem.Write {
@@ -135,6 +118,43 @@ func CheckRequirements(m manifest.CapabilityManifest, g Grants) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return &PreflightError{Check: "requirements",
-		Detail: fmt.Sprintf("capability %s requires %s", m.ID.String(), strings.Join(missing, ", "))}
+	return &RequirementsError{Capability: m.ID.String(), Missing: missing}
+}
+
+// RequirementsError lists the requirements of a capability that the host
+// could not meet with the Grants: the host would answer unavailable
+// without saying why, so the attempt is refused before launch instead (a
+// Supervisor reports it as a *supervise.PreflightError, check
+// "requirements").
+type RequirementsError struct {
+	// Capability is the capability's canonical id.
+	Capability string
+	// Missing says, one entry per requirement, what is missing and why.
+	Missing []string
+}
+
+// Error lists the missing requirements.
+func (e *RequirementsError) Error() string {
+	return "supervise: " + e.Detail()
+}
+
+// Detail is the message without its package prefix: "capability X
+// requires ...".
+func (e *RequirementsError) Detail() string {
+	return fmt.Sprintf("capability %s requires %s", e.Capability, strings.Join(e.Missing, ", "))
+}
+
+// BindingOf rebuilds the wire AttemptBinding of an attempt from the
+// ledger alone, as after a restart: the operation gives the scope, the
+// capability and the digests, the evidence the attempt and the binding
+// fields the ledger holds nowhere else. launch.ParseResult of the
+// evidence's HostResult and ExitCode against it judges the host's result
+// again.
+func BindingOf(op ledger.Operation, ev ledger.AttemptEvidence) ipc.AttemptBinding {
+	return ipc.AttemptBinding{
+		OrganizationID: op.Scope.OrganizationID, ProjectID: op.Scope.ProjectID,
+		SeatID: ev.SeatID, RuntimeBindingID: ev.RuntimeBindingID, PacketID: ev.PacketID,
+		OperationID: op.OperationID, AttemptID: ev.AttemptID, FencingGeneration: ev.Generation,
+		CapabilityID: op.CapabilityID, RequestDigest: op.RequestDigest, ManifestDigest: op.ManifestDigest,
+	}
 }

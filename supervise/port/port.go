@@ -1,4 +1,4 @@
-package supervise
+package port
 
 import (
 	"context"
@@ -76,7 +76,7 @@ type EffectQuestion struct {
 // needs_reconciliation, never refused, because nothing may claim a request
 // was not consumed without knowing it.
 //
-// A nil Authority in HandlerConfig or Config means AllowAll: the ledger
+// A nil Authority in supervise.Config or handler.Config means AllowAll: the ledger
 // still enforces fence, deadline, cancellation, idempotency and the total
 // budget.
 type Authority interface {
@@ -140,7 +140,7 @@ func NotConsumed(reason string) error { return fmt.Errorf("%w: %s", ErrNotConsum
 //   - an error wrapping ErrNotConsumed: certainly not consumed; recorded as
 //     not consumed, answered refused.
 //   - any other error, or a ctx that ended: uncertain; the effect is
-//     recorded unknown and answered needs_reconciliation until Resolve.
+//     recorded unknown and answered needs_reconciliation until supervise.Supervisor.Resolve.
 //
 // Dispatch is called at most once per logical effect of an operation,
 // across attempts and controller restarts, as long as the ledger is
@@ -194,4 +194,22 @@ type Reserver interface {
 	Reserve(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any, wait time.Duration) error
 	Recheck(ctx context.Context, f ledger.Fence, b manifest.ProviderBinding, m manifest.CapabilityManifest, arguments map[string]any) error
 	Release(ctx context.Context, f ledger.Fence) error
+}
+
+// EffectsService is the one service the host can inject into a provider:
+// the effect port, served by the Handler of package supervise/handler (see doc/protocol.md,
+// “Requirements check”).
+const EffectsService = "runtime.effects"
+
+// Grants are what the Runtime lets a capability use besides the effect
+// port: credential and binary names, network hosts, and whether the network
+// is allowed at all. A capability's LaunchContext lists exactly what its
+// manifest requires, and a Supervisor refuses before launch a requirement
+// that is not granted (handler.CheckRequirements). The host only checks names: granting a credential here gives
+// the host no secret.
+type Grants struct {
+	Credentials    []string
+	Binaries       []string
+	NetworkHosts   []string
+	NetworkAllowed bool
 }

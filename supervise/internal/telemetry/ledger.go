@@ -1,4 +1,4 @@
-package supervise
+package telemetry
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 // (zeo.runtime.ledger.write.duration). Reads pass through unobserved.
 type observedLedger struct {
 	ledger.Ledger
-	t *telemetry
+	t *T
 }
 
-// observe wraps l when t reports anything; otherwise it is l.
-func observe(l ledger.Ledger, t *telemetry) ledger.Ledger {
+// Observe wraps l when t reports anything; otherwise it is l.
+func Observe(l ledger.Ledger, t *T) ledger.Ledger {
 	if t == nil || l == nil {
 		return l
 	}
@@ -37,13 +37,6 @@ func (l *observedLedger) CreateOperation(ctx context.Context, spec ledger.Operat
 func (l *observedLedger) StartAttempt(ctx context.Context, scope ledger.Scope, operationID, attemptID string) (ledger.Fence, error) {
 	ctx, w := l.t.write(ctx, writeStartAttempt)
 	r, err := l.Ledger.StartAttempt(ctx, scope, operationID, attemptID)
-	w.end(err)
-	return r, err
-}
-
-func (l *observedLedger) IssueBootstrap(ctx context.Context, f ledger.Fence, bootstrapID string, launchDigest canon.Digest) (ledger.Bootstrap, error) {
-	ctx, w := l.t.write(ctx, writeIssueBootstrap)
-	r, err := l.Ledger.IssueBootstrap(ctx, f, bootstrapID, launchDigest)
 	w.end(err)
 	return r, err
 }

@@ -1,4 +1,4 @@
-package supervise
+package telemetry
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
 // BenchmarkTelemetryCalls makes the telemetry calls of one invocation
@@ -32,21 +33,21 @@ func BenchmarkTelemetryCalls(b *testing.B) {
 	})
 	for _, on := range []bool{false, true} {
 		name := "off"
-		var t *telemetry
+		var t *T
 		if on {
 			name = "on"
 			var err error
-			if t, err = newTelemetry(tp, mp); err != nil {
+			if t, err = New(tp, mp, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
-			c := &Call{Scope: ledger.Scope{OrganizationID: "o", ProjectID: "p"}, OperationID: "op", CapabilityID: "cap@1.0.0"}
-			o := &Outcome{State: launch.StateSucceeded, AttemptID: "a", Generation: 1}
+			scope := ledger.Scope{OrganizationID: "o", ProjectID: "p"}
+			o := &Ended{State: string(launch.StateSucceeded), AttemptID: "a", Generation: 1}
 			for b.Loop() {
-				ctx, ic := t.invoke(context.Background(), c, "ctl")
-				actx, as := t.attempt(ctx)
+				ctx, ic := t.Invoke(context.Background(), scope, "op", "cap@1.0.0", "ctl")
+				actx, as := t.Attempt(ctx)
 				for _, k := range []writeKind{writeAcquireLease, writeLaunchAttempt} {
 					if t != nil {
 						_, w := t.write(actx, k)
@@ -58,29 +59,29 @@ func BenchmarkTelemetryCalls(b *testing.B) {
 					if m == ipc.MethodEffect {
 						eff = &ipc.EffectRequest{LogicalEffectID: "e", Operation: "x", ConnectionRef: "c"}
 					}
-					mctx, ms := t.method(actx, ipc.Call{Method: m, Sequence: int64(i)}, eff)
+					mctx, ms := t.Method(actx, ipc.Call{Method: m, Sequence: int64(i)}, eff)
 					if t != nil {
 						_, w := t.write(mctx, writeAdmit)
 						w.end(nil)
 					}
 					if eff != nil {
-						t.debited("cap@1.0.0")
-						_, ds := t.dispatch(mctx, &Dispatch{LogicalEffectID: "e"})
-						ds.end(nil)
+						t.Debited("cap@1.0.0")
+						_, ds := t.Dispatch(mctx, &port.Dispatch{LogicalEffectID: "e"})
+						ds.End(nil)
 						if t != nil {
 							_, w := t.write(mctx, writeConfirmEffect)
 							w.end(nil)
 						}
-						t.effectDecided("cap@1.0.0", &Event{Dispatched: true, Effect: &ledger.Effect{State: ledger.EffectConfirmed}})
+						t.EffectDecided("cap@1.0.0", string(ledger.EffectConfirmed))
 					}
-					ms.endMethod(ipc.StateAllowed, nil)
+					ms.EndMethod(ipc.StateAllowed, nil)
 				}
 				if t != nil {
 					_, w := t.write(actx, writeRecordAttempt)
 					w.end(nil)
 				}
-				as.endAttempt(&attempt{o: o}, nil)
-				ic.end(o, nil)
+				as.EndAttempt(o.AttemptID, o.Generation, o.State, nil)
+				ic.End(o, nil)
 				exp.Reset()
 			}
 		})

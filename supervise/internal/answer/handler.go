@@ -1,4 +1,4 @@
-package supervise
+package answer
 
 import (
 	"context"
@@ -8,19 +8,20 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
 	"github.com/zeoruntime/runtimeipc/manifest"
+	"github.com/zeoruntime/runtimeipc/supervise/internal/telemetry"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
-// HandlerConfig configures the Handler of one attempt. Ledger, Fence,
-// Binding and BootstrapID are required; NewHandler copies the config.
-type HandlerConfig struct {
+// Config configures the Handler of one attempt. Ledger, Fence, Binding
+// and BootstrapID are required; New copies the config. It is
+// handler.Config (whose fields it documents), with what a Supervisor
+// sets besides.
+type Config struct {
 	// Ledger is the durable truth every decision is checked against.
 	Ledger ledger.Ledger
 	// Fence is the attempt's fence, as StartAttempt returned it.
@@ -29,7 +30,7 @@ type HandlerConfig struct {
 	// organization, project, operation, attempt and generation must be the
 	// Fence's.
 	Binding ipc.AttemptBinding
-	// BootstrapID is the id issued for this attempt (IssueBootstrap or
+	// BootstrapID is the id issued for this attempt (ledger
 	// LaunchAttempt) and sent in the LaunchContext.
 	BootstrapID string
 	// Manifest, when set, is the admitted manifest of the capability:
@@ -40,14 +41,14 @@ type HandlerConfig struct {
 	// private one.
 	Validator *manifest.Validator
 	// Authority decides admission and new effects; nil means AllowAll.
-	Authority Authority
+	Authority port.Authority
 	// Dispatcher consumes authorized effects; nil means NoEffects.
-	Dispatcher Dispatcher
+	Dispatcher port.Dispatcher
 	// Reserver, when set, re-checks at invoke.admit, immediately before
 	// invocation, that the attempt still holds its resource reservations
 	// (Reserver.Recheck with Provider, Manifest and the host's arguments);
 	// Provider and Manifest are then required.
-	Reserver Reserver
+	Reserver port.Reserver
 	// Provider is the binding the attempt runs; required with Reserver.
 	Provider *manifest.ProviderBinding
 	// Cancelled, when non-nil, is closed by the embedder to cancel the
@@ -58,23 +59,35 @@ type HandlerConfig struct {
 	// OutcomeTimeout bounds each ledger write that records an effect's
 	// outcome (ConfirmEffect, MarkNotConsumed, MarkUnknown, Resolve). Such
 	// writes run under context.WithoutCancel, so that an exchange that
-	// times out never loses the truth about a consumed effect. Zero means
-	// DefaultOutcomeTimeout.
+	// times out never loses the truth about a consumed effect. Required
+	// (positive): the callers fill in their default.
 	OutcomeTimeout time.Duration
-	// Observer, when set, receives one EventRequest per decision,
+	// Observer, when set, receives one Answer per decision,
 	// synchronously on the Session's goroutine; it must not block.
-	Observer func(Event)
+	Observer func(Answer)
 	// Logger receives one debug record per decision. Nil means none.
 	Logger *slog.Logger
-	// TracerProvider and MeterProvider, when set, receive the spans of
-	// the IPC methods, ledger writes and dispatches and the effect
-	// metrics, as Config's do for a Supervisor (doc/design.md,
-	// “Telemetry”). Nil means none; the global providers are never read.
-	TracerProvider trace.TracerProvider
-	MeterProvider  metric.MeterProvider
+	// Telemetry, when set, receives the spans of the IPC methods, ledger
+	// writes and dispatches and the effect metrics. Nil means none.
+	Telemetry *telemetry.T
+
+	// Live, when set, says whether the attempt's controller still knows
+	// its lease to be live; once it does not, nothing of the attempt is
+	// answered allowed (fail-stop).
+	Live func() error
+	// Launch, when set, is the write that records the launch (the attempt
+	// and its bootstrap id) running while the host starts; Bootstrap
+	// waits for it.
+	Launch *Pending
 }
 
-func (c *HandlerConfig) validate() error {
+// Pending is a ledger write in flight: Err is set before Done is closed.
+type Pending struct {
+	Done chan struct{}
+	Err  error
+}
+
+func (c *Config) validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if c.Ledger == nil {
@@ -98,144 +111,73 @@ func (c *HandlerConfig) validate() error {
 	}
 	if c.OutcomeTimeout < 0 {
 		add("OutcomeTimeout is negative")
+	} else if c.OutcomeTimeout == 0 {
+		add("OutcomeTimeout is zero")
 	}
 	if c.Reserver != nil && (c.Provider == nil || c.Manifest == nil) {
 		add("a Reserver needs Provider and Manifest")
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	return errors.Join(errs...)
 }
 
-// Handler is the ipc.Handler of one attempt, backed by a ledger.Ledger and
-// the embedder's ports: the lower layer of a Supervisor, which a team with
-// its own controller can take alone (see examples/ownloop). A Handler
-// serves one Session: its ipc methods are called one at a time, as
-// ipc.Session does; Decisions and Published may be called from any
-// goroutine.
-//
-// Each method's decision, and how every ledger answer maps to the reply
-// state the host receives. A ledger error that is not a decision (storage
-// failure, ledger.ErrClosed, ledger.ErrCorrupt, an ended context) is
-// returned as an error, and the ipc.Session answers needs_reconciliation:
-// nothing is ever claimed not consumed without knowing it.
-//
-// bootstrap: the in-process cancel signal → cancelled; RedeemBootstrap with
-// the child's pid (checked by the Session against the kernel's
-// credentials) and the Session's ID → allowed. ledger.ErrOperationCancelled → cancelled;
-// ledger.ErrStaleFence (a newer attempt, or an id issued to an older one),
-// ErrBootstrapRedeemed (replay), ErrChangedInput (another launch digest),
-// ErrNotFound, ErrResultAlreadyAccepted → refused.
-//
-// invoke.admit, immediately before invocation: the cancel signal →
-// cancelled; the operation read from the ledger: cancelled → cancelled;
-// the binding's capability, request digest or manifest digest not the
-// operation's → refused; the Authority: Refuse → refused, Hold →
-// waiting_approval; with a Reserver, its Recheck: the attempt no longer
-// holds its reservations (cataloguestore.ErrReserved) → refused; then ledger Admit, which checks the fence, the
-// deadline and the request digest and records the admission:
-// ErrOperationCancelled → cancelled; ErrStaleFence, ErrDeadlineExceeded,
-// ErrChangedInput, ErrOutOfOrder, ErrResultAlreadyAccepted → refused.
-//
-// effect.request: the cancel signal → cancelled. A logical effect id the
-// ledger does not hold yet is new: with no Dispatcher → refused; the
-// Authority: Refuse → refused, Hold → waiting_approval (nothing recorded,
-// no budget spent, so a later attempt asks again). Then BeginEffect:
-// ErrOperationCancelled → cancelled; ErrChangedInput (same id, other request),
-// ErrBudgetExhausted, ErrDeadlineExceeded, ErrStaleFence, ErrOutOfOrder →
-// refused. A new effect is dispatched and its outcome recorded under
-// context.WithoutCancel (bounded by OutcomeTimeout): a Receipt →
-// ConfirmEffect → allowed with the authorization and receipt ids (and the
-// result object; one the host's strict parser would refuse, see
-// CheckDocument, is never sent: the effect stays confirmed and the reply is
-// needs_reconciliation, naming the value); ErrNotConsumed →
-// MarkNotConsumed → refused; any other error → MarkUnknown →
-// needs_reconciliation. If a newer attempt fenced this
-// one off while it dispatched, the dispatcher's certain outcome is recorded
-// with Resolve instead, so it is never lost. A redelivery (the ledger holds
-// the id with the same digest) is answered cancelled once the operation is
-// cancelled (by any controller), and otherwise by its recorded state,
-// without dispatching: confirmed → allowed with the recorded ids (the result object
-// only if the Dispatcher is a Replayer); not consumed → its reason's state;
-// unknown → needs_reconciliation; authorized but never settled (a
-// controller died mid-dispatch) → MarkUnknown → needs_reconciliation.
-//
-// result.publish: the cancel signal → cancelled; data not valid against the
-// admitted response schema → refused; AcceptResult stores the data's
-// canonical bytes as the artifact → allowed with its refs.
-// ErrOperationCancelled → cancelled; ErrResultAlreadyAccepted (another result), ErrStaleFence,
-// ErrOutOfOrder → refused.
+// Handler is the implementation of handler.Handler, whose documentation
+// gives how each ledger answer maps to the reply state the host receives.
+// Its ipc methods are called one at a time, as ipc.Session does; Decisions
+// and Published may be called from any goroutine.
 type Handler struct {
-	cfg       HandlerConfig
-	auth      Authority
-	disp      Dispatcher
+	cfg       Config
+	auth      port.Authority
+	disp      port.Dispatcher
 	noEffects bool
 	validator *manifest.Validator
 	log       *slog.Logger
-	tel       *telemetry // nil: none; a Supervisor's Handlers share its own
+	tel       *telemetry.T // nil: none; a Supervisor's Handlers share its own
 
 	mu        sync.Mutex // guards the fields below
-	events    []Event
+	events    []Answer
 	op        *ledger.Operation // as read at admission
 	recorded  map[string]bool   // logical effect ids known to the ledger
 	admitted  bool
 	published *ledger.Result
 	sessionID string // of the Session that asked
-
-	// live, when set by a Supervisor, says whether its controller still
-	// knows its lease to be live; once it does not, nothing of this
-	// attempt is answered allowed (fail-stop).
-	live func() error
-
-	// issue, when set by a Supervisor, is the write that records the
-	// launch (LaunchAttempt: the attempt and its bootstrap id) running
-	// while the host starts; Bootstrap waits for it.
-	issue *issue
 }
 
-// issue is a write in flight: err is set before done is closed.
-type issue struct {
-	done chan struct{}
-	err  error
-}
-
-// NewHandler validates cfg and returns the Handler. Errors wrap
-// ErrInvalidConfig.
-func NewHandler(cfg HandlerConfig) (*Handler, error) {
+// New validates cfg and returns the Handler; the error lists every
+// problem of cfg.
+func New(cfg Config) (*Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, auth: cfg.Authority, disp: cfg.Dispatcher, validator: cfg.Validator, log: cfg.Logger}
 	if h.auth == nil {
-		h.auth = AllowAll{}
+		h.auth = port.AllowAll{}
 	}
 	if h.disp == nil {
-		h.disp = NoEffects{}
+		h.disp = port.NoEffects{}
 	}
-	_, h.noEffects = h.disp.(NoEffects)
+	_, h.noEffects = h.disp.(port.NoEffects)
 	if h.validator == nil {
 		h.validator = &manifest.Validator{}
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	if h.cfg.OutcomeTimeout == 0 {
-		h.cfg.OutcomeTimeout = DefaultOutcomeTimeout
-	}
-	t, err := newTelemetry(cfg.TracerProvider, cfg.MeterProvider)
-	if err != nil {
-		return nil, fmt.Errorf("%w: MeterProvider: %w", ErrInvalidConfig, err)
-	}
-	h.tel, h.cfg.Ledger = t, observe(h.cfg.Ledger, t)
+	h.tel, h.cfg.Ledger = cfg.Telemetry, telemetry.Observe(h.cfg.Ledger, cfg.Telemetry)
 	return h, nil
 }
 
 // Decisions returns a copy of the decisions made so far, in order.
-func (h *Handler) Decisions() []Event {
+func (h *Handler) Decisions() []Answer {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]Event(nil), h.events...)
+	return append([]Answer(nil), h.events...)
+}
+
+// SessionID returns the ID of the Session that asked for bootstrap, or "".
+func (h *Handler) SessionID() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessionID
 }
 
 // Published returns the result accepted through this Handler, or nil.
@@ -253,10 +195,10 @@ func (h *Handler) Published() *ledger.Result {
 // owned returns why the attempt's controller may no longer act for it, or
 // nil: its lease is not known to be live.
 func (h *Handler) owned() error {
-	if h.live == nil {
+	if h.cfg.Live == nil {
 		return nil
 	}
-	return h.live()
+	return h.cfg.Live()
 }
 
 func (h *Handler) cancelled() bool {
@@ -272,9 +214,9 @@ func (h *Handler) cancelled() bool {
 }
 
 // record keeps ev, tells the Observer and logs it.
-func (h *Handler) record(ev Event) {
+func (h *Handler) record(ev Answer) {
 	f := h.cfg.Fence
-	ev.Kind, ev.Time = EventRequest, time.Now()
+	ev.Time = time.Now()
 	ev.Scope, ev.OperationID, ev.AttemptID, ev.Generation = f.Scope, f.OperationID, f.AttemptID, f.Generation
 	h.mu.Lock()
 	h.events = append(h.events, ev)
@@ -283,14 +225,14 @@ func (h *Handler) record(ev Event) {
 		h.cfg.Observer(ev)
 	}
 	if ev.Method == ipc.MethodEffect {
-		h.tel.effectDecided(h.cfg.Binding.CapabilityID, &ev)
+		h.tel.EffectDecided(h.cfg.Binding.CapabilityID, effectOutcome(&ev))
 	}
-	h.log.Debug("supervise: decided", keyOperation, f.OperationID, keyAttempt, f.AttemptID,
-		keyMethod, ev.Method, keySequence, ev.Sequence, keyState, ev.State, keyReason, ev.Reason)
+	h.log.Debug("supervise: decided", telemetry.KeyOperation, f.OperationID, telemetry.KeyAttempt, f.AttemptID,
+		telemetry.KeyMethod, ev.Method, telemetry.KeySequence, ev.Sequence, telemetry.KeyState, ev.State, telemetry.KeyReason, ev.Reason)
 }
 
 // noted records ev as answered st for reason and returns the reply data.
-func (h *Handler) noted(ev Event, st ipc.ReplyState, reason string) map[string]any {
+func (h *Handler) noted(ev Answer, st ipc.ReplyState, reason string) map[string]any {
 	ev.State, ev.Reason = st, reason
 	h.record(ev)
 	return reasonData(reason)
@@ -327,12 +269,12 @@ func refusal(err error) (state ipc.ReplyState, ok bool) {
 // Session's ID (the Session has already checked the pid against the
 // kernel's credentials, the id and the launch digest against the launch).
 func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (d ipc.Decision, err error) {
-	ctx, sp := h.tel.method(ctx, req.Call, nil)
-	defer func() { sp.endMethod(d.State, err) }()
+	ctx, sp := h.tel.Method(ctx, req.Call, nil)
+	defer func() { sp.EndMethod(d.State, err) }()
 	h.mu.Lock()
 	h.sessionID = req.SessionID
 	h.mu.Unlock()
-	ev := Event{Method: req.Method, Sequence: req.Sequence, PID: req.Payload.PID, SessionID: req.SessionID}
+	ev := Answer{Method: req.Method, Sequence: req.Sequence, PID: req.Payload.PID, SessionID: req.SessionID}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
 		return ipc.Decision{State: st, Data: h.noted(ev, st, reason)}, nil
 	}
@@ -343,13 +285,13 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (d ip
 		ev.Refusal = err
 		return answer(ipc.StateRefused, err.Error())
 	}
-	if h.issue != nil {
+	if h.cfg.Launch != nil {
 		select {
-		case <-h.issue.done:
+		case <-h.cfg.Launch.Done:
 		case <-ctx.Done():
 			return ipc.Decision{}, fmt.Errorf("supervise: waiting for the launch to be recorded: %w", context.Cause(ctx))
 		}
-		if err := h.issue.err; err != nil {
+		if err := h.cfg.Launch.Err; err != nil {
 			if st, ok := refusal(err); ok {
 				ev.Refusal = err
 				return answer(st, "recording the launch was refused: "+err.Error())
@@ -377,9 +319,9 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (d ip
 // and then the ledger (fence, deadline, request digest, cancellation),
 // which records the admission.
 func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (d ipc.Decision, err error) {
-	ctx, sp := h.tel.method(ctx, req.Call, nil)
-	defer func() { sp.endMethod(d.State, err) }()
-	ev := Event{Method: req.Method, Sequence: req.Sequence}
+	ctx, sp := h.tel.Method(ctx, req.Call, nil)
+	defer func() { sp.EndMethod(d.State, err) }()
+	ev := Answer{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
 		return ipc.Decision{State: st, Data: h.noted(ev, st, reason)}, nil
 	}
@@ -418,15 +360,15 @@ func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (d ipc.Decisi
 		h.recorded[e.LogicalEffectID] = true
 	}
 	h.mu.Unlock()
-	v, err := h.auth.Admit(ctx, Admission{Operation: op, Binding: b, Arguments: req.Payload.Arguments})
+	v, err := h.auth.Admit(ctx, port.Admission{Operation: op, Binding: b, Arguments: req.Payload.Arguments})
 	if err != nil {
 		return ipc.Decision{}, fmt.Errorf("supervise: authority on admission: %w", err)
 	}
 	switch v.Decision {
-	case Allow:
-	case Refuse:
+	case port.Allow:
+	case port.Refuse:
 		return answer(ipc.StateRefused, orReason(v.Reason, "refused by the authority"))
-	case Hold:
+	case port.Hold:
 		return answer(ipc.StateWaitingApproval, orReason(v.Reason, "held for approval by the authority"))
 	default:
 		return ipc.Decision{}, fmt.Errorf("supervise: authority returned decision %q on admission, want allow, refuse or hold", v.Decision)
@@ -466,15 +408,15 @@ func orReason(r, def string) string {
 // debited), dispatched, and its outcome recorded; a recorded one is a
 // redelivery, answered from the ledger without dispatching.
 func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectDecision, err error) {
-	ctx, sp := h.tel.method(ctx, req.Call, &req.Effect)
+	ctx, sp := h.tel.Method(ctx, req.Call, &req.Effect)
 	defer func() {
 		if err != nil {
-			h.tel.effectFailed(h.cfg.Binding.CapabilityID)
+			h.tel.EffectFailed(h.cfg.Binding.CapabilityID)
 		}
-		sp.endMethod(d.State, err)
+		sp.EndMethod(d.State, err)
 	}()
 	id := req.Effect.LogicalEffectID
-	ev := Event{Method: req.Method, Sequence: req.Sequence}
+	ev := Answer{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string, e *ledger.Effect) (ipc.EffectDecision, error) {
 		ev.Effect = e
 		return ipc.EffectDecision{State: st, Data: h.noted(ev, st, reason)}, nil
@@ -498,15 +440,15 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 		if h.noEffects {
 			return answer(ipc.StateRefused, "no dispatcher is configured: effects cannot be dispatched", nil)
 		}
-		v, err := h.auth.Effect(ctx, EffectQuestion{Operation: *op, Binding: h.cfg.Binding, Request: req.Effect, RequestDigest: req.EffectDigest})
+		v, err := h.auth.Effect(ctx, port.EffectQuestion{Operation: *op, Binding: h.cfg.Binding, Request: req.Effect, RequestDigest: req.EffectDigest})
 		if err != nil {
 			return ipc.EffectDecision{}, fmt.Errorf("supervise: authority on effect %q: %w", id, err)
 		}
 		switch v.Decision {
-		case Allow:
-		case Refuse:
+		case port.Allow:
+		case port.Refuse:
 			return answer(ipc.StateRefused, orReason(v.Reason, "refused by the authority"), nil)
-		case Hold:
+		case port.Hold:
 			return answer(ipc.StateWaitingApproval, orReason(v.Reason, "held for approval by the authority"), nil)
 		default:
 			return ipc.EffectDecision{}, fmt.Errorf("supervise: authority returned decision %q on effect %q, want allow, refuse or hold", v.Decision, id)
@@ -527,7 +469,7 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 		ev.Redelivery = true
 		return h.redeliver(ctx, req, g.Effect, &ev)
 	}
-	h.tel.debited(h.cfg.Binding.CapabilityID)
+	h.tel.Debited(h.cfg.Binding.CapabilityID)
 	if err := h.owned(); err != nil {
 		// Authorized but not dispatched: the effect stays authorized, and
 		// unknown once this controller's lease has expired.
@@ -535,14 +477,14 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 		return answer(ipc.StateNeedsReconciliation, err.Error(), &g.Effect)
 	}
 	ev.Dispatched = true
-	x := Dispatch{Scope: h.cfg.Fence.Scope, OperationID: h.cfg.Fence.OperationID, AttemptID: h.cfg.Fence.AttemptID,
+	x := port.Dispatch{Scope: h.cfg.Fence.Scope, OperationID: h.cfg.Fence.OperationID, AttemptID: h.cfg.Fence.AttemptID,
 		LogicalEffectID: id, AuthorizationID: g.Effect.AuthorizationID, Request: req.Effect, RequestDigest: req.EffectDigest}
-	dctx, dsp := h.tel.dispatch(ctx, &x)
+	dctx, dsp := h.tel.Dispatch(ctx, &x)
 	rcpt, derr := h.disp.Dispatch(dctx, x)
-	dsp.end(derr)
+	dsp.End(derr)
 	if derr == nil && !ipc.ValidIdentifier(rcpt.ReceiptID) {
 		derr = fmt.Errorf("the dispatcher returned no error and an invalid receipt id %q (want 1..%d code points); whether the effect was consumed is unknown",
-			truncate(rcpt.ReceiptID), ipc.MaxIdentifierRunes)
+			Truncate(rcpt.ReceiptID), ipc.MaxIdentifierRunes)
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.cfg.OutcomeTimeout)
 	defer cancel()
@@ -553,14 +495,14 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 			return ipc.EffectDecision{}, fmt.Errorf("supervise: effect %q was consumed (receipt %q) but recording it failed; it stays authorized and is listed for reconciliation: %w", id, rcpt.ReceiptID, err)
 		}
 		if rcpt.Result != nil {
-			if err := CheckDocument("effect result", rcpt.Result); err != nil {
+			if err := port.CheckDocument("effect result", rcpt.Result); err != nil {
 				return answer(ipc.StateNeedsReconciliation, fmt.Sprintf("effect %q was consumed (receipt %q) but its result cannot be sent: %v", id, rcpt.ReceiptID, err), &e)
 			}
 		}
 		ev.State, ev.Effect = ipc.StateAllowed, &e
 		h.record(ev)
 		return ipc.EffectDecision{State: ipc.StateAllowed, ReceiptID: e.ReceiptID, AuthorizationID: e.AuthorizationID, Result: rcpt.Result}, nil
-	case errors.Is(derr, ErrNotConsumed):
+	case errors.Is(derr, port.ErrNotConsumed):
 		e, err := h.settle(wctx, id, req.EffectDigest, ledger.Resolution{State: ledger.EffectNotConsumed, Reason: ledger.ReasonRefused})
 		if err != nil {
 			return ipc.EffectDecision{}, fmt.Errorf("supervise: effect %q was not consumed but recording it failed: %w", id, err)
@@ -603,7 +545,7 @@ func (h *Handler) settle(ctx context.Context, id string, d canon.Digest, res led
 		if !ambiguous || try == settleTries-1 || ctx.Err() != nil {
 			return e, err
 		}
-		h.log.Warn("supervise: recording an effect's outcome failed ambiguously; repeating it", keyOperation, h.cfg.Fence.OperationID, keyEffect, id, keyErr, err)
+		h.log.Warn("supervise: recording an effect's outcome failed ambiguously; repeating it", telemetry.KeyOperation, h.cfg.Fence.OperationID, telemetry.KeyEffect, id, telemetry.KeyErr, err)
 		select {
 		case <-ctx.Done():
 			return e, err
@@ -617,7 +559,7 @@ const settleTries = 5
 
 // redeliver answers an effect the ledger already holds, by its state,
 // without dispatching.
-func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Effect, ev *Event) (ipc.EffectDecision, error) {
+func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Effect, ev *Answer) (ipc.EffectDecision, error) {
 	answer := func(st ipc.ReplyState, reason string, e ledger.Effect) (ipc.EffectDecision, error) {
 		ev.Effect = &e
 		return ipc.EffectDecision{State: st, Data: h.noted(*ev, st, reason)}, nil
@@ -633,15 +575,15 @@ func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Ef
 	switch e.State {
 	case ledger.EffectConfirmed:
 		var result map[string]any
-		if r, ok := h.disp.(Replayer); ok {
-			d := Dispatch{Scope: e.Scope, OperationID: e.OperationID, AttemptID: h.cfg.Fence.AttemptID,
+		if r, ok := h.disp.(port.Replayer); ok {
+			d := port.Dispatch{Scope: e.Scope, OperationID: e.OperationID, AttemptID: h.cfg.Fence.AttemptID,
 				LogicalEffectID: e.LogicalEffectID, AuthorizationID: e.AuthorizationID, Request: req.Effect, RequestDigest: e.RequestDigest}
 			res, err := r.Replay(ctx, d, e.ReceiptID)
 			if err != nil {
 				return answer(ipc.StateNeedsReconciliation, fmt.Sprintf("effect %q was consumed (receipt %q) but its result cannot be replayed: %v", e.LogicalEffectID, e.ReceiptID, err), e)
 			}
 			if res != nil {
-				if err := CheckDocument("effect result", res); err != nil {
+				if err := port.CheckDocument("effect result", res); err != nil {
 					return answer(ipc.StateNeedsReconciliation, fmt.Sprintf("effect %q was consumed (receipt %q) but its replayed result cannot be sent: %v", e.LogicalEffectID, e.ReceiptID, err), e)
 				}
 			}
@@ -676,9 +618,9 @@ func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Ef
 // HandlerConfig.Manifest is set) and accepts it in the ledger as the
 // operation's immutable artifact: the data's canonical bytes.
 func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (d ipc.PublishDecision, err error) {
-	ctx, sp := h.tel.method(ctx, req.Call, nil)
-	defer func() { sp.endMethod(d.State, err) }()
-	ev := Event{Method: req.Method, Sequence: req.Sequence}
+	ctx, sp := h.tel.Method(ctx, req.Call, nil)
+	defer func() { sp.EndMethod(d.State, err) }()
+	ev := Answer{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.PublishDecision, error) {
 		return ipc.PublishDecision{State: st, Data: h.noted(ev, st, reason)}, nil
 	}
@@ -714,11 +656,47 @@ func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (d ipc.Pu
 	return ipc.PublishDecision{State: ipc.StateAllowed, ArtifactRefs: r.ArtifactRefs}, nil
 }
 
-// truncate keeps hostile text from making messages arbitrarily large.
-func truncate(s string) string {
+// Truncate keeps hostile text from making messages arbitrarily large.
+func Truncate(s string) string {
 	const max = 80
 	if len(s) <= max {
 		return s
 	}
 	return s[:max] + "…"
+}
+
+// Answer is one IPC request the Handler decided: handler.Answer, whose
+// fields it documents.
+type Answer struct {
+	Time        time.Time
+	Scope       ledger.Scope
+	OperationID string
+	AttemptID   string
+	Generation  int64
+	Method      ipc.Method
+	Sequence    int64
+	State       ipc.ReplyState
+	Reason      string
+	Refusal     error
+	PID         int
+	SessionID   string
+	Effect      *ledger.Effect
+	Redelivery  bool
+	Dispatched  bool
+	Result      *ledger.Result
+}
+
+// effectOutcome is the zeo.effect.outcome of an effect.request decision:
+// the recorded outcome of a dispatched effect (confirmed, not_consumed,
+// unknown), redelivered for one answered from the ledger, and otherwise
+// the reply state (refused, waiting_approval, cancelled,
+// needs_reconciliation).
+func effectOutcome(a *Answer) string {
+	switch {
+	case a.Redelivery:
+		return "redelivered"
+	case a.Dispatched && a.Effect != nil:
+		return string(a.Effect.State)
+	}
+	return string(a.State)
 }

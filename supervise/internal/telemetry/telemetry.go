@@ -1,8 +1,9 @@
-package supervise
+package telemetry
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -14,46 +15,47 @@ import (
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
+	"github.com/zeoruntime/runtimeipc/supervise/port"
 )
 
-// The attribute keys of the package's spans, metrics and log records
+// The attribute keys of package supervise's spans, metrics and log records
 // (doc/design.md, “Telemetry”): one name per fact, wherever it appears.
 // The value of a span or metric attribute is an identifier, a state or a
 // count, never an argument, a result or an error's text, which can quote
 // them; only log records carry reasons and errors.
 const (
-	keyOrganization = "zeo.organization.id"
-	keyProject      = "zeo.project.id"
-	keyOperation    = "zeo.operation.id"
-	keyAttempt      = "zeo.attempt.id"
-	keyGeneration   = "zeo.attempt.generation"
-	keyCapability   = "zeo.capability.id"
-	keyController   = "zeo.controller.id"
-	keyMethod       = "zeo.ipc.method"
-	keySequence     = "zeo.ipc.sequence"
-	keyState        = "zeo.state"
-	keyEffect       = "zeo.effect.id"
-	keyEffectOp     = "zeo.effect.operation"
-	keyConnection   = "zeo.effect.connection"
-	keyAuthz        = "zeo.effect.authorization.id"
-	keyEffectOut    = "zeo.effect.outcome"
-	keyWrite        = "zeo.ledger.write"
-	keyHostStart    = "zeo.host.start"
-	keyFallback     = "zeo.host.fallback.reason"
-	keyLeaseResult  = "zeo.lease.result"
-	keyShared       = "zeo.invoke.shared"
-	keyReconnected  = "zeo.invoke.reconnected"
-	keyErrorType    = "error.type"
+	KeyOrganization = "zeo.organization.id"
+	KeyProject      = "zeo.project.id"
+	KeyOperation    = "zeo.operation.id"
+	KeyAttempt      = "zeo.attempt.id"
+	KeyGeneration   = "zeo.attempt.generation"
+	KeyCapability   = "zeo.capability.id"
+	KeyController   = "zeo.controller.id"
+	KeyMethod       = "zeo.ipc.method"
+	KeySequence     = "zeo.ipc.sequence"
+	KeyState        = "zeo.state"
+	KeyEffect       = "zeo.effect.id"
+	KeyEffectOp     = "zeo.effect.operation"
+	KeyConnection   = "zeo.effect.connection"
+	KeyAuthz        = "zeo.effect.authorization.id"
+	KeyEffectOut    = "zeo.effect.outcome"
+	KeyWrite        = "zeo.ledger.write"
+	KeyHostStart    = "zeo.host.start"
+	KeyFallback     = "zeo.host.fallback.reason"
+	KeyLeaseResult  = "zeo.lease.result"
+	KeyShared       = "zeo.invoke.shared"
+	KeyReconnected  = "zeo.invoke.reconnected"
+	KeyErrorType    = "error.type"
 
 	// Keys of log records only.
-	keyDistribution       = "zeo.provider.distribution"
-	keyEnvironment        = "zeo.provider.environment_digest"
-	keyProviderGeneration = "zeo.provider.generation"
-	keyLeaseTTL           = "zeo.lease.ttl"
-	keyLeaseExpires       = "zeo.lease.expires"
-	keyCount              = "zeo.count"
-	keyReason             = "reason"
-	keyErr                = "err"
+	KeyDistribution       = "zeo.provider.distribution"
+	KeyEnvironment        = "zeo.provider.environment_digest"
+	KeyProviderGeneration = "zeo.provider.generation"
+	KeyLeaseTTL           = "zeo.lease.ttl"
+	KeyLeaseExpires       = "zeo.lease.expires"
+	KeyCount              = "zeo.count"
+	KeyReason             = "reason"
+	KeyErr                = "err"
 )
 
 // scopeName is the instrumentation scope of the tracer and the meter.
@@ -68,7 +70,6 @@ type writeKind int
 const (
 	writeCreateOperation writeKind = iota
 	writeStartAttempt
-	writeIssueBootstrap
 	writeLaunchAttempt
 	writeRedeemBootstrap
 	writeAdmit
@@ -88,7 +89,7 @@ const (
 )
 
 var writeNames = [nWrites]string{
-	"create_operation", "start_attempt", "issue_bootstrap", "launch_attempt", "redeem_bootstrap", "admit",
+	"create_operation", "start_attempt", "launch_attempt", "redeem_bootstrap", "admit",
 	"begin_effect", "confirm_effect", "mark_not_consumed", "mark_unknown", "resolve", "accept_result",
 	"cancel", "record_attempt", "acquire_lease", "renew_lease", "release_lease", "take_over",
 }
@@ -106,11 +107,11 @@ func methodIndex(m ipc.Method) int {
 	return -1
 }
 
-// telemetry is where the Supervisor and its Handlers report spans and
-// metrics. A nil *telemetry reports nothing and costs a nil check: the
-// Supervisor makes one only when Config names a provider, and never
-// reads or sets OpenTelemetry's global providers.
-type telemetry struct {
+// T is where a Supervisor and its Handlers report spans and metrics. A
+// nil *T reports nothing and costs a nil check: one is made only when a
+// config names a provider, and OpenTelemetry's global providers are never
+// read or set.
+type T struct {
 	tracer trace.Tracer // nil: no spans
 	meter  bool         // false: no metrics
 
@@ -135,6 +136,13 @@ type telemetry struct {
 	startAttrs   [2]attribute.KeyValue
 	fallbackSets map[string][]metric.AddOption
 	renewalSets  map[string][]metric.AddOption
+	classes      []Class // error.type names, most specific first
+}
+
+// Class names the errors that wrap Err in a span's error.type.
+type Class struct {
+	Err  error
+	Name string
 }
 
 // Metric names (doc/design.md, “Telemetry”).
@@ -158,9 +166,9 @@ const (
 
 // The results of a lease renewal (zeo.lease.result).
 const (
-	renewalOK     = "renewed"
-	renewalFailed = "failed" // tried again at the next tick
-	renewalLost   = "lost"   // the store says the lease expired: fail-stop
+	RenewalOK     = "renewed"
+	RenewalFailed = "failed" // tried again at the next tick
+	RenewalLost   = "lost"   // the store says the lease expired: fail-stop
 )
 
 // Bucket boundaries, in seconds: an invocation spans a host's life, a
@@ -170,19 +178,21 @@ var (
 	writeBuckets  = []float64{0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
 )
 
-// newTelemetry returns the telemetry of tp and mp, or nil when both are
-// nil.
-func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
+// New returns the telemetry of tp and mp, or nil when both are nil.
+// classes name the errors of the caller's package in a span's error.type,
+// most specific first; those of the ledger, the ports and the context
+// follow them.
+func New(tp trace.TracerProvider, mp metric.MeterProvider, classes []Class) (*T, error) {
 	if tp == nil && mp == nil {
 		return nil, nil
 	}
-	t := &telemetry{}
+	t := &T{classes: append(slices.Clip(classes), baseClasses...)}
 	if tp != nil {
 		t.tracer = tp.Tracer(scopeName)
 	}
 	for k := range nWrites {
 		t.writeSpans[k] = "zeo.ledger." + writeNames[k]
-		t.writeSets[k] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(keyWrite, writeNames[k])))}
+		t.writeSets[k] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(KeyWrite, writeNames[k])))}
 	}
 	for i, m := range methods {
 		t.methodSpans[i] = "zeo.ipc." + string(m)
@@ -192,16 +202,16 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kv))}
 	}
 	for i, v := range [2]string{"cold", "warm"} {
-		t.startAttrs[i] = attribute.String(keyHostStart, v)
+		t.startAttrs[i] = attribute.String(KeyHostStart, v)
 		t.startSets[i] = add(t.startAttrs[i])
 	}
 	t.fallbackSets = map[string][]metric.AddOption{}
 	for _, v := range []string{fallbackServer, fallbackLaunch} {
-		t.fallbackSets[v] = add(attribute.String(keyFallback, v))
+		t.fallbackSets[v] = add(attribute.String(KeyFallback, v))
 	}
 	t.renewalSets = map[string][]metric.AddOption{}
-	for _, v := range []string{renewalOK, renewalFailed, renewalLost} {
-		t.renewalSets[v] = add(attribute.String(keyLeaseResult, v))
+	for _, v := range []string{RenewalOK, RenewalFailed, RenewalLost} {
+		t.renewalSets[v] = add(attribute.String(KeyLeaseResult, v))
 	}
 	if mp == nil {
 		return t, nil
@@ -234,165 +244,174 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	return t, nil
 }
 
-// span is a span in progress, or the zero value when spans are off.
-type span struct {
+// Span is a span in progress, or the zero value when spans are off.
+type Span struct {
 	s trace.Span
-	t *telemetry
+	t *T
 }
 
-func (s span) on() bool { return s.s != nil }
+func (s Span) on() bool { return s.s != nil }
 
-// end ends the span, with status Error and error.type when err is not
+// End ends the span, with status Error and error.type when err is not
 // nil. The error's text is never recorded: it can quote arguments.
-func (s span) end(err error) {
+func (s Span) End(err error) {
 	if s.s == nil {
 		return
 	}
 	if err != nil {
-		class := errorClass(err)
-		s.s.SetAttributes(attribute.String(keyErrorType, class))
+		class := s.t.errorClass(err)
+		s.s.SetAttributes(attribute.String(KeyErrorType, class))
 		s.s.SetStatus(codes.Error, class)
 	}
 	s.s.End()
 }
 
-// invokeCall is an Invoke in progress.
-type invokeCall struct {
-	t     *telemetry
-	c     *Call
-	span  span
-	start time.Time
+// InvokeCall is an Invoke in progress.
+type InvokeCall struct {
+	t          *T
+	capability string
+	span       Span
+	start      time.Time
 }
 
-// invoke starts the span of an Invoke call (zeo.invoke), the root of its
+// Ended is what an Invoke established, for its span and metrics.
+type Ended struct {
+	State               string
+	AttemptID           string
+	Generation          int64
+	Shared, Reconnected bool
+}
+
+// Invoke starts the span of an Invoke call (zeo.invoke), the root of its
 // attempts.
-func (t *telemetry) invoke(ctx context.Context, c *Call, controller string) (context.Context, invokeCall) {
+func (t *T) Invoke(ctx context.Context, scope ledger.Scope, operationID, capabilityID, controller string) (context.Context, InvokeCall) {
 	if t == nil {
-		return ctx, invokeCall{}
+		return ctx, InvokeCall{}
 	}
-	ic := invokeCall{t: t, c: c, start: time.Now()}
+	ic := InvokeCall{t: t, capability: capabilityID, start: time.Now()}
 	if t.tracer != nil {
 		var s trace.Span
 		ctx, s = t.tracer.Start(ctx, "zeo.invoke", trace.WithAttributes(
-			attribute.String(keyOrganization, c.Scope.OrganizationID), attribute.String(keyProject, c.Scope.ProjectID),
-			attribute.String(keyOperation, c.OperationID), attribute.String(keyCapability, c.CapabilityID),
-			attribute.String(keyController, controller)))
-		ic.span = span{s, t}
+			attribute.String(KeyOrganization, scope.OrganizationID), attribute.String(KeyProject, scope.ProjectID),
+			attribute.String(KeyOperation, operationID), attribute.String(KeyCapability, capabilityID),
+			attribute.String(KeyController, controller)))
+		ic.span = Span{s, t}
 	}
 	return ctx, ic
 }
 
-// end ends an Invoke: its span, and the invocation's count and duration
-// by final state.
-func (ic invokeCall) end(o *Outcome, err error) {
+// End ends an Invoke: its span, and the invocation's count and duration
+// by final state. A nil o means Invoke returned no Outcome.
+func (ic InvokeCall) End(o *Ended, err error) {
 	if ic.t == nil {
 		return
 	}
 	state := stateError
 	if o != nil {
-		state = string(o.State)
+		state = o.State
 	}
 	if ic.span.on() {
-		attrs := []attribute.KeyValue{attribute.String(keyState, state)}
+		attrs := []attribute.KeyValue{attribute.String(KeyState, state)}
 		if o != nil {
 			if o.AttemptID != "" {
-				attrs = append(attrs, attribute.String(keyAttempt, o.AttemptID), attribute.Int64(keyGeneration, o.Generation))
+				attrs = append(attrs, attribute.String(KeyAttempt, o.AttemptID), attribute.Int64(KeyGeneration, o.Generation))
 			}
-			attrs = append(attrs, attribute.Bool(keyShared, o.Shared), attribute.Bool(keyReconnected, o.Reconnected))
+			attrs = append(attrs, attribute.Bool(KeyShared, o.Shared), attribute.Bool(KeyReconnected, o.Reconnected))
 		}
 		ic.span.s.SetAttributes(attrs...)
-		ic.span.end(err)
+		ic.span.End(err)
 	}
 	if ic.t.meter {
-		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(keyState, state), attribute.String(keyCapability, ic.c.CapabilityID)))
+		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(KeyState, state), attribute.String(KeyCapability, ic.capability)))
 		ctx := context.Background()
 		ic.t.invocations.Add(ctx, 1, set)
 		ic.t.invokeTime.Record(ctx, time.Since(ic.start).Seconds(), set)
 	}
 }
 
-// attempt starts the span of one attempt (zeo.attempt).
-func (t *telemetry) attempt(ctx context.Context) (context.Context, span) {
+// Attempt starts the span of one attempt (zeo.attempt).
+func (t *T) Attempt(ctx context.Context) (context.Context, Span) {
 	if t == nil || t.tracer == nil {
-		return ctx, span{}
+		return ctx, Span{}
 	}
 	ctx, s := t.tracer.Start(ctx, "zeo.attempt")
-	return ctx, span{s, t}
+	return ctx, Span{s, t}
 }
 
-// endAttempt ends a's span with its ids and the state it reached.
-func (s span) endAttempt(a *attempt, err error) {
+// EndAttempt ends an attempt's span with its ids (none when attemptID is
+// empty) and the state it reached (none when empty).
+func (s Span) EndAttempt(attemptID string, generation int64, state string, err error) {
 	if !s.on() {
 		return
 	}
 	attrs := make([]attribute.KeyValue, 0, 3)
-	if a.fence.AttemptID != "" {
-		attrs = append(attrs, attribute.String(keyAttempt, a.fence.AttemptID), attribute.Int64(keyGeneration, a.fence.Generation))
+	if attemptID != "" {
+		attrs = append(attrs, attribute.String(KeyAttempt, attemptID), attribute.Int64(KeyGeneration, generation))
 	}
-	if a.o.State != "" {
-		attrs = append(attrs, attribute.String(keyState, string(a.o.State)))
+	if state != "" {
+		attrs = append(attrs, attribute.String(KeyState, state))
 	}
 	s.s.SetAttributes(attrs...)
-	s.end(err)
+	s.End(err)
 }
 
-// methodSpan is the span of one IPC request, with what its attributes
+// MethodSpan is the span of one IPC request, with what its attributes
 // are made of: they are set once, when it ends, in one call.
-type methodSpan struct {
-	span
+type MethodSpan struct {
+	Span
 	seq    int64
 	effect *ipc.EffectRequest
 }
 
-// method starts the span of one IPC request the Handler answers
+// Method starts the span of one IPC request the Handler answers
 // (zeo.ipc.<method>), under the attempt's span.
-func (t *telemetry) method(ctx context.Context, call ipc.Call, effect *ipc.EffectRequest) (context.Context, methodSpan) {
+func (t *T) Method(ctx context.Context, call ipc.Call, effect *ipc.EffectRequest) (context.Context, MethodSpan) {
 	if t == nil || t.tracer == nil {
-		return ctx, methodSpan{}
+		return ctx, MethodSpan{}
 	}
 	i := methodIndex(call.Method)
 	if i < 0 {
-		return ctx, methodSpan{}
+		return ctx, MethodSpan{}
 	}
 	ctx, s := t.tracer.Start(ctx, t.methodSpans[i], t.methodStart...)
-	return ctx, methodSpan{span{s, t}, call.Sequence, effect}
+	return ctx, MethodSpan{Span{s, t}, call.Sequence, effect}
 }
 
-// endMethod ends a method's span with its sequence, effect and reply
+// EndMethod ends a method's span with its sequence, effect and reply
 // state.
-func (s methodSpan) endMethod(st ipc.ReplyState, err error) {
+func (s MethodSpan) EndMethod(st ipc.ReplyState, err error) {
 	if !s.on() {
 		return
 	}
 	attrs := make([]attribute.KeyValue, 1, 5)
-	attrs[0] = attribute.Int64(keySequence, s.seq)
+	attrs[0] = attribute.Int64(KeySequence, s.seq)
 	if s.effect != nil {
-		attrs = append(attrs, attribute.String(keyEffect, s.effect.LogicalEffectID),
-			attribute.String(keyEffectOp, s.effect.Operation), attribute.String(keyConnection, s.effect.ConnectionRef))
+		attrs = append(attrs, attribute.String(KeyEffect, s.effect.LogicalEffectID),
+			attribute.String(KeyEffectOp, s.effect.Operation), attribute.String(KeyConnection, s.effect.ConnectionRef))
 	}
 	if st != "" {
-		attrs = append(attrs, attribute.String(keyState, string(st)))
+		attrs = append(attrs, attribute.String(KeyState, string(st)))
 	}
 	s.s.SetAttributes(attrs...)
-	s.end(err)
+	s.End(err)
 }
 
-// dispatch starts the span of a Dispatcher call (zeo.dispatch).
-func (t *telemetry) dispatch(ctx context.Context, d *Dispatch) (context.Context, span) {
+// Dispatch starts the span of a Dispatcher call (zeo.dispatch).
+func (t *T) Dispatch(ctx context.Context, d *port.Dispatch) (context.Context, Span) {
 	if t == nil || t.tracer == nil {
-		return ctx, span{}
+		return ctx, Span{}
 	}
 	ctx, s := t.tracer.Start(ctx, "zeo.dispatch", trace.WithAttributes(
-		attribute.String(keyEffect, d.LogicalEffectID), attribute.String(keyEffectOp, d.Request.Operation),
-		attribute.String(keyConnection, d.Request.ConnectionRef), attribute.String(keyAuthz, d.AuthorizationID)))
-	return ctx, span{s, t}
+		attribute.String(KeyEffect, d.LogicalEffectID), attribute.String(KeyEffectOp, d.Request.Operation),
+		attribute.String(KeyConnection, d.Request.ConnectionRef), attribute.String(KeyAuthz, d.AuthorizationID)))
+	return ctx, Span{s, t}
 }
 
 // write is a ledger write in progress.
 type write struct {
-	t     *telemetry
+	t     *T
 	k     writeKind
-	span  span
+	span  Span
 	start time.Time
 }
 
@@ -402,12 +421,12 @@ type write struct {
 // no attributes: its name names the write, and its parent the ids; an
 // invocation makes ten of them, and a span without attributes is the
 // cheapest the SDK records.
-func (t *telemetry) write(ctx context.Context, k writeKind) (context.Context, write) {
+func (t *T) write(ctx context.Context, k writeKind) (context.Context, write) {
 	w := write{t: t, k: k, start: time.Now()}
 	if t.tracer != nil && trace.SpanContextFromContext(ctx).IsValid() {
 		var s trace.Span
 		ctx, s = t.tracer.Start(ctx, t.writeSpans[k])
-		w.span = span{s, t}
+		w.span = Span{s, t}
 	}
 	return ctx, w
 }
@@ -416,57 +435,45 @@ func (w write) end(err error) {
 	if w.t.meter {
 		w.t.writeTime.Record(context.Background(), time.Since(w.start).Seconds(), w.t.writeSets[w.k]...)
 	}
-	w.span.end(err)
+	w.span.End(err)
 }
 
-// effectDecided counts an effect.request's decision (ev) by its outcome
-// (zeo.effect.outcome).
-func (t *telemetry) effectDecided(capability string, ev *Event) {
+// EffectDecided counts an effect.request's decision by its outcome
+// (zeo.effect.outcome): the recorded outcome of a dispatched effect
+// (confirmed, not_consumed, unknown), redelivered for one answered from
+// the ledger, and otherwise the reply state (refused, waiting_approval,
+// cancelled, needs_reconciliation).
+func (t *T) EffectDecided(capability, outcome string) {
 	if t == nil || !t.meter {
 		return
 	}
 	t.effects.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(keyEffectOut, effectOutcome(ev)), attribute.String(keyCapability, capability))))
+		attribute.String(KeyEffectOut, outcome), attribute.String(KeyCapability, capability))))
 }
 
-// effectFailed counts an effect.request the Handler could not decide
+// EffectFailed counts an effect.request the Handler could not decide
 // (the Session answered needs_reconciliation).
-func (t *telemetry) effectFailed(capability string) {
+func (t *T) EffectFailed(capability string) {
 	if t == nil || !t.meter {
 		return
 	}
 	t.effects.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(keyEffectOut, stateError), attribute.String(keyCapability, capability))))
+		attribute.String(KeyEffectOut, stateError), attribute.String(KeyCapability, capability))))
 }
 
-// debited counts one unit of effect budget debited: BeginEffect
+// Debited counts one unit of effect budget debited: BeginEffect
 // authorized a new logical effect.
-func (t *telemetry) debited(capability string) {
+func (t *T) Debited(capability string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.budgetUsed.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(keyCapability, capability))))
+	t.budgetUsed.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(KeyCapability, capability))))
 }
 
-// effectOutcome is the zeo.effect.outcome of an effect.request decision:
-// the recorded outcome of a dispatched effect (confirmed, not_consumed,
-// unknown), redelivered for one answered from the ledger, and otherwise
-// the reply state (refused, waiting_approval, cancelled,
-// needs_reconciliation).
-func effectOutcome(ev *Event) string {
-	switch {
-	case ev.Redelivery:
-		return "redelivered"
-	case ev.Dispatched && ev.Effect != nil:
-		return string(ev.Effect.State)
-	}
-	return string(ev.State)
-}
-
-// started counts a host started by a launch that returned lo, warm or
+// Started counts a host started by a launch that returned lo, warm or
 // cold, and a warm fallback when a fork server was asked (warm) but the
 // host started cold; it also names the start on the attempt's span.
-func (t *telemetry) started(ctx context.Context, lo *launch.Outcome, warm bool) {
+func (t *T) Started(ctx context.Context, lo *launch.Outcome, warm bool) {
 	if t == nil || lo == nil || lo.Process.PID == 0 {
 		return
 	}
@@ -486,43 +493,35 @@ func (t *telemetry) started(ctx context.Context, lo *launch.Outcome, warm bool) 
 	}
 }
 
-// serverFailed counts a warm fallback: a fork server (warm, or a
+// ServerFailed counts a warm fallback: a fork server (warm, or a
 // binding's provider-warm one) did not start, and its hosts start cold.
-func (t *telemetry) serverFailed() {
+func (t *T) ServerFailed() {
 	if t == nil || !t.meter {
 		return
 	}
 	t.fallbacks.Add(context.Background(), 1, t.fallbackSets[fallbackServer]...)
 }
 
-// renewal counts a lease renewal by its result.
-func (t *telemetry) renewal(result string) {
+// Renewal counts a lease renewal by its result.
+func (t *T) Renewal(result string) {
 	if t == nil || !t.meter {
 		return
 	}
 	t.renewals.Add(context.Background(), 1, t.renewalSets[result]...)
 }
 
-// tookOver counts an attempt taken over by Recover.
-func (t *telemetry) tookOver() {
+// TookOver counts an attempt taken over by Recover.
+func (t *T) TookOver() {
 	if t == nil || !t.meter {
 		return
 	}
 	t.takeovers.Add(context.Background(), 1)
 }
 
-// errorClasses name the errors a span's error.type reports, most
-// specific first.
-var errorClasses = []struct {
-	err  error
-	name string
-}{
-	{ErrRefused, "refused"}, {ErrWaitingApproval, "waiting_approval"}, {ErrFailed, "failed"},
-	{ErrInvalidRequest, "invalid_request"}, {ErrUnavailable, "unavailable"}, {ErrCancelled, "cancelled"},
-	{ErrTimedOut, "timed_out"}, {ErrNeedsReconciliation, "needs_reconciliation"}, {ErrProtocol, "protocol_error"},
-	{ErrRunning, "running"}, {ErrPreflight, "preflight"}, {ErrOperationMismatch, "operation_mismatch"},
-	{ErrLeaseLost, "lease_lost"}, {ErrClosed, "closed"}, {ErrNotConsumed, "not_consumed"},
-	{ErrInvalidCall, "invalid_call"}, {ErrInvalidConfig, "invalid_config"},
+// baseClasses name the errors of the packages below supervise in a span's
+// error.type, after the caller's own.
+var baseClasses = []Class{
+	{port.ErrNotConsumed, "not_consumed"},
 	{ledger.ErrStaleFence, "ledger.stale_fence"}, {ledger.ErrOperationCancelled, "ledger.cancelled"},
 	{ledger.ErrBootstrapRedeemed, "ledger.bootstrap_redeemed"}, {ledger.ErrChangedInput, "ledger.changed_input"},
 	{ledger.ErrBudgetExhausted, "ledger.budget_exhausted"}, {ledger.ErrResultAlreadyAccepted, "ledger.result_already_accepted"},
@@ -537,12 +536,12 @@ var errorClasses = []struct {
 	{context.DeadlineExceeded, "context.deadline_exceeded"}, {context.Canceled, "context.canceled"},
 }
 
-// errorClass is err's error.type: the name of the first sentinel it
-// wraps, or "other".
-func errorClass(err error) string {
-	for _, c := range errorClasses {
-		if errors.Is(err, c.err) {
-			return c.name
+// errorClass is err's error.type: the name of the first class it wraps,
+// or "other".
+func (t *T) errorClass(err error) string {
+	for _, c := range t.classes {
+		if errors.Is(err, c.Err) {
+			return c.Name
 		}
 	}
 	return "other"
