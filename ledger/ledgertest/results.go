@@ -105,8 +105,8 @@ func testCancel(t *testing.T, l ledger.Ledger) {
 		t.Fatalf("second Cancel = %+v, %v", o, err)
 	}
 	refusals := map[string]func() error{
-		"StartAttempt":   func() error { _, err := l.StartAttempt(bg, scopeA, "op1", "a2"); return err },
-		"LaunchAttempt":  func() error { _, err := issue(l, f, "boot2", Digest("launch")); return err },
+		"StartAttempt":  func() error { _, err := l.StartAttempt(bg, scopeA, "op1", "a2"); return err },
+		"LaunchAttempt": func() error { _, err := issue(l, f, "boot2", Digest("launch")); return err },
 		"RedeemBootstrap": func() error {
 			_, err := l.RedeemBootstrap(bg, f, ledger.Redemption{BootstrapID: "boot", LaunchDigest: Digest("launch"), PID: 1, SessionID: "s"})
 			return err

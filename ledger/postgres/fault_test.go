@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"net"
@@ -93,6 +94,14 @@ func churn(l ledger.Ledger, op string, stats *churnStats, stop <-chan struct{}) 
 	var f ledger.Fence
 	err := stats.repeat(stop, func(ctx context.Context, _ bool) (err error) {
 		f, err = prepareOp(ctx, l, testScope, op, "a1", 1<<40)
+		// Issuing the bootstrap id reads the operation first
+		// (ledgertest.Issue), and a dropped connection cuts reads too: a
+		// read has no outcome to lose, so it is tried again, like a write
+		// whose outcome is unknown.
+		var netErr net.Error
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) {
+			err = fmt.Errorf("%w (a read was cut: %v)", ledger.ErrOutcomeUnknown, err)
+		}
 		return err
 	})
 	if errors.Is(err, errStopped) {
