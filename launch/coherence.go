@@ -16,7 +16,7 @@ import (
 // one: it can read its binding from FD 3 and print waiting_approval
 // without sending a frame. Invoke accepts a claim only if an honest host
 // could have made it after living through what the Runtime itself saw
-// (History): the replies its session gave, whether the session broke,
+// (history): the replies its session gave, whether the session broke,
 // whether the launcher stopped the host at the deadline or on a cancel.
 // A claim that the history contradicts is a protocol failure
 // (ErrSessionMismatch), never an outcome.
@@ -63,9 +63,11 @@ import (
 // effect.request answered allowed (the host confirms an effect only on
 // an allowed reply).
 
-// History is what the Runtime itself saw of one invocation: the evidence
-// a host's result is judged against (see Check).
-type History struct {
+// history is what the Runtime itself saw of one invocation: the evidence
+// a host's result is judged against (see Check). Outcome carries each of
+// its parts (Session, SessionErr, Process.Stopped, DeadlinePassed,
+// OutOfScope).
+type history struct {
 	// Session summarizes the requests the session answered.
 	Session ipc.Summary
 	// SessionErr is how the session ended: nil when the host closed its
@@ -99,7 +101,7 @@ const (
 // an error saying what contradicts the claim. It judges only the claim's
 // agreement with the session; ParseResult judges its form, binding and
 // exit status.
-func (h History) Check(r HostResult) error {
+func (h history) Check(r HostResult) error {
 	s := h.view()
 	if r.EffectDisposition == EffectConfirmed && s.effectsAllowed == 0 {
 		return errors.New("effect_disposition confirmed, but the session allowed no effect.request")
@@ -155,7 +157,7 @@ type sessionView struct {
 	methods        map[ipc.Method]int
 }
 
-func (h History) view() sessionView {
+func (h history) view() sessionView {
 	sum := h.Session
 	v := sessionView{clean: h.SessionErr == nil, frames: sum.Frames, publish: sum.Published, methods: sum.Methods}
 	for st, n := range sum.States {

@@ -133,8 +133,9 @@ type Containment struct {
 	// ReadPaths are further files and directories every host may read
 	// (and execute), beyond what it gets anyway: the interpreter and its
 	// environment prefix, the PYTHONPATH and PYTHONHOME entries of
-	// Config.Env, the system directories (/usr, /lib, /lib64, /bin,
-	// /sbin, /etc), /proc and the null, zero and random devices.
+	// Config.Env, the system directories /usr, /lib, /lib64, /lib32,
+	// /bin, /sbin and /etc (each where it exists), /proc, /dev/random and
+	// /dev/urandom, and /dev/null and /dev/zero (which it may also write).
 	ReadPaths []string
 	// WritePaths are further files and directories every host may read
 	// and write.
@@ -163,15 +164,16 @@ type Containment struct {
 // defaultWritePaths are the devices every host may also write.
 var defaultWritePaths = []string{"/dev/null", "/dev/zero"}
 
+// defaultReadPaths are the paths every host may read and execute (besides
+// its interpreter and environment): the dynamic loader, libraries, the
+// interpreter's standard library under /usr, /etc (the loader cache,
+// certificates, name service, time zone), /proc and the harmless devices.
+// Paths missing on a machine are skipped. Containment.ReadPaths lists them.
+var defaultReadPaths = []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc",
+	"/dev/urandom", "/dev/random"}
+
 // The containment's fixed lists.
 var (
-	// DefaultReadPaths are the paths every host may read and execute
-	// (besides its interpreter and environment): the dynamic loader,
-	// libraries, the interpreter's standard library under /usr, /etc (the
-	// loader cache, certificates, name service, time zone), /proc and the
-	// harmless devices. Paths missing on a machine are skipped.
-	DefaultReadPaths = []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc",
-		"/dev/urandom", "/dev/random"}
 	// SeccompDenied names the system calls the seccomp layer
 	// (LayerSeccomp) denies with EPERM: tracing other processes, mounting,
 	// namespaces (unshare, setns, and clone with a namespace flag; clone3,

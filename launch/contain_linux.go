@@ -146,7 +146,7 @@ func baseReadPaths(cfg *Config) []string {
 			}
 		}
 	}
-	out = append(out, DefaultReadPaths...)
+	out = append(out, defaultReadPaths...)
 	out = append(out, cfg.Containment.ReadPaths...)
 	return dedupe(out)
 }

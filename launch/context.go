@@ -12,28 +12,6 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// Fixed numbers of the host's side of a launch.
-const (
-	// MaxContextBytes is the largest context document the host reads. The
-	// bounds of the frame limit and the RPC timeout a context names are
-	// ipc's (ipc.MinMessageBytes..ipc.MaxMessageBytes, default
-	// ipc.MaxMessageBytes; 1 ms..ipc.MaxRPCTimeout, default
-	// ipc.DefaultRPCTimeout), since the Session enforces what the context
-	// announces.
-	MaxContextBytes = 1 << 20
-	// MaxResultBytes is the largest stdout the host may write: its one
-	// HostResult line, trailing newline included (doc/protocol.md, “Output
-	// discipline”). Longer output is ErrResultTooLarge; the launcher reads at most MaxResultBytes+1 bytes
-	// of stdout so that it can tell the two apart, and discards the rest.
-	MaxResultBytes = 1 << 20
-	// EgressPort is the port of the egress proxy inside a host's own
-	// network namespace (Linux): a host allowed the network
-	// (network_allowed) sees it as http://127.0.0.1:3128 in HTTP_PROXY,
-	// HTTPS_PROXY and ALL_PROXY (and their lower-case forms), and nothing
-	// else in its namespace leads out (doc/design.md, “Containment”).
-	EgressPort = 3128
-)
-
 // LaunchContext is the document the host reads from its context descriptor
 // (doc/protocol.md, “Launch context”). JSON names are upstream's. Marshal it
 // with canon.Marshal after Materialize so that what is sent is what is hashed

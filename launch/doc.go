@@ -29,7 +29,8 @@
 //   - [Launcher.Invoke] with an [Invocation] (the Encoded context, the
 //     request, the ipc.Handler that answers the host), which returns the
 //     [Outcome]: the [HostResult] (valid only with a nil error), the
-//     [Process] evidence and the session's summary and [History].
+//     [Process] evidence, the session's summary and the rest of what the
+//     result was judged against.
 //
 // The rest is optional: warm launch ([Launcher.StartZygote],
 // [ZygoteConfig], [Zygote.Invoke]; “Warm launch” below), containment
@@ -123,8 +124,8 @@
 // stdout, an incoherent HostResult, a foreign or null binding and an exit
 // status that disagrees with the state are each a distinct *ResultError
 // wrapping ErrBadResult. Invoke also refuses a result that what its own
-// session saw contradicts (ErrSessionMismatch; History.Check holds the
-// rules): a waiting_approval, cancelled, refused or needs_reconciliation
+// session saw contradicts (ErrSessionMismatch; launch/coherence.go holds
+// the rules): a waiting_approval, cancelled, refused or needs_reconciliation
 // that no reply and no ending of the host's own explains, a success whose
 // result.publish the session did not allow (doc/design.md, “A host result
 // is evidence”). The Runtime then keeps the evidence and asks its ledger;

@@ -9,9 +9,12 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
-// These errors say which check of ParseResult failed. Each *ResultError wraps
-// ErrBadResult and exactly one of the others.
+// The package's sentinel errors, grouped by when they occur. Test for them
+// with errors.Is: the errors returned wrap them, with the details.
 var (
+	// These say which check of ParseResult failed. Each *ResultError wraps
+	// ErrBadResult and exactly one of them.
+
 	// ErrBadResult is wrapped by every *ResultError: what the host left
 	// behind (its stdout and exit status) does not prove an outcome. It is
 	// a verdict on the host's report, not the operation's outcome: a
@@ -46,7 +49,7 @@ var (
 	// ErrExitMismatch: the exit status disagrees with the state's exit code.
 	ErrExitMismatch = errors.New("launch: host exit status disagrees with the result state")
 	// ErrSessionMismatch: the host's result is not coherent with what the
-	// Runtime's own session saw (History.Check): a success whose
+	// Runtime's own session saw (the rules of launch/coherence.go): a success whose
 	// result.publish the session never allowed, a waiting_approval,
 	// cancelled, refused or needs_reconciliation that no reply (and no
 	// ending of the host's own) explains, and so on. The Runtime's
@@ -58,6 +61,48 @@ var (
 	// the host's pidfd contradicts. The host was killed; nothing it
 	// printed is taken for its result.
 	ErrExitUnknown = errors.New("launch: host exit status unknown: its zygote server was lost")
+
+	// These refuse a Launcher or a launch before the host runs.
+
+	// ErrInvalidContext: the LaunchContext breaks a rule of the host's model.
+	ErrInvalidContext = errors.New("launch: invalid launch context")
+	// ErrInvalidConfig: the launcher Config is unusable.
+	ErrInvalidConfig = errors.New("launch: invalid launcher config")
+	// ErrEnvironmentMismatch: the EnvironmentVerifier found that the
+	// provider environment is not the one the binding names.
+	ErrEnvironmentMismatch = errors.New("launch: provider environment does not match its digest")
+	// ErrUnsupported: this platform cannot launch a host (doc/design.md,
+	// “Platforms”).
+	ErrUnsupported = errors.New("launch: unsupported platform")
+	// ErrContainmentUnavailable is wrapped by every refusal to launch a
+	// host whose containment (Config.Containment) cannot be applied: a
+	// layer the kernel lacks (Landlock, user or network namespaces,
+	// seccomp), a program that did not call Init, or a containment init
+	// that failed before the host ran. The message names what is missing
+	// and the switch that turns that layer off. A host is never launched
+	// without a layer it was configured to get (doc/design.md,
+	// “Containment”).
+	ErrContainmentUnavailable = errors.New("launch: host containment unavailable")
+	// ErrCgroupUnavailable is wrapped by New's refusal when
+	// Containment.Cgroup is Required and no usable delegated cgroup v2
+	// exists (the message says why). It is the same error as
+	// process.ErrCgroupUnavailable.
+	ErrCgroupUnavailable = cgroup.ErrUnavailable
+	// ErrCgroupLimitUnavailable is wrapped by New's refusal when a limit of
+	// Containment.Cgroup cannot be set: no cgroup at all, or a parent that
+	// does not enable the limit's controller for its children (the message
+	// names the file, the controller and the parent).
+	// Cgroup.BestEffortLimits drops such a limit instead. It is the same
+	// error as process.ErrCgroupLimitUnavailable.
+	ErrCgroupLimitUnavailable = cgroup.ErrLimitUnavailable
+
+	// These are about warm launches.
+
+	// ErrZygoteClosed: Invoke was called after Close.
+	ErrZygoteClosed = errors.New("launch: zygote is closed")
+	// ErrZygoteStart: a zygote's server could not be started (its
+	// interpreter failed, a preload import failed, or it could not fork).
+	ErrZygoteStart = errors.New("launch: zygote server did not start")
 )
 
 // ResultError is a protocol failure found in a host's stdout and exit status.
@@ -126,38 +171,3 @@ func (e *ResultError) Unwrap() []error {
 
 // Is reports true for ErrBadResult, so that every ResultError matches it.
 func (e *ResultError) Is(target error) bool { return target == ErrBadResult }
-
-// These errors refuse a Launcher or a launch before the host runs.
-var (
-	// ErrInvalidContext: the LaunchContext breaks a rule of the host's model.
-	ErrInvalidContext = errors.New("launch: invalid launch context")
-	// ErrInvalidConfig: the launcher Config is unusable.
-	ErrInvalidConfig = errors.New("launch: invalid launcher config")
-	// ErrEnvironmentMismatch: the EnvironmentVerifier found that the
-	// provider environment is not the one the binding names.
-	ErrEnvironmentMismatch = errors.New("launch: provider environment does not match its digest")
-	// ErrUnsupported: this platform cannot launch a host (doc/design.md,
-	// “Platforms”).
-	ErrUnsupported = errors.New("launch: unsupported platform")
-	// ErrContainmentUnavailable is wrapped by every refusal to launch a
-	// host whose containment (Config.Containment) cannot be applied: a
-	// layer the kernel lacks (Landlock, user or network namespaces,
-	// seccomp), a program that did not call Init, or a containment init
-	// that failed before the host ran. The message names what is missing
-	// and the switch that turns that layer off. A host is never launched
-	// without a layer it was configured to get (doc/design.md,
-	// “Containment”).
-	ErrContainmentUnavailable = errors.New("launch: host containment unavailable")
-	// ErrCgroupUnavailable is wrapped by New's refusal when
-	// Containment.Cgroup is Required and no usable delegated cgroup v2
-	// exists (the message says why). It is the same error as
-	// process.ErrCgroupUnavailable.
-	ErrCgroupUnavailable = cgroup.ErrUnavailable
-	// ErrCgroupLimitUnavailable is wrapped by New's refusal when a limit of
-	// Containment.Cgroup cannot be set: no cgroup at all, or a parent that
-	// does not enable the limit's controller for its children (the message
-	// names the file, the controller and the parent).
-	// Cgroup.BestEffortLimits drops such a limit instead. It is the same
-	// error as process.ErrCgroupLimitUnavailable.
-	ErrCgroupLimitUnavailable = cgroup.ErrLimitUnavailable
-)

@@ -7,6 +7,13 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 )
 
+// History is the evidence a host's result is judged against, for the
+// tests of the coherence rules.
+type History = history
+
+// KnownExitCode is knownExitCode, for the tests of the exit-code table.
+var KnownExitCode = knownExitCode
+
 // InvokeWithPeer is Invoke with serve standing in for the ipc.Session, for
 // tests whose Runtime peer must break the protocol on purpose.
 func (l *Launcher) InvokeWithPeer(ctx context.Context, inv Invocation,

@@ -62,14 +62,21 @@ type Outcome struct {
 	// SessionErr is how the IPC session ended: nil when the host closed its
 	// end at a frame boundary, else the *ipc.ViolationError that poisoned
 	// it. A session failure is evidence: the host's result decides the
-	// outcome only if it is coherent with it (see History).
+	// outcome only if it is coherent with it (see DeadlinePassed).
 	SessionErr error
-	// History is what the Runtime itself saw of the invocation (the
-	// session, as in Session and SessionErr, and what the launcher knows
-	// of the deadline, a stop and the scope), which the host's result
-	// was judged against. A caller that also consults durable state (the
-	// ledger) adds its own checks on top of it.
-	History History
+
+	// DeadlinePassed and OutOfScope complete, with Session, SessionErr and
+	// Process.Stopped, what the Runtime itself saw of the invocation,
+	// which the host's result was judged against (doc/design.md, “A host
+	// result is evidence”): DeadlinePassed reports that the attempt
+	// deadline had passed when the launcher saw the host end (only then
+	// may the host have found it passed at its start); OutOfScope, that
+	// the host's own scope check fails for this invocation (the request
+	// names another capability than the attempt's, or one not admitted,
+	// or the attempt's manifest digest is not the provider's). A caller
+	// that also consults durable state (the ledger) adds its own checks
+	// on top of them.
+	DeadlinePassed, OutOfScope bool
 }
 
 // EncodeRequest returns the canonical InvocationRequest document
@@ -102,7 +109,7 @@ func EncodeRequest(capabilityID string, arguments map[string]any) ([]byte, error
 // ErrEnvironmentMismatch or the start failure, and the Outcome is nil. Once
 // it has started, the Outcome is always returned; the error is nil when the
 // result is valid, bound to the attempt, agrees with the exit status and
-// is coherent with what the session saw (History.Check: a claim the
+// is coherent with what the session saw (the coherence rules of coherence.go: a claim the
 // session contradicts is ErrSessionMismatch), and otherwise a
 // *ResultError (errors.Is ErrBadResult) naming the failure, with its
 // Signal set when the host was killed.
@@ -211,8 +218,10 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, z *Zygote) (*Outc
 	if session != nil {
 		out.Session = session.Summary()
 	}
-	out.History = History{Session: out.Session, SessionErr: serveErr, Stopped: p.Stopped,
-		DeadlinePassed: !time.Now().Before(c.Deadline()), OutOfScope: outOfScope(c, inv.Request)}
+	out.DeadlinePassed = !time.Now().Before(c.Deadline())
+	out.OutOfScope = outOfScope(c, inv.Request)
+	seen := history{Session: out.Session, SessionErr: serveErr, Stopped: p.Stopped,
+		DeadlinePassed: out.DeadlinePassed, OutOfScope: out.OutOfScope}
 	if errors.Is(p.WaitErr, ErrExitUnknown) {
 		return out, &ResultError{Err: ErrExitUnknown, ExitCode: -1, WantExitCode: -1, Want: c.Attempt,
 			Stdout: head(p.Stdout), StdoutLen: int(min(p.StdoutBytes, int64(MaxResultBytes+1))), Cause: p.WaitErr}
@@ -227,7 +236,7 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, z *Zygote) (*Outc
 	}
 	// With a test's peer there is no session to judge against.
 	if session != nil {
-		if err := out.History.Check(r); err != nil {
+		if err := seen.Check(r); err != nil {
 			want, _ := r.State.ExitCode()
 			return out, &ResultError{Err: ErrSessionMismatch, ExitCode: p.ExitCode, WantExitCode: want,
 				Result: &r, Want: c.Attempt, Stdout: head(p.Stdout), StdoutLen: len(p.Stdout), Cause: err}

@@ -19,8 +19,30 @@ import (
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
-// Defaults of Config, ZygoteConfig and Limits, used when the field is zero.
+// The package's numbers: the fixed bounds of the host's side of a launch,
+// then the defaults of Config and ZygoteConfig, used when the field is zero.
 const (
+	// MaxContextBytes is the largest context document the host reads. The
+	// bounds of the frame limit and the RPC timeout a context names are
+	// ipc's (ipc.MinMessageBytes..ipc.MaxMessageBytes, default
+	// ipc.MaxMessageBytes; 1 ms..ipc.MaxRPCTimeout, default
+	// ipc.DefaultRPCTimeout), since the Session enforces what the context
+	// announces.
+	MaxContextBytes = 1 << 20
+	// MaxResultBytes is the largest stdout the host may write: its one
+	// HostResult line, trailing newline included (doc/protocol.md, “Output
+	// discipline”). Longer output is ErrResultTooLarge; the launcher reads at most MaxResultBytes+1 bytes
+	// of stdout so that it can tell the two apart, and discards the rest.
+	MaxResultBytes = 1 << 20
+	// EgressPort is the port of the egress proxy inside a host's own
+	// network namespace (Linux): a host allowed the network
+	// (network_allowed) sees it as http://127.0.0.1:3128 in HTTP_PROXY,
+	// HTTPS_PROXY and ALL_PROXY (and their lower-case forms), and nothing
+	// else in its namespace leads out (doc/design.md, “Containment”).
+	EgressPort = 3128
+
+	// Defaults of Config.
+
 	// DefaultGrace is the time between SIGTERM and SIGKILL to the host's
 	// process group when Config.Grace is zero.
 	DefaultGrace = 2 * time.Second

@@ -61,10 +61,10 @@ func (s State) Valid() bool {
 	return ok
 }
 
-// KnownExitCode reports whether code is an exit status that some state maps
+// knownExitCode reports whether code is an exit status that some state maps
 // to (0, 2–8 or 10). Anything else (1, 127, a signal) can only come from a
 // crash or from something that is not the host.
-func KnownExitCode(code int) bool {
+func knownExitCode(code int) bool {
 	for _, c := range exitCodes {
 		if c == code {
 			return true
@@ -237,7 +237,7 @@ func parseResult(stdout []byte, exitCode int, want ipc.AttemptBinding) (HostResu
 	if exitCode < 0 {
 		return fail(ErrSignaled, decodedResult(stdout), nil)
 	}
-	if !KnownExitCode(exitCode) {
+	if !knownExitCode(exitCode) {
 		return fail(ErrUnknownExitCode, decodedResult(stdout), nil)
 	}
 	if len(stdout) > MaxResultBytes {

@@ -124,15 +124,6 @@ type ZygoteStats struct {
 	ProviderWarm *ProviderWarmStats
 }
 
-// These errors are about warm launches.
-var (
-	// ErrZygoteClosed: Invoke was called after Close.
-	ErrZygoteClosed = errors.New("launch: zygote is closed")
-	// ErrZygoteStart: a zygote's server could not be started (its
-	// interpreter failed, a preload import failed, or it could not fork).
-	ErrZygoteStart = errors.New("launch: zygote server did not start")
-)
-
 // zygoteSpec is a ZygoteConfig checked against the launcher's Config.
 type zygoteSpec struct {
 	cfg      ZygoteConfig
