@@ -13,6 +13,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -22,7 +23,7 @@ import (
 var hostsimPath string
 
 func TestMain(m *testing.M) {
-	launch.Init() // the contained hosts of these tests start as this binary
+	contain.Init() // the contained hosts of these tests start as this binary
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }
 

@@ -13,10 +13,11 @@ import (
 	"github.com/zeoruntime/runtimeipc/capabilityruntime/process"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
-// BenchmarkCgroup measures what the cgroup layer (launch.Cgroup,
+// BenchmarkCgroup measures what the cgroup layer (contain.Cgroup,
 // process.Cgroup: a cgroup per host, made, started into with clone3,
 // killed, awaited empty and removed) adds, from the call to the result,
 // in interleaved runs: every iteration runs each mode once, so that load
@@ -65,10 +66,10 @@ func BenchmarkCgroup(b *testing.B) {
 			return nil
 		}
 	}
-	newLauncher := func(b *testing.B, cfg launch.Config, c launch.Containment, cg bool) *launch.Launcher {
+	newLauncher := func(b *testing.B, cfg launch.Config, c contain.Config, cg bool) *launch.Launcher {
 		cfg.Dir = b.TempDir()
 		cfg.Containment = c
-		cfg.Containment.Cgroup = launch.Cgroup{Off: !cg, Required: cg}
+		cfg.Containment.Cgroup = contain.Cgroup{Off: !cg, Required: cg}
 		l, err := launch.New(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -116,8 +117,8 @@ func BenchmarkCgroup(b *testing.B) {
 		var modes []mode
 		for _, p := range []struct {
 			name string
-			c    launch.Containment
-		}{{"contained", launch.Containment{}}, {"uncontained", launch.Containment{Off: launch.AllLayers}}} {
+			c    contain.Config
+		}{{"contained", contain.Config{}}, {"uncontained", contain.Config{Off: contain.AllLayers}}} {
 			for _, cg := range []bool{false, true} {
 				modes = append(modes, mode{p.name, cg, launchCall(newLauncher(b, cfg, p.c, cg).Invoke, false)})
 			}
@@ -134,7 +135,7 @@ func BenchmarkCgroup(b *testing.B) {
 			Env: []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"}, Verifier: environment.Trust{}, AllowRootHost: true}
 		var modes []mode
 		for _, cg := range []bool{false, true} {
-			l := newLauncher(b, cfg, launch.Containment{}, cg)
+			l := newLauncher(b, cfg, contain.Config{}, cg)
 			z, err := l.StartZygote(context.Background(), launch.ZygoteConfig{Provider: inv.Context.Provider,
 				Preload: []string{"pydantic", "pydantic.main", "jsonschema", "zeotestcontracts"}})
 			if err != nil {

@@ -5,9 +5,10 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
-// BenchmarkContainment measures what containment (launch.Containment,
+// BenchmarkContainment measures what containment (contain.Config,
 // every layer on) adds to a launch, from the call to the result, in
 // interleaved runs: every iteration launches once in each mode, so that
 // load drifting on the machine reaches every mode alike. Hosts: the
@@ -19,7 +20,7 @@ import (
 //     (Cgroup.Off): a launch as before containment existed;
 //   - self: the default (the cgroup layer included where this machine
 //     has one, see BenchmarkCgroup), the host started as this test binary
-//     re-executed (launch.Init), whose package inits every launch pays;
+//     re-executed (contain.Init), whose package inits every launch pays;
 //   - init: Containment.InitPath set to cmd/zeo-launch-init;
 //   - init-nonet: the same without the network layer (what the empty
 //     network namespace costs);
@@ -40,10 +41,10 @@ func BenchmarkContainment(b *testing.B) {
 		var modes []launchMode
 		for _, m := range []struct {
 			name string
-			c    launch.Containment
-		}{{"off", launch.Containment{Off: launch.AllLayers, Cgroup: launch.Cgroup{Off: true}}}, {"self", launch.Containment{}},
-			{"init", launch.Containment{InitPath: initBin}},
-			{"init-nonet", launch.Containment{InitPath: initBin, Off: launch.LayerNetwork}}} {
+			c    contain.Config
+		}{{"off", contain.Config{Off: contain.AllLayers, Cgroup: contain.Cgroup{Off: true}}}, {"self", contain.Config{}},
+			{"init", contain.Config{InitPath: initBin}},
+			{"init-nonet", contain.Config{InitPath: initBin, Off: contain.LayerNetwork}}} {
 			l := containedLauncher(b, cfg, m.c)
 			modes = append(modes, launchMode{name: m.name, baseline: "off", ratio: m.name + "-x-off", inv: inv, invoke: l.Invoke})
 			if warm && (m.name == "off" || m.name == "init") {

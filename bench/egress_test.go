@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // BenchmarkContainmentEgress measures what containment costs a launch
@@ -41,12 +42,12 @@ func BenchmarkContainmentEgress(b *testing.B) {
 		var modes []launchMode
 		for _, m := range []struct {
 			name string
-			c    launch.Containment
+			c    contain.Config
 			inv  launch.Invocation
-		}{{"off", launch.Containment{Off: launch.AllLayers}, network},
-			{"egress", launch.Containment{InitPath: initBin}, network},
-			{"netoff", launch.Containment{InitPath: initBin, Off: launch.LayerNetwork}, network},
-			{"nonet", launch.Containment{InitPath: initBin}, base}} {
+		}{{"off", contain.Config{Off: contain.AllLayers}, network},
+			{"egress", contain.Config{InitPath: initBin}, network},
+			{"netoff", contain.Config{InitPath: initBin, Off: contain.LayerNetwork}, network},
+			{"nonet", contain.Config{InitPath: initBin}, base}} {
 			l := containedLauncher(b, cfg, m.c)
 			modes = append(modes, launchMode{name: m.name, baseline: "off", ratio: ratioTo(m.name, "off"), inv: m.inv, invoke: l.Invoke})
 			if !warm || (m.name != "off" && m.name != "egress") {

@@ -19,6 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
@@ -129,7 +130,7 @@ func BenchmarkLaunch(b *testing.B) {
 		Env: []string{"ZEO_HOSTSIM_PYTHON_VERSION=3.11.7"},
 		// Uncontained, as these rows always were; BenchmarkContainment
 		// measures what containment adds.
-		Containment: launch.Containment{Off: launch.AllLayers},
+		Containment: contain.Config{Off: contain.AllLayers},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -74,7 +75,7 @@ func containmentTools(b *testing.B) (hostsim, initBin string) {
 
 // containedLauncher is a launcher of cfg with containment c, in a
 // directory of its own.
-func containedLauncher(b *testing.B, cfg launch.Config, c launch.Containment) *launch.Launcher {
+func containedLauncher(b *testing.B, cfg launch.Config, c contain.Config) *launch.Launcher {
 	cfg.Dir = b.TempDir()
 	cfg.Containment = c
 	l, err := launch.New(cfg)

@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // TestMain makes this test binary usable as the containment init of the
-// hosts it launches contained (launch.Init).
+// hosts it launches contained (contain.Init).
 func TestMain(m *testing.M) {
-	launch.Init()
+	contain.Init()
 	os.Exit(m.Run())
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/childproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
@@ -55,7 +56,7 @@ func newSuperviseFixture(b *testing.B) *superviseFixture {
 	dir := b.TempDir()
 	hostsim := buildTool(b, dir, "zeo-hostsim", "./internal/testkit/hostsim/cmd/zeo-hostsim", true)
 	l, err := launch.New(launch.Config{Interpreter: hostsim, Dir: b.TempDir(), Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: launch.Containment{Off: launch.AllLayers}}) // as these rows always were; see BenchmarkContainment
+		Containment: contain.Config{Off: contain.AllLayers}}) // as these rows always were; see BenchmarkContainment
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
@@ -115,7 +116,7 @@ func standInLauncher(b *testing.B) (l *launch.Launcher, python, modules string) 
 		Interpreter: python, Args: []string{"-m", testpyhost.HostModule}, Dir: b.TempDir(),
 		Env:      []string{"PYTHONPATH=" + modules, "LANG=C.UTF-8"},
 		Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: launch.Containment{Off: launch.AllLayers},
+		Containment: contain.Config{Off: contain.AllLayers},
 	})
 	if err != nil {
 		b.Fatal(err)

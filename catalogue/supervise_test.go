@@ -14,6 +14,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
@@ -26,7 +27,7 @@ import (
 var hostsimPath string
 
 func TestMain(m *testing.M) {
-	launch.Init() // the contained hosts of these tests start as this binary
+	contain.Init() // the contained hosts of these tests start as this binary
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/cgroup"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
@@ -89,14 +90,14 @@ func cgroupOf(t *testing.T, pid int) string {
 // alike. Nothing leaks: descriptors, goroutines, children, cgroups.
 func TestSetsidGrandchildEndsWithItsHost(t *testing.T) {
 	f := newFixture(t)
-	for _, off := range []launch.Layers{0, launch.AllLayers} {
+	for _, off := range []contain.Layers{0, contain.AllLayers} {
 		t.Run("off="+off.String(), func(t *testing.T) {
 			parent := testCgroupParent(t)
 			dir := t.TempDir()
 			l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: dir, Grace: 200 * time.Millisecond,
 				WaitDelay: 300 * time.Millisecond, Env: []string{"ZEO_HOSTSIM_SCENARIO=grandchild-escape"},
 				Verifier: environment.Trust{}, AllowRootHost: true,
-				Containment: launch.Containment{Off: off, Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
+				Containment: contain.Config{Off: off, Cgroup: contain.Cgroup{Parent: parent, Required: true}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +156,7 @@ func TestSetsidGrandchildFallback(t *testing.T) {
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: dir, Grace: 200 * time.Millisecond,
 		WaitDelay: 300 * time.Millisecond, Env: []string{"ZEO_HOSTSIM_SCENARIO=grandchild-escape"},
 		Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: launch.Containment{Cgroup: launch.Cgroup{Off: true}}})
+		Containment: contain.Config{Cgroup: contain.Cgroup{Off: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func setsidLauncher(t *testing.T, e pyEnv, parent string) *launch.Launcher {
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=setsid:"), Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
 		Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: launch.Containment{Cgroup: launch.Cgroup{Parent: parent, Required: true}}})
+		Containment: contain.Config{Cgroup: contain.Cgroup{Parent: parent, Required: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,15 +253,15 @@ func TestSetsidGrandchildEndsWithWarmHost(t *testing.T) {
 // whose controller the parent does not enable, and Off with a limit are
 // refused at New with their errors; BestEffortLimits drops the limit.
 func TestCgroupRefused(t *testing.T) {
-	cfg := func(c launch.Cgroup) launch.Config {
+	cfg := func(c contain.Cgroup) launch.Config {
 		return launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{},
-			AllowRootHost: true, Containment: launch.Containment{Cgroup: c}}
+			AllowRootHost: true, Containment: contain.Config{Cgroup: c}}
 	}
-	_, err := launch.New(cfg(launch.Cgroup{Required: true, Parent: t.TempDir()}))
+	_, err := launch.New(cfg(contain.Cgroup{Required: true, Parent: t.TempDir()}))
 	if !errors.Is(err, launch.ErrCgroupUnavailable) || !errors.Is(err, launch.ErrInvalidConfig) {
 		t.Errorf("Required with a Parent outside cgroup2: %v, want ErrCgroupUnavailable", err)
 	}
-	if _, err := launch.New(cfg(launch.Cgroup{Off: true, Pids: 5})); !errors.Is(err, launch.ErrInvalidConfig) {
+	if _, err := launch.New(cfg(contain.Cgroup{Off: true, Pids: 5})); !errors.Is(err, launch.ErrInvalidConfig) {
 		t.Errorf("Off with a limit: %v, want ErrInvalidConfig", err)
 	}
 	parent := testCgroupParent(t)
@@ -272,11 +273,11 @@ func TestCgroupRefused(t *testing.T) {
 		t.Skipf("%s enables pids: the limit is available", filepath.Dir(parent))
 	}
 	// The test's parent enables no controller for its children.
-	_, err = launch.New(cfg(launch.Cgroup{Parent: parent, Pids: 16}))
+	_, err = launch.New(cfg(contain.Cgroup{Parent: parent, Pids: 16}))
 	if !errors.Is(err, launch.ErrCgroupLimitUnavailable) || !strings.Contains(err.Error(), "pids.max") {
 		t.Errorf("pids.max without the pids controller: %v, want ErrCgroupLimitUnavailable naming pids.max", err)
 	}
-	l, err := launch.New(cfg(launch.Cgroup{Parent: parent, Pids: 16, BestEffortLimits: true}))
+	l, err := launch.New(cfg(contain.Cgroup{Parent: parent, Pids: 16, BestEffortLimits: true}))
 	if err != nil {
 		t.Fatalf("BestEffortLimits: %v", err)
 	}
@@ -300,8 +301,8 @@ func TestCgroupPidsStopsForkBomb(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
 		t.Skipf("enabling pids for the children of %s: %v", parent, err)
 	}
-	got := hostileRun(t, launch.Containment{Limits: launch.Limits{Processes: -1},
-		Cgroup: launch.Cgroup{Parent: parent, Required: true, Pids: 16}}, nil, false, "forkbomb:200")
+	got := hostileRun(t, contain.Config{Limits: contain.Limits{Processes: -1},
+		Cgroup: contain.Cgroup{Parent: parent, Required: true, Pids: 16}}, nil, false, "forkbomb:200")
 	if !strings.Contains(got["forkbomb:200"], "resource temporarily unavailable") {
 		t.Errorf("forkbomb under pids.max 16: %q, want it stopped (EAGAIN)", got["forkbomb:200"])
 	}

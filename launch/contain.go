@@ -4,162 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync/atomic"
+
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
-
-// Layers is a set of containment layers (Containment.Off).
-type Layers uint
-
-// The containment layers (doc/design.md, “Containment”).
-const (
-	// LayerFilesystem is Landlock's filesystem rules: read-only access to
-	// the provider environment, the system directories and
-	// Containment.ReadPaths; read-write access to the attempt's workspace
-	// and Containment.WritePaths; nothing else.
-	LayerFilesystem Layers = 1 << iota
-	// LayerNetwork is a network namespace of its own for every host,
-	// inside a new user namespace: empty (only a loopback interface,
-	// down) when its context does not allow the network; otherwise with
-	// one listener on its loopback, the egress proxy (EgressPort), which
-	// reaches only the context's network_hosts. A zygote's children share
-	// their server's namespace and each connects only to its own egress
-	// listener (doc/design.md, “Warm egress”).
-	LayerNetwork
-	// LayerScope is Landlock's IPC scoping (ABI 6): no signal to, and no
-	// abstract unix socket of, any process outside the host's own tree.
-	LayerScope
-	// LayerLimits is the resource limits of Containment.Limits.
-	LayerLimits
-	// LayerNoNewPrivs is prctl(PR_SET_NO_NEW_PRIVS): no exec gains
-	// privileges (setuid, file capabilities). Landlock and seccomp need
-	// it: New refuses to turn it off while LayerFilesystem, LayerScope or
-	// LayerSeccomp is on.
-	LayerNoNewPrivs
-	// LayerSeccomp is a seccomp filter denying (EPERM) system calls a
-	// capability host never needs (SeccompDenied).
-	LayerSeccomp
-
-	// AllLayers is every layer: Containment{Off: AllLayers} launches hosts
-	// uncontained, as before containment existed.
-	AllLayers = LayerFilesystem | LayerNetwork | LayerScope | LayerLimits | LayerNoNewPrivs | LayerSeccomp
-)
-
-// layerNames are the layers' names, in bit order.
-var layerNames = []string{"filesystem", "network", "scope", "limits", "no_new_privs", "seccomp"}
-
-// String lists the layers' names, separated by "+", or "none".
-func (s Layers) String() string {
-	var out []string
-	for i, n := range layerNames {
-		if s&(1<<i) != 0 {
-			out = append(out, n)
-		}
-	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, "+")
-}
-
-// Limits are the resource limits a contained host starts with
-// (LayerLimits), each set as both its soft and its hard limit, so the
-// host cannot raise it. Zero means the stated default; a negative value
-// leaves that limit as this process has it.
-type Limits struct {
-	// Processes is RLIMIT_NPROC. In the user namespace a host gets when
-	// it has no network (LayerNetwork), the kernel counts the host's own
-	// processes and threads only (a zygote's: the server's and all its
-	// children's together); otherwise every process of its user, so set
-	// it with that in mind. The kernel does not apply it to a host running
-	// as root (run it as Config.User). Default DefaultLimitProcesses.
-	Processes int64
-	// OpenFiles is RLIMIT_NOFILE. Default DefaultLimitOpenFiles.
-	OpenFiles int64
-	// DataBytes is RLIMIT_DATA: the host's private writable memory
-	// (heap, anonymous mappings), which is what an allocation takes; the
-	// address space (RLIMIT_AS) is left alone, as runtimes reserve far
-	// more of it than they use. Default DefaultLimitDataBytes.
-	DataBytes int64
-	// FileBytes is RLIMIT_FSIZE: the largest file the host may write or
-	// extend (beyond it, SIGXFSZ, or EFBIG when ignored). Default
-	// DefaultLimitFileBytes.
-	FileBytes int64
-	// CoreBytes is RLIMIT_CORE. Zero means 0 (no core dumps, which would
-	// hold the host's memory); a negative value leaves it alone.
-	CoreBytes int64
-}
-
-// Containment is the containment a Launcher applies to every host it
-// starts, cold or warm, on Linux (doc/design.md, “Containment”). The zero
-// value is full containment: every layer on, the policy of each launch
-// derived from the LaunchContext it serves (network_allowed,
-// filesystem_read, filesystem_write) and from these fields. Every layer
-// left on is required: New refuses, with ErrContainmentUnavailable, a
-// Config whose layers the kernel lacks. On darwin no layer exists and
-// Containment has no effect (ContainmentSummary says so).
-//
-// The mechanism: the host is started as this program re-executed
-// (InitPath), which, in Init, applies the policy to itself and then execs
-// the interpreter, so that the policy is in force before the host runs a
-// line of provider code. A zygote's server is started the same way, and
-// each child it forks adds its own Landlock layer before the host runs.
-//
-// A host whose context allows the network reaches only its network_hosts,
-// through an egress proxy the launcher runs for it (HTTP CONNECT and
-// plain-HTTP forwarding, named by the host's HTTP_PROXY, HTTPS_PROXY and
-// ALL_PROXY), cold or warm; with network_allowed and no network_hosts it
-// reaches nothing. Turn LayerNetwork off for a host that may reach everything
-// this machine reaches (doc/design.md, “Containment”).
-type Containment struct {
-	// Off turns layers off. Zero keeps every layer on; AllLayers turns
-	// containment off entirely.
-	Off Layers
-	// Limits are the resource limits (LayerLimits).
-	Limits Limits
-	// WorkspaceRoot, when set, is an existing directory under which the
-	// launcher creates, for each invocation, a fresh private directory
-	// (0700, named after the attempt) that is the host's working
-	// directory and its one writable directory besides WritePaths; no
-	// other attempt's host can reach it. The directory is removed, with
-	// everything in it, when Invoke returns, unless KeepWorkspaces is
-	// set. Invocation.Dir must then be empty. When WorkspaceRoot is
-	// empty the host's working directory (Invocation.Dir, else
-	// Config.Dir) is its writable workspace: give each attempt its own.
-	WorkspaceRoot string
-	// KeepWorkspaces leaves the directories created under WorkspaceRoot
-	// in place for the embedder to inspect and remove.
-	KeepWorkspaces bool
-	// ReadPaths are further files and directories every host may read
-	// (and execute), beyond what it gets anyway: the interpreter and its
-	// environment prefix, the PYTHONPATH and PYTHONHOME entries of
-	// Config.Env, the system directories /usr, /lib, /lib64, /lib32,
-	// /bin, /sbin and /etc (each where it exists), /proc, /dev/random and
-	// /dev/urandom, and /dev/null and /dev/zero (which it may also write).
-	ReadPaths []string
-	// WritePaths are further files and directories every host may read
-	// and write.
-	WritePaths []string
-	// FilesystemRead and FilesystemWrite are read-only and read-write
-	// paths granted only to hosts whose LaunchContext sets
-	// filesystem_read, respectively filesystem_write.
-	FilesystemRead, FilesystemWrite []string
-	// InitPath is the program started as the containment init: one whose
-	// main calls Init first. Empty means this program, which must then
-	// have called Init (New refuses otherwise, with
-	// ErrContainmentUnavailable). cmd/zeo-launch-init is such a program
-	// for embedders that cannot call Init in their own main.
-	InitPath string
-	// Cgroup is the cgroup layer: by default, where this process has a
-	// usable delegated cgroup v2, each host runs in a cgroup of its own,
-	// killed as a whole when the host ends, so that no descendant
-	// outlives it. It is independent of Off.
-	Cgroup Cgroup
-	// AssumeNoLandlock makes the launcher behave as on a kernel without
-	// Landlock: a Config that needs it (LayerFilesystem or LayerScope on)
-	// is refused. For tests of that refusal.
-	AssumeNoLandlock bool
-}
 
 // defaultWritePaths are the devices every host may also write.
 var defaultWritePaths = []string{"/dev/null", "/dev/zero"}
@@ -168,24 +15,13 @@ var defaultWritePaths = []string{"/dev/null", "/dev/zero"}
 // its interpreter and environment): the dynamic loader, libraries, the
 // interpreter's standard library under /usr, /etc (the loader cache,
 // certificates, name service, time zone), /proc and the harmless devices.
-// Paths missing on a machine are skipped. Containment.ReadPaths lists them.
+// Paths missing on a machine are skipped. contain.Config.ReadPaths lists them.
 var defaultReadPaths = []string{"/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc",
 	"/dev/urandom", "/dev/random"}
 
-// The containment's fixed lists.
-var (
-	// SeccompDenied names the system calls the seccomp layer
-	// (LayerSeccomp) denies with EPERM: tracing other processes, mounting,
-	// namespaces (unshare, setns, and clone with a namespace flag; clone3,
-	// whose flags a filter cannot read, fails with ENOSYS so that libc
-	// falls back to clone), BPF, kernel keyrings, modules and kexec,
-	// reboot, swap, quotas, perf events, userfaultfd and handle-based
-	// opens. A capability host needs none of them.
-	SeccompDenied = seccompDenied()
-)
-
-// validate checks c; paths must be absolute.
-func (c *Containment) validate() []error {
+// validateContainment checks c (Config.Containment); paths must be
+// absolute.
+func validateContainment(c *contain.Config) []error {
 	var errs []error
 	for _, l := range []struct {
 		name  string
@@ -206,14 +42,14 @@ func (c *Containment) validate() []error {
 	if c.InitPath != "" && !filepath.IsAbs(c.InitPath) {
 		errs = append(errs, fmt.Errorf("Containment.InitPath %q is not an absolute path", c.InitPath))
 	}
-	if c.Off&^AllLayers != 0 {
-		errs = append(errs, fmt.Errorf("Containment.Off has unknown bits %#x", uint(c.Off&^AllLayers)))
+	if c.Off&^contain.AllLayers != 0 {
+		errs = append(errs, fmt.Errorf("Containment.Off has unknown bits %#x", uint(c.Off&^contain.AllLayers)))
 	}
 	return errs
 }
 
-// clone returns a copy of c sharing nothing with it.
-func (c Containment) clone() Containment {
+// cloneContainment returns a copy of c sharing nothing with it.
+func cloneContainment(c contain.Config) contain.Config {
 	c.ReadPaths = slices.Clone(c.ReadPaths)
 	c.WritePaths = slices.Clone(c.WritePaths)
 	c.FilesystemRead = slices.Clone(c.FilesystemRead)
@@ -231,9 +67,3 @@ func limitOr(v, def int64) int64 {
 	}
 	return v
 }
-
-// initCalled records that this program's main called Init, so that it is
-// safe to re-execute it as a containment init. It is the package's one
-// piece of process-wide state, and must be: it describes the program
-// (what its main does first), not any Launcher, and only Init sets it.
-var initCalled atomic.Bool

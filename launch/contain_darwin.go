@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/zeoruntime/runtimeipc/internal/containinit"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // Containment layers are Linux's (Landlock, namespaces, seccomp): on
@@ -14,13 +14,7 @@ import (
 
 type container struct{}
 
-func seccompDenied() []string { return containinit.SeccompDenied() }
-
 func newContainer(*Config) (*container, error) { return nil, nil }
-
-// Init records that this program calls it and returns: darwin has no
-// containment init (see the Linux documentation of Init).
-func Init() { initCalled.Store(true) }
 
 // ContainmentSummary says, in one line, what containment the Launcher applies to
 // its hosts: none on darwin.
@@ -33,8 +27,8 @@ type containStart struct{ files []*os.File }
 func (l *Launcher) containPrepare(spec, []string, string, int) (*containStart, error) {
 	return nil, nil
 }
-func (cs *containStart) apply(*exec.Cmd, *User)      {}
-func (cs *containStart) started()                    {}
-func (cs *containStart) close()                      {}
-func (cs *containStart) await(context.Context) error { return nil }
-func (cs *containStart) startError(err error) error  { return err }
+func (cs *containStart) apply(*exec.Cmd, *contain.User) {}
+func (cs *containStart) started()                       {}
+func (cs *containStart) close()                         {}
+func (cs *containStart) await(context.Context) error    { return nil }
+func (cs *containStart) startError(err error) error     { return err }

@@ -19,15 +19,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/internal/containinit"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // container is a Launcher's frozen containment: what every host gets, and
 // how each launch's policy is derived (doc/design.md, “Containment”).
 type container struct {
-	on       Layers // the layers in force
+	on       contain.Layers // the layers in force
 	initPath string
 	abi      int // Landlock ABI version in use; 0 when no Landlock layer is on
-	cfg      Containment
+	cfg      contain.Config
 	read     []string // read-only for every host
 	write    []string // read-write for every host
 	limits   []policyLimit
@@ -41,26 +42,24 @@ type container struct {
 }
 
 // policy is what the containment init applies to itself before it execs
-// the host (see Init).
+// the host (see contain.Init).
 type policy = containinit.Policy
 
 // policyLimit is one rlimit of a policy.
 type policyLimit = containinit.Limit
-
-func seccompDenied() []string { return containinit.SeccompDenied() }
 
 // newContainer checks that every layer c keeps on is available, and
 // freezes what every launch shares. It returns nil when every layer is
 // off.
 func newContainer(cfg *Config) (*container, error) {
 	c := cfg.Containment
-	on := AllLayers &^ c.Off
+	on := contain.AllLayers &^ c.Off
 	if on == 0 {
 		return nil, nil
 	}
-	if on&LayerNoNewPrivs == 0 && on&(LayerFilesystem|LayerScope|LayerSeccomp) != 0 {
+	if on&contain.LayerNoNewPrivs == 0 && on&(contain.LayerFilesystem|contain.LayerScope|contain.LayerSeccomp) != 0 {
 		return nil, fmt.Errorf("%w: Containment.Off turns off %s but keeps %s, which need it; turn those off too",
-			ErrInvalidConfig, LayerNoNewPrivs, on&(LayerFilesystem|LayerScope|LayerSeccomp))
+			ErrInvalidConfig, contain.LayerNoNewPrivs, on&(contain.LayerFilesystem|contain.LayerScope|contain.LayerSeccomp))
 	}
 	k := &container{on: on, cfg: c}
 	var missing []string
@@ -69,14 +68,14 @@ func newContainer(cfg *Config) (*container, error) {
 		if fi, err := os.Stat(c.InitPath); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 			missing = append(missing, fmt.Sprintf("Containment.InitPath %s is not an executable file", c.InitPath))
 		}
-	} else if !initCalled.Load() {
-		missing = append(missing, "the containment init: this program's main (or TestMain) did not call launch.Init first; call it, or set Containment.InitPath to a program that does (cmd/zeo-launch-init)")
+	} else if !containinit.Called() {
+		missing = append(missing, "the containment init: this program's main (or TestMain) did not call contain.Init first; call it, or set Containment.InitPath to a program that does (cmd/zeo-launch-init)")
 	} else if exe, err := os.Executable(); err != nil {
 		missing = append(missing, fmt.Sprintf("the containment init: this program's path: %v", err))
 	} else {
 		k.initPath = exe
 	}
-	if on&(LayerFilesystem|LayerScope) != 0 {
+	if on&(contain.LayerFilesystem|contain.LayerScope) != 0 {
 		abi := 0
 		if !c.AssumeNoLandlock {
 			if v, err := ll.LandlockGetABIVersion(); err == nil {
@@ -85,33 +84,33 @@ func newContainer(cfg *Config) (*container, error) {
 		}
 		switch {
 		case abi < 1:
-			missing = append(missing, fmt.Sprintf("Landlock (layers %s): the kernel has none (Linux 5.13 or later, with landlock in the lsm= boot list); set Containment.Off |= LayerFilesystem|LayerScope to launch without it",
-				on&(LayerFilesystem|LayerScope)))
-		case on&LayerScope != 0 && abi < 6:
-			missing = append(missing, fmt.Sprintf("Landlock IPC scoping (layer scope): the kernel's Landlock ABI is %d, scoping needs 6 (Linux 6.12); set Containment.Off |= LayerScope to launch without it", abi))
+			missing = append(missing, fmt.Sprintf("Landlock (layers %s): the kernel has none (Linux 5.13 or later, with landlock in the lsm= boot list); set Containment.Off |= contain.LayerFilesystem|contain.LayerScope to launch without it",
+				on&(contain.LayerFilesystem|contain.LayerScope)))
+		case on&contain.LayerScope != 0 && abi < 6:
+			missing = append(missing, fmt.Sprintf("Landlock IPC scoping (layer scope): the kernel's Landlock ABI is %d, scoping needs 6 (Linux 6.12); set Containment.Off |= contain.LayerScope to launch without it", abi))
 		}
 		k.abi = min(abi, containinit.MaxLandlockABI)
 	}
-	if on&LayerNetwork != 0 {
+	if on&contain.LayerNetwork != 0 {
 		if err := userNamespacesUsable(); err != nil {
-			missing = append(missing, fmt.Sprintf("network namespaces (layer network): %v; set Containment.Off |= LayerNetwork to launch without them", err))
+			missing = append(missing, fmt.Sprintf("network namespaces (layer network): %v; set Containment.Off |= contain.LayerNetwork to launch without them", err))
 		}
 	}
-	if on&LayerSeccomp != 0 {
+	if on&contain.LayerSeccomp != 0 {
 		if err := containinit.SeccompUsable(); err != nil {
-			missing = append(missing, fmt.Sprintf("seccomp (layer seccomp): %v; set Containment.Off |= LayerSeccomp to launch without it", err))
+			missing = append(missing, fmt.Sprintf("seccomp (layer seccomp): %v; set Containment.Off |= contain.LayerSeccomp to launch without it", err))
 		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrContainmentUnavailable, strings.Join(missing, "; "))
 	}
-	if on&LayerNetwork != 0 {
+	if on&contain.LayerNetwork != 0 {
 		k.netABI, k.sockFilter, k.warmNet = warmNetUsable(c, on)
 	}
 	k.read = baseReadPaths(cfg)
 	k.write = append(slices.Clone(defaultWritePaths), c.WritePaths...)
-	if on&LayerLimits != 0 {
-		k.limits = c.Limits.policy()
+	if on&contain.LayerLimits != 0 {
+		k.limits = limitsPolicy(c.Limits)
 	}
 	return k, nil
 }
@@ -164,18 +163,18 @@ func dedupe(ps []string) []string {
 	return out
 }
 
-// policy returns the limits as the init sets them.
-func (lim Limits) policy() []policyLimit {
+// limitsPolicy returns lim as the init sets them.
+func limitsPolicy(lim contain.Limits) []policyLimit {
 	var out []policyLimit
 	add := func(res int, v int64) {
 		if v >= 0 {
 			out = append(out, policyLimit{Resource: res, Value: uint64(v)})
 		}
 	}
-	add(unix.RLIMIT_NPROC, limitOr(lim.Processes, DefaultLimitProcesses))
-	add(unix.RLIMIT_NOFILE, limitOr(lim.OpenFiles, DefaultLimitOpenFiles))
-	add(unix.RLIMIT_DATA, limitOr(lim.DataBytes, DefaultLimitDataBytes))
-	add(unix.RLIMIT_FSIZE, limitOr(lim.FileBytes, DefaultLimitFileBytes))
+	add(unix.RLIMIT_NPROC, limitOr(lim.Processes, contain.DefaultLimitProcesses))
+	add(unix.RLIMIT_NOFILE, limitOr(lim.OpenFiles, contain.DefaultLimitOpenFiles))
+	add(unix.RLIMIT_DATA, limitOr(lim.DataBytes, contain.DefaultLimitDataBytes))
+	add(unix.RLIMIT_FSIZE, limitOr(lim.FileBytes, contain.DefaultLimitFileBytes))
 	if lim.CoreBytes >= 0 {
 		add(unix.RLIMIT_CORE, lim.CoreBytes)
 	}
@@ -221,19 +220,19 @@ func (l *Launcher) ContainmentSummary() string {
 	if k.abi > 0 {
 		fmt.Fprintf(&b, " (Landlock ABI %d)", k.abi)
 	}
-	if k.on&LayerLimits != 0 {
+	if k.on&contain.LayerLimits != 0 {
 		lim := k.cfg.Limits
 		fmt.Fprintf(&b, "; limits: processes %s, open files %s, data %s, file size %s, core %s",
-			limitText(limitOr(lim.Processes, DefaultLimitProcesses), false),
-			limitText(limitOr(lim.OpenFiles, DefaultLimitOpenFiles), false),
-			limitText(limitOr(lim.DataBytes, DefaultLimitDataBytes), true),
-			limitText(limitOr(lim.FileBytes, DefaultLimitFileBytes), true),
+			limitText(limitOr(lim.Processes, contain.DefaultLimitProcesses), false),
+			limitText(limitOr(lim.OpenFiles, contain.DefaultLimitOpenFiles), false),
+			limitText(limitOr(lim.DataBytes, contain.DefaultLimitDataBytes), true),
+			limitText(limitOr(lim.FileBytes, contain.DefaultLimitFileBytes), true),
 			limitText(max(lim.CoreBytes, -1), true))
 	}
 	if off := k.cfg.Off; off != 0 {
 		fmt.Fprintf(&b, "; off: %s", off)
 	}
-	if k.on&LayerNetwork != 0 && k.warmNet != nil {
+	if k.on&contain.LayerNetwork != 0 && k.warmNet != nil {
 		fmt.Fprintf(&b, "; zygotes launch hosts allowed the network cold: %v", k.warmNet)
 	}
 	b.WriteString(l.cgroupSummary())
@@ -259,8 +258,8 @@ func limitText(v int64, bytes bool) string {
 // workspace (an invocation) or it has none (discovery).
 func (k *container) launchPolicy(path string, argv, env []string, dir string, lc *LaunchContext, workspace string) policy {
 	p := policy{Path: path, Argv: argv, Env: env, ABI: k.abi,
-		FS: k.on&LayerFilesystem != 0, Scope: k.on&LayerScope != 0,
-		NoNewPrivs: k.on&LayerNoNewPrivs != 0, Seccomp: k.on&LayerSeccomp != 0, Limits: k.limits}
+		FS: k.on&contain.LayerFilesystem != 0, Scope: k.on&contain.LayerScope != 0,
+		NoNewPrivs: k.on&contain.LayerNoNewPrivs != 0, Seccomp: k.on&contain.LayerSeccomp != 0, Limits: k.limits}
 	if p.FS {
 		p.Read = slices.Clone(k.read)
 		p.Write = slices.Clone(k.write)
@@ -286,7 +285,7 @@ func (k *container) launchPolicy(path string, argv, env []string, dir string, lc
 // namespace: every launch when the network layer is on; one whose
 // context allows the network also gets the egress proxy (egress).
 func (k *container) netns(lc *LaunchContext) bool {
-	return k.on&LayerNetwork != 0
+	return k.on&contain.LayerNetwork != 0
 }
 
 // warmNetUsable returns what a zygote needs to fork hosts allowed the
@@ -295,9 +294,9 @@ func (k *container) netns(lc *LaunchContext) bool {
 // the server (the children add a Landlock layer and a seccomp filter of
 // their own, which need it) and seccomp. Without them the server's
 // loopback stays down and such invocations are launched cold.
-func warmNetUsable(c Containment, on Layers) (abi int, filter []byte, err error) {
-	if on&LayerNoNewPrivs == 0 {
-		return 0, nil, fmt.Errorf("the %s layer is off, and a warm host's own Landlock layer and socket filter need it", LayerNoNewPrivs)
+func warmNetUsable(c contain.Config, on contain.Layers) (abi int, filter []byte, err error) {
+	if on&contain.LayerNoNewPrivs == 0 {
+		return 0, nil, fmt.Errorf("the %s layer is off, and a warm host's own Landlock layer and socket filter need it", contain.LayerNoNewPrivs)
 	}
 	if !c.AssumeNoLandlock {
 		abi, _ = ll.LandlockGetABIVersion()
@@ -391,7 +390,7 @@ func (l *Launcher) containPrepareShared(s spec, argv []string, dir string, first
 // containment init that becomes it: the init program with only the
 // marker in its environment (the host's argv and environment are in the
 // policy), and the namespaces.
-func (cs *containStart) apply(cmd *exec.Cmd, user *User) {
+func (cs *containStart) apply(cmd *exec.Cmd, user *contain.User) {
 	cmd.Path = cs.k.initPath
 	cmd.Args = []string{"zeo-launch-init"}
 	cmd.Env = []string{containinit.Env + "=" + strconv.Itoa(cs.policyFD)}
@@ -471,32 +470,7 @@ func (cs *containStart) await(ctx context.Context) error {
 // the kernel refuses is a missing layer.
 func (cs *containStart) startError(err error) error {
 	if cs != nil && cs.userns && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC)) {
-		return fmt.Errorf("%w: creating the host's user and network namespaces (layer network; set Containment.Off |= LayerNetwork to launch without them): %w", ErrContainmentUnavailable, err)
+		return fmt.Errorf("%w: creating the host's user and network namespaces (layer network; set Containment.Off |= contain.LayerNetwork to launch without them): %w", ErrContainmentUnavailable, err)
 	}
 	return err
-}
-
-// Init must be the first statement of main (or TestMain) in every program
-// that launches contained hosts without setting Containment.InitPath
-// (doc/design.md, “Containment”). A contained host is started as this very
-// program re-executed, and Init is where it takes over: when the process
-// was started as a containment init, Init applies the launch's policy to
-// itself — resource limits, Config.User, no_new_privs, the Landlock
-// ruleset and scopes, the seccomp filter; the namespaces are already in
-// place — and then replaces itself with the host's interpreter. It never
-// returns then: if it cannot apply the whole policy it reports why to the
-// launcher and exits with status 125 without running the host.
-//
-// In any other process Init returns at once, having recorded that this
-// program calls it; New refuses to contain hosts without that record
-// (ErrContainmentUnavailable), since re-executing a program that does not
-// call Init would run its main instead.
-//
-// Nothing before Init in main may have side effects: package init
-// functions run in the containment init too, before Init, and their cost
-// is paid by every launch (cmd/zeo-launch-init, set as InitPath, pays
-// almost none).
-func Init() {
-	initCalled.Store(true)
-	containinit.Main()
 }

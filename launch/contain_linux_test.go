@@ -20,6 +20,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 )
@@ -28,14 +29,14 @@ import (
 // tries each of actions and reports what it got, through a launcher with
 // contain, for a context with networkAllowed. It returns action → "ok…"
 // or the error text.
-func hostileRun(t *testing.T, contain launch.Containment, user *launch.User, networkAllowed bool, actions ...string) map[string]string {
+func hostileRun(t *testing.T, contain contain.Config, user *contain.User, networkAllowed bool, actions ...string) map[string]string {
 	t.Helper()
 	return hostileRunContext(t, contain, user, nil, func(c *launch.LaunchContext) { c.NetworkAllowed = networkAllowed }, actions...)
 }
 
 // hostileRunContext is hostileRun with the context set by setContext and
 // the launcher's log written to log (when not nil).
-func hostileRunContext(t *testing.T, contain launch.Containment, user *launch.User, log *slog.Logger, setContext func(*launch.LaunchContext), actions ...string) map[string]string {
+func hostileRunContext(t *testing.T, contain contain.Config, user *contain.User, log *slog.Logger, setContext func(*launch.LaunchContext), actions ...string) map[string]string {
 	t.Helper()
 	l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: environment.Trust{},
 		Env:  []string{hostproc.EnvScenario + "=hostile", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
@@ -104,7 +105,7 @@ func TestContainedFilesystem(t *testing.T) {
 	actions := []string{"read:" + ledgerPath, "write:" + ledgerPath, "read:" + secret, "read:" + otherFile,
 		"write:" + filepath.Join(other, "planted.txt"), "write:mine.txt"}
 
-	got := hostileRun(t, launch.Containment{WorkspaceRoot: root, KeepWorkspaces: true}, nil, false, actions...)
+	got := hostileRun(t, contain.Config{WorkspaceRoot: root, KeepWorkspaces: true}, nil, false, actions...)
 	for _, a := range actions[:5] {
 		if !denied(got[a]) {
 			t.Errorf("contained host, %s: %q, want permission denied", a, got[a])
@@ -135,7 +136,7 @@ func TestContainedFilesystem(t *testing.T) {
 
 	// The control: uncontained, every open succeeds (the ledger is only
 	// read, so that the check above stays meaningful for other runs).
-	got = hostileRun(t, launch.Containment{Off: launch.AllLayers}, nil, false, actions[0], actions[2], actions[3])
+	got = hostileRun(t, contain.Config{Off: contain.AllLayers}, nil, false, actions[0], actions[2], actions[3])
 	for _, a := range []string{actions[0], actions[2], actions[3]} {
 		if got[a] != "ok" {
 			t.Errorf("uncontained host (the control), %s: %q, want ok", a, got[a])
@@ -147,7 +148,7 @@ func TestContainedFilesystem(t *testing.T) {
 // removed when Invoke returns (KeepWorkspaces unset).
 func TestContainedWorkspaceRemoved(t *testing.T) {
 	root := openDir(t)
-	got := hostileRun(t, launch.Containment{WorkspaceRoot: root}, nil, false, "write:mine.txt")
+	got := hostileRun(t, contain.Config{WorkspaceRoot: root}, nil, false, "write:mine.txt")
 	if got["write:mine.txt"] != "ok" {
 		t.Fatalf("writing in its own workspace: %q", got["write:mine.txt"])
 	}
@@ -194,13 +195,13 @@ func TestContainedNetwork(t *testing.T) {
 	} else {
 		t.Logf("no server on 127.0.0.1:5432 (%v): the PostgreSQL row is left out", err)
 	}
-	got := hostileRun(t, launch.Containment{}, nil, false, actions...)
+	got := hostileRun(t, contain.Config{}, nil, false, actions...)
 	for _, a := range actions {
 		if strings.HasPrefix(got[a], "ok") {
 			t.Errorf("network_allowed false, %s: %q, want a failure", a, got[a])
 		}
 	}
-	got = hostileRun(t, launch.Containment{Off: launch.LayerNetwork}, nil, true, actions[0], actions[1])
+	got = hostileRun(t, contain.Config{Off: contain.LayerNetwork}, nil, true, actions[0], actions[1])
 	for _, a := range actions[:2] {
 		if !strings.HasPrefix(got[a], "ok") {
 			t.Errorf("network layer off (the control), %s: %q, want ok", a, got[a])
@@ -314,7 +315,7 @@ func TestContainedEgress(t *testing.T) {
 	allowed, other, rows, actions := egressTable(t)
 	logs := &logRecords{}
 	fds, checkGoroutines := leaktest.OpenFDs(t), leaktest.Goroutines(t)
-	got := hostileRunContext(t, launch.Containment{}, nil, slog.New(logs), func(c *launch.LaunchContext) {
+	got := hostileRunContext(t, contain.Config{}, nil, slog.New(logs), func(c *launch.LaunchContext) {
 		c.NetworkAllowed = true
 		c.NetworkHosts = []string{allowed}
 	}, actions...)
@@ -329,13 +330,13 @@ func TestContainedEgress(t *testing.T) {
 		t.Errorf("the refusals are not logged with their host: %q", logs.lines)
 	}
 	// network_allowed false: no proxy, no route.
-	got = hostileRun(t, launch.Containment{}, nil, false, "proxyget:http://"+allowed+"/", "connect:"+allowed)
+	got = hostileRun(t, contain.Config{}, nil, false, "proxyget:http://"+allowed+"/", "connect:"+allowed)
 	for a, res := range got {
 		if strings.HasPrefix(res, "ok") {
 			t.Errorf("network_allowed false, %s: %q, want a failure", a, res)
 		}
 	}
-	got = hostileRun(t, launch.Containment{Off: launch.LayerNetwork}, nil, true, "connect:"+allowed, "connect:"+other)
+	got = hostileRun(t, contain.Config{Off: contain.LayerNetwork}, nil, true, "connect:"+allowed, "connect:"+other)
 	for a, res := range got {
 		if res != "ok" {
 			t.Errorf("network layer off (the control), %s: %q, want ok", a, res)
@@ -370,9 +371,9 @@ func TestContainedScope(t *testing.T) {
 	for _, network := range []bool{false, true} {
 		// With the network layer on, the namespace hides the abstract
 		// socket; with it off, the scope denies it.
-		c := launch.Containment{}
+		c := contain.Config{}
 		if network {
-			c.Off = launch.LayerNetwork
+			c.Off = contain.LayerNetwork
 		}
 		got := hostileRun(t, c, nil, network, actions...)
 		if !denied(got[actions[0]]) {
@@ -388,7 +389,7 @@ func TestContainedScope(t *testing.T) {
 			t.Errorf("network %v: signalling itself: %q, want ok", network, got[actions[2]])
 		}
 	}
-	got := hostileRun(t, launch.Containment{Off: launch.AllLayers}, nil, true, actions...)
+	got := hostileRun(t, contain.Config{Off: contain.AllLayers}, nil, true, actions...)
 	for _, a := range actions {
 		if got[a] != "ok" {
 			t.Errorf("uncontained (the control), %s: %q, want ok", a, got[a])
@@ -402,18 +403,18 @@ func TestContainedScope(t *testing.T) {
 // As root the host runs as uid 65534: the kernel does not apply the
 // process limit to root.
 func TestContainedLimits(t *testing.T) {
-	var user *launch.User
+	var user *contain.User
 	root := openDir(t)
 	if os.Geteuid() == 0 {
-		user = &launch.User{UID: nobody, GID: nobody}
+		user = &contain.User{UID: nobody, GID: nobody}
 		if err := os.Chown(root, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const tenGiB = 10 << 30
 	actions := []string{"forkbomb:200", "alloc:" + strconv.Itoa(tenGiB), "bigfile:big.bin:" + strconv.Itoa(tenGiB)}
-	got := hostileRun(t, launch.Containment{WorkspaceRoot: root,
-		Limits: launch.Limits{Processes: 16, FileBytes: 8 << 20}}, user, false, actions...)
+	got := hostileRun(t, contain.Config{WorkspaceRoot: root,
+		Limits: contain.Limits{Processes: 16, FileBytes: 8 << 20}}, user, false, actions...)
 	for a, want := range map[string]string{actions[0]: "resource temporarily unavailable",
 		actions[1]: "cannot allocate memory", actions[2]: "after 8388608 bytes: write big.bin: file too large"} {
 		if !strings.Contains(got[a], want) {
@@ -423,7 +424,7 @@ func TestContainedLimits(t *testing.T) {
 	}
 	// The controller is unaffected: the control host, uncontained, with
 	// smaller asks, does all three.
-	got = hostileRun(t, launch.Containment{Off: launch.AllLayers, WorkspaceRoot: root}, user, false,
+	got = hostileRun(t, contain.Config{Off: contain.AllLayers, WorkspaceRoot: root}, user, false,
 		"forkbomb:20", "alloc:"+strconv.Itoa(64<<20), "bigfile:big.bin:"+strconv.Itoa(16<<20))
 	for a, res := range got {
 		if !strings.HasPrefix(res, "ok") {
@@ -437,12 +438,12 @@ func TestContainedLimits(t *testing.T) {
 // what is missing; turning the Landlock layers off launches.
 func TestContainmentRefused(t *testing.T) {
 	cfg := launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: launch.Containment{AssumeNoLandlock: true}}
+		Containment: contain.Config{AssumeNoLandlock: true}}
 	_, err := launch.New(cfg)
 	if !errors.Is(err, launch.ErrContainmentUnavailable) || !strings.Contains(err.Error(), "Landlock") {
 		t.Fatalf("New without Landlock: %v, want ErrContainmentUnavailable naming Landlock", err)
 	}
-	cfg.Containment.Off = launch.LayerFilesystem | launch.LayerScope
+	cfg.Containment.Off = contain.LayerFilesystem | contain.LayerScope
 	l, err := launch.New(cfg)
 	if err != nil {
 		t.Fatalf("New without Landlock, its layers off: %v", err)
@@ -455,7 +456,7 @@ func TestContainmentRefused(t *testing.T) {
 		t.Fatalf("the launch with the Landlock layers off: %v (%+v)", err, out)
 	}
 
-	cfg.Containment = launch.Containment{InitPath: filepath.Join(t.TempDir(), "no-such-init")}
+	cfg.Containment = contain.Config{InitPath: filepath.Join(t.TempDir(), "no-such-init")}
 	if _, err := launch.New(cfg); !errors.Is(err, launch.ErrContainmentUnavailable) {
 		t.Errorf("New with a missing InitPath: %v, want ErrContainmentUnavailable", err)
 	}
@@ -489,7 +490,7 @@ func TestContainedWarm(t *testing.T) {
 	allow := []string{"write:mine.txt", "signal:self"}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(append(deny, allow...), ";")), Dir: t.TempDir(),
-		Verifier: environment.Trust{}, AllowRootHost: true, Containment: launch.Containment{WorkspaceRoot: root}})
+		Verifier: environment.Trust{}, AllowRootHost: true, Containment: contain.Config{WorkspaceRoot: root}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,7 +626,7 @@ func TestContainedEgressWarm(t *testing.T) {
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
 		Verifier: environment.Trust{}, AllowRootHost: true, Logger: slog.New(logs),
-		Containment: launch.Containment{WorkspaceRoot: openDir(t)}})
+		Containment: contain.Config{WorkspaceRoot: openDir(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,7 +706,7 @@ func TestContainedEgressWarmNetworkOnly(t *testing.T) {
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
 		Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: launch.Containment{Off: launch.LayerFilesystem | launch.LayerScope}})
+		Containment: contain.Config{Off: contain.LayerFilesystem | contain.LayerScope}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -776,7 +777,7 @@ func TestContainedEgressWarmSiblings(t *testing.T) {
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
 		Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: launch.Containment{WorkspaceRoot: openDir(t), WritePaths: []string{meet}}})
+		Containment: contain.Config{WorkspaceRoot: openDir(t), WritePaths: []string{meet}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -826,12 +827,12 @@ func TestContainedEgressWarmFallback(t *testing.T) {
 	allowed, _, rows, actions := egressTable(t)
 	for _, tt := range []struct {
 		name    string
-		contain launch.Containment
+		contain contain.Config
 		why     string
 	}{
-		{"no Landlock", launch.Containment{AssumeNoLandlock: true, Off: launch.LayerFilesystem | launch.LayerScope},
+		{"no Landlock", contain.Config{AssumeNoLandlock: true, Off: contain.LayerFilesystem | contain.LayerScope},
 			"Landlock TCP port rules"},
-		{"no no_new_privs", launch.Containment{Off: launch.LayerFilesystem | launch.LayerScope | launch.LayerSeccomp | launch.LayerNoNewPrivs},
+		{"no no_new_privs", contain.Config{Off: contain.LayerFilesystem | contain.LayerScope | contain.LayerSeccomp | contain.LayerNoNewPrivs},
 			"the no_new_privs layer is off"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -876,13 +877,13 @@ func TestContainedEgressWarmFallback(t *testing.T) {
 // with EPERM; with the seccomp layer off (the control) keyctl answers and
 // unshare fails for another reason (this multithreaded process).
 func TestContainedSeccomp(t *testing.T) {
-	got := hostileRun(t, launch.Containment{}, nil, false, "keyctl:", "unshare:")
+	got := hostileRun(t, contain.Config{}, nil, false, "keyctl:", "unshare:")
 	for _, a := range []string{"keyctl:", "unshare:"} {
 		if got[a] != "operation not permitted" {
 			t.Errorf("contained, %s: %q, want EPERM from the filter", a, got[a])
 		}
 	}
-	got = hostileRun(t, launch.Containment{Off: launch.LayerSeccomp}, nil, false, "keyctl:", "unshare:")
+	got = hostileRun(t, contain.Config{Off: contain.LayerSeccomp}, nil, false, "keyctl:", "unshare:")
 	if !strings.HasPrefix(got["keyctl:"], "ok") || got["unshare:"] == "operation not permitted" {
 		t.Errorf("seccomp off (the control): %v, want keyctl ok and unshare failing otherwise", got)
 	}

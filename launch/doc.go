@@ -19,7 +19,7 @@
 // runs) through [Launcher.Discover].
 // Driving a host directly, for a controller of your own, takes:
 //
-//   - [Init], the first statement of main (or TestMain) of every program
+//   - contain.Init (package launch/contain), the first statement of main (or TestMain) of every program
 //     that launches contained hosts (each host starts as that program
 //     re-executed, which applies the containment and then execs the
 //     interpreter);
@@ -34,9 +34,9 @@
 //
 // The rest is optional: warm launch ([Launcher.StartZygote],
 // [ZygoteConfig], [Zygote.Invoke]; “Warm launch” below), containment
-// settings (Config.Containment: [Containment], [Cgroup], [Limits],
-// [Layers]; on by default, “Containment” below), another uid
-// (Config.User), more discovery (discovery.ListCapabilities,
+// settings (Config.Containment, of package launch/contain: contain.Config,
+// Cgroup, Limits, Layers; on by default, “Containment” below), another uid
+// (Config.User, a contain.User), more discovery (discovery.ListCapabilities,
 // discovery.DescribeCapability) and environment verification (package
 // launch/environment: TreeVerifier, DigestTree).
 //
@@ -205,7 +205,7 @@
 // # Containment
 //
 // On Linux every host is contained by default (Config.Containment): a
-// program that launches hosts calls Init first in main, and each host
+// program that launches hosts calls contain.Init first in main, and each host
 // starts as that program re-executed, which applies the launch's policy
 // to itself — rlimits, no_new_privs, a Landlock ruleset (read-only: the
 // provider environment and system directories; read-write: the attempt's
@@ -225,7 +225,7 @@
 // runs in a cgroup of its own, killed as a whole (cgroup.kill) and removed
 // before Invoke returns, so no descendant outlives its host; cgroup limits
 // are set only where asked and where the parent enables their controller
-// (Containment.Cgroup, Launcher.Cgroups). Without it (Cgroup.Off, no
+// (Containment.Cgroup, Launcher.Cgroups). Without it (Containment.Cgroup.Off, no
 // usable cgroup v2, darwin) such a descendant survives the host and
 // Invoke (it still cannot hang the call, because of WaitDelay). The
 // environment check

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zeoruntime/runtimeipc/internal/containinit"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // egressProxyVars are the variables a host allowed the network gets, all
@@ -26,7 +27,7 @@ var egressProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_p
 // then in its own network namespace like every other, with the proxy as
 // its one way out).
 func (k *container) egress(lc *LaunchContext) bool {
-	return k.on&LayerNetwork != 0 && lc != nil && lc.NetworkAllowed
+	return k.on&contain.LayerNetwork != 0 && lc != nil && lc.NetworkAllowed
 }
 
 // egressEnv returns env with every proxy variable replaced by the egress

@@ -77,7 +77,7 @@ var (
 	// ErrContainmentUnavailable is wrapped by every refusal to launch a
 	// host whose containment (Config.Containment) cannot be applied: a
 	// layer the kernel lacks (Landlock, user or network namespaces,
-	// seccomp), a program that did not call Init, or a containment init
+	// seccomp), a program that did not call contain.Init, or a containment init
 	// that failed before the host ran. The message names what is missing
 	// and the switch that turns that layer off. A host is never launched
 	// without a layer it was configured to get (doc/design.md,
@@ -92,7 +92,7 @@ var (
 	// Containment.Cgroup cannot be set: no cgroup at all, or a parent that
 	// does not enable the limit's controller for its children (the message
 	// names the file, the controller and the parent).
-	// Cgroup.BestEffortLimits drops such a limit instead. It is the same
+	// Containment.Cgroup.BestEffortLimits drops such a limit instead. It is the same
 	// error as process.ErrCgroupLimitUnavailable.
 	ErrCgroupLimitUnavailable = cgroup.ErrLimitUnavailable
 

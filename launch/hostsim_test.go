@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testvectors"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -24,7 +25,7 @@ import (
 var hostsimPath string
 
 func TestMain(m *testing.M) {
-	launch.Init()
+	contain.Init()
 	if os.Getenv(controllerEnv) != "" {
 		os.Exit(helperController())
 	}

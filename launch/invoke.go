@@ -11,6 +11,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/ipc"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // InvokeArgs are the host arguments of an invocation (doc/protocol.md,
@@ -250,7 +251,7 @@ func (l *Launcher) invoke(ctx context.Context, inv Invocation, z *Zygote) (*Outc
 // (Containment.WorkspaceRoot): a new 0700 directory named after the
 // attempt and made unique, which no other attempt's host can reach.
 // A host running as Config.User owns its workspace.
-func makeWorkspace(root, attemptID string, user *User) (string, error) {
+func makeWorkspace(root, attemptID string, user *contain.User) (string, error) {
 	name := strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/internal/cgroup"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -73,17 +74,6 @@ const (
 	// zero, how long a server may take to answer a fork request and to
 	// report a child's exit once the child has exited.
 	DefaultZygoteReplyTimeout = 5 * time.Second
-
-	// Defaults of Limits (Containment.Limits).
-
-	// DefaultLimitProcesses is Limits.Processes' default.
-	DefaultLimitProcesses = 512
-	// DefaultLimitOpenFiles is Limits.OpenFiles' default.
-	DefaultLimitOpenFiles = 1024
-	// DefaultLimitDataBytes is Limits.DataBytes' default.
-	DefaultLimitDataBytes = 4 << 30
-	// DefaultLimitFileBytes is Limits.FileBytes' default.
-	DefaultLimitFileBytes = 1 << 30
 )
 
 // Config configures a Launcher. New copies it; later changes to the caller's
@@ -136,9 +126,9 @@ type Config struct {
 	// “What the credential check proves”). Starting a host as another
 	// user needs the privilege to change credentials (CAP_SETUID and
 	// CAP_SETGID, in practice root); Interpreter and Dir must be usable by
-	// that user, which New checks on Linux (see UserAccessError). Nil runs
+	// that user, which New checks on Linux (see contain.UserAccessError). Nil runs
 	// the host as this process's user.
-	User *User
+	User *contain.User
 	// AllowRootHost lets the host run as root (uid 0) or with group 0:
 	// New refuses a Config that would start one (User naming uid or gid
 	// 0, or no User while this process runs as root) unless it is set. A
@@ -156,19 +146,13 @@ type Config struct {
 	LeaveDumpable bool
 	// Containment is what confines every host this Launcher starts (on
 	// Linux): its filesystem, network, scopes, resources and system
-	// calls. The zero value is every layer on; see Containment and
+	// calls. The zero value is every layer on; see contain.Config and
 	// doc/design.md, “Containment”. A program relying on the default
-	// must call Init first in main.
-	Containment Containment
+	// must call contain.Init first in main.
+	Containment contain.Config
 	// Logger receives one debug record per launch and warnings for forced
 	// kills. Nil means no logging.
 	Logger *slog.Logger
-}
-
-// User is the identity a host runs as (Config.User): a uid and a primary
-// gid, with no supplementary groups.
-type User struct {
-	UID, GID uint32
 }
 
 // Launcher starts ZEO runtime hosts. It holds only its frozen Config, so a
@@ -194,7 +178,7 @@ func New(cfg Config) (*Launcher, error) {
 		u := *cfg.User
 		c.User = &u
 	}
-	c.Containment = cfg.Containment.clone()
+	c.Containment = cloneContainment(cfg.Containment)
 	c.Args = slices.Clone(cfg.Args)
 	c.Env = slices.Clone(cfg.Env)
 	if c.Env == nil {
@@ -294,7 +278,7 @@ func (c *Config) validate() error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, c.Containment.validate()...)
+	errs = append(errs, validateContainment(&c.Containment)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -356,7 +340,7 @@ type Process struct {
 	// (exec.ErrWaitDelay when a descendant held stdout past WaitDelay).
 	WaitErr error
 	// Elapsed is the time from start to reap; for a contained host, from
-	// the exec its containment init made (see Init).
+	// the exec its containment init made (see contain.Init).
 	Elapsed time.Duration
 	// Warm reports that the host was forked from a zygote's server
 	// (Zygote.Invoke) rather than started cold.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
@@ -80,7 +81,7 @@ func openDir(t *testing.T) string {
 func TestRootHostRefused(t *testing.T) {
 	// A directory every user may enter: New checks that User can.
 	base := launch.Config{Interpreter: hostsimPath, Dir: openDir(t), Verifier: environment.Trust{}}
-	for _, u := range []*launch.User{{UID: 0, GID: nobody}, {UID: nobody, GID: 0}} {
+	for _, u := range []*contain.User{{UID: 0, GID: nobody}, {UID: nobody, GID: 0}} {
 		c := base
 		c.User = u
 		if _, err := launch.New(c); !errors.Is(err, launch.ErrInvalidConfig) {
@@ -96,7 +97,7 @@ func TestRootHostRefused(t *testing.T) {
 		t.Errorf("no User, this process root %v: New = %v", root, err)
 	}
 	c := base
-	c.User = &launch.User{UID: nobody, GID: nobody}
+	c.User = &contain.User{UID: nobody, GID: nobody}
 	if _, err := launch.New(c); err != nil {
 		t.Errorf("an unprivileged User: %v", err)
 	}
@@ -112,7 +113,7 @@ func TestRootHostRefused(t *testing.T) {
 func TestHostAsAnotherUser(t *testing.T) {
 	requireRoot(t)
 	f := newFixture(t)
-	run := func(u *launch.User, contain launch.Containment) (*launch.Outcome, probeReport) {
+	run := func(u *contain.User, contain contain.Config) (*launch.Outcome, probeReport) {
 		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Env: []string{"ZEO_HOSTSIM_SCENARIO=probe"}, Dir: openDir(t),
 			Verifier: environment.Trust{}, User: u, AllowRootHost: u == nil, Containment: contain})
 		if err != nil {
@@ -122,7 +123,7 @@ func TestHostAsAnotherUser(t *testing.T) {
 		return out, parseProbe(t, out)
 	}
 
-	out, r := run(&launch.User{UID: nobody, GID: nobody}, launch.Containment{})
+	out, r := run(&contain.User{UID: nobody, GID: nobody}, contain.Config{})
 	if r.UID != nobody || r.GID != nobody || len(r.Groups) != 0 {
 		t.Errorf("host ran as uid %d gid %d groups %v, want %d, %d and none", r.UID, r.GID, r.Groups, nobody, nobody)
 	}
@@ -146,13 +147,13 @@ func TestHostAsAnotherUser(t *testing.T) {
 	// A contained root host (the default containment) reads neither the
 	// environment nor the memory: Landlock and its user namespace stand
 	// between it and this process.
-	_, r = run(nil, launch.Containment{})
+	_, r = run(nil, contain.Config{})
 	if r.UID != 0 || r.Probe.Environ == "ok" || r.Probe.Mem == "ok" {
 		t.Errorf("a contained root host's probe %+v: want the environ and mem reads denied", r.Probe)
 	}
 
 	// The control: an uncontained root host.
-	out, r = run(nil, launch.Containment{Off: launch.AllLayers})
+	out, r = run(nil, contain.Config{Off: contain.AllLayers})
 	if r.UID != 0 || r.Probe.Environ != "ok" || r.Probe.Mem != "ok" || r.Probe.FDs != "ok" || r.Probe.Forge != "ok" {
 		t.Errorf("a root host's probe %+v: want every read and the forgery to succeed (the control)", r.Probe)
 	}
@@ -282,11 +283,11 @@ func helperController() int {
 		Dir: os.Getenv("ZEO_LAUNCH_DIR"), Verifier: environment.Trust{}, LeaveDumpable: os.Getenv("ZEO_LAUNCH_DUMPABLE") == "1",
 		// What is tested is the controller's dumpability alone: a contained
 		// host (Landlock, its own user namespace) could read neither.
-		Containment: launch.Containment{Off: launch.AllLayers}}
+		Containment: contain.Config{Off: contain.AllLayers}}
 	if actions, ok := os.LookupEnv(controllerHostileEnv); ok {
 		// TestContainedEgressUnprivileged: the hostile host, every layer on.
 		cfg.Env = []string{"ZEO_HOSTSIM_SCENARIO=hostile", "ZEO_HOSTSIM_HOSTILE=" + actions}
-		cfg.Containment = launch.Containment{}
+		cfg.Containment = contain.Config{}
 	}
 	python, warm := os.LookupEnv(controllerWarmEnv)
 	if warm {

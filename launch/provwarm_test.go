@@ -26,6 +26,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -515,7 +516,7 @@ def factory():
     return {"echo": echo, "hang": hang}
 `)
 	l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", hostModule}, Env: e.env(),
-		Dir: openDir(t), Verifier: environment.Trust{}, User: &launch.User{UID: nobody, GID: nobody},
+		Dir: openDir(t), Verifier: environment.Trust{}, User: &contain.User{UID: nobody, GID: nobody},
 		WaitDelay: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

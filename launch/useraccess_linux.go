@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // Permission bits of one class (owner, group or other).
@@ -21,12 +23,12 @@ const aclXattr = "system.posix_acl_access"
 // names.
 const shebang = "#!"
 
-// checkUserAccess returns a *UserAccessError when u could not execute
+// checkUserAccess returns a *contain.UserAccessError when u could not execute
 // interpreter or enter dir, judged by permission bits (see
-// UserAccessError), or nil. A uid 0 passes: root needs no permission bit
+// contain.UserAccessError), or nil. A uid 0 passes: root needs no permission bit
 // to enter or read, and Interpreter's own execute bits are checked by
 // validate for everyone.
-func checkUserAccess(u User, interpreter, dir string) error {
+func checkUserAccess(u contain.User, interpreter, dir string) error {
 	if u.UID == 0 {
 		return nil
 	}
@@ -50,7 +52,7 @@ func checkUserAccess(u User, interpreter, dir string) error {
 // reachable checks that u may enter every directory above path: those of
 // path as written, and those of its target with every symbolic link
 // resolved.
-func reachable(u User, field, path string) error {
+func reachable(u contain.User, field, path string) error {
 	dirs := ancestors(path)
 	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
 		dirs = append(dirs, ancestors(real)...)
@@ -79,11 +81,11 @@ func ancestors(path string) []string {
 	return out
 }
 
-// permits returns a *UserAccessError when path's permission bits (its
+// permits returns a *contain.UserAccessError when path's permission bits (its
 // target's, for a symbolic link) deny u the permission bit, or nil; also
 // nil when path cannot be examined (validate reports that) or has an
 // access control list.
-func permits(u User, field, path string, bit uint32, need string) error {
+func permits(u contain.User, field, path string, bit uint32, need string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil
@@ -105,7 +107,7 @@ func permits(u User, field, path string, bit uint32, need string) error {
 	if granted || hasACL(path) {
 		return nil
 	}
-	return &UserAccessError{User: u, Field: field, Path: path, Need: need, Mode: fi.Mode(), Owner: st.Uid, Group: st.Gid}
+	return &contain.UserAccessError{User: u, Field: field, Path: path, Need: need, Mode: fi.Mode(), Owner: st.Uid, Group: st.Gid}
 }
 
 // hasACL reports whether path carries a POSIX access ACL, whose entries

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 )
 
@@ -21,7 +22,7 @@ import (
 // the cases that give a path to uid 65534 need root to chown it.
 func TestUserAccessChecked(t *testing.T) {
 	t.Parallel()
-	u := &launch.User{UID: nobody, GID: nobody}
+	u := &contain.User{UID: nobody, GID: nobody}
 	root := os.Geteuid() == 0
 
 	// mkdir makes a directory of mode perm inside an open one.
@@ -140,7 +141,7 @@ func TestUserAccessChecked(t *testing.T) {
 				}
 				return
 			}
-			var ue *launch.UserAccessError
+			var ue *contain.UserAccessError
 			if !errors.Is(err, launch.ErrInvalidConfig) || !errors.As(err, &ue) {
 				t.Fatalf("New: %v, want ErrInvalidConfig with a *UserAccessError", err)
 			}
@@ -164,7 +165,7 @@ func TestUserAccessChecked(t *testing.T) {
 	// uid 0 is not judged by permission bits: it needs none to enter.
 	d := mkdir(t, openDir(t), 0o700)
 	if _, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: d, Verifier: environment.Trust{},
-		User: &launch.User{UID: 0, GID: 0}, AllowRootHost: true}); err != nil {
+		User: &contain.User{UID: 0, GID: 0}, AllowRootHost: true}); err != nil {
 		t.Errorf("User 0:0: %v", err)
 	}
 }

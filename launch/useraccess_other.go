@@ -2,6 +2,8 @@
 
 package launch
 
+import "github.com/zeoruntime/runtimeipc/launch/contain"
+
 // checkUserAccess is New's check of Config.User's access to Interpreter
-// and Dir (see UserAccessError); only Linux makes it.
-func checkUserAccess(User, string, string) error { return nil }
+// and Dir (see contain.UserAccessError); only Linux makes it.
+func checkUserAccess(contain.User, string, string) error { return nil }

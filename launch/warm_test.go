@@ -29,6 +29,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -795,7 +796,7 @@ func TestWarmHostAsAnotherUser(t *testing.T) {
 	}
 	e := pyEnv{python: python, modules: modules, f: newFixture(t)}
 	l, err := launch.New(launch.Config{Interpreter: python, Args: []string{"-m", "zeotestprobe"}, Env: e.env(),
-		Dir: openDir(t), Verifier: environment.Trust{}, User: &launch.User{UID: nobody, GID: nobody}})
+		Dir: openDir(t), Verifier: environment.Trust{}, User: &contain.User{UID: nobody, GID: nobody}})
 	if err != nil {
 		t.Fatal(err)
 	}

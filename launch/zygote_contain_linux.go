@@ -8,6 +8,7 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/zeoruntime/runtimeipc/internal/containinit"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // Warm hosts get the containment of cold ones (doc/design.md,
@@ -61,7 +62,7 @@ func (z *Zygote) containServer(argv []string, scriptDir string, firstFree int) (
 // and every child, allowed the network or not, gets its own Landlock TCP
 // rules and socket filter (childContain).
 func (k *container) warmEgress() bool {
-	return k != nil && k.on&LayerNetwork != 0 && k.warmNet == nil
+	return k != nil && k.on&contain.LayerNetwork != 0 && k.warmNet == nil
 }
 
 // Landlock's network access rights (ABI 4).

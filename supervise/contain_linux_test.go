@@ -9,6 +9,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -39,11 +40,11 @@ func TestContainedEgress(t *testing.T) {
 	for a := range rows {
 		actions = append(actions, a)
 	}
-	run := func(t *testing.T, network bool, off launch.Layers) map[string]string {
+	run := func(t *testing.T, network bool, off contain.Layers) map[string]string {
 		l, err := launch.New(launch.Config{Interpreter: hostsimPath, Dir: t.TempDir(), Verifier: environment.Trust{},
 			Env: []string{hostproc.EnvScenario + "=hostile-echo", hostproc.EnvHostile + "=" + strings.Join(actions, ";")},
 			// Every layer on, the network's included.
-			Containment: launch.Containment{InitPath: testbin.InitBeside(hostsimPath), Off: off}, AllowRootHost: true})
+			Containment: contain.Config{InitPath: testbin.InitBeside(hostsimPath), Off: off}, AllowRootHost: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func TestContainedEgress(t *testing.T) {
 	}
 	// The control: with the network layer off, the same host reaches both
 	// servers directly and resolves the name.
-	got = run(t, true, launch.LayerNetwork)
+	got = run(t, true, contain.LayerNetwork)
 	for _, a := range []string{"connect:" + allowed, "connect:" + other, "resolve:example.com@" + dns} {
 		if !strings.HasPrefix(got[a], "ok") {
 			t.Errorf("network layer off (the control), %s: %q, want ok", a, got[a])

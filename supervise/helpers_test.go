@@ -12,6 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
@@ -70,7 +71,7 @@ func newLauncher(t testing.TB, grace time.Duration, env ...string) *launch.Launc
 		// re-executed, and no network namespace, whose creation costs
 		// each launch several milliseconds more (launch's tests cover
 		// that layer).
-		Containment:   launch.Containment{InitPath: testbin.InitBeside(hostsimPath), Off: launch.LayerNetwork},
+		Containment:   contain.Config{InitPath: testbin.InitBeside(hostsimPath), Off: contain.LayerNetwork},
 		AllowRootHost: true}) // tests run as whoever runs them, root included
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ var hostsimPath string
 
 func TestMain(m *testing.M) {
 	// The contained hosts of these tests start as this binary
-	// (launch.Init, which RunHost calls), and the Example functions' hosts
+	// (contain.Init, which RunHost calls), and the Example functions' hosts
 	// are this binary re-executed as supervisetest's simulated host.
 	supervisetest.RunHost()
 	if os.Getenv(controllerEnv) != "" {

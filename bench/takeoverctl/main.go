@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
@@ -33,7 +34,7 @@ func (blocking) Dispatch(ctx context.Context, _ port.Dispatch) (port.Receipt, er
 }
 
 func main() {
-	launch.Init() // the hosts are contained: this program is their containment init
+	contain.Init() // the hosts are contained: this program is their containment init
 	dsn := flag.String("dsn", "", "PostgreSQL DSN")
 	schema := flag.String("schema", "", "ledger schema")
 	host := flag.String("host", "", "the simulated host executable")

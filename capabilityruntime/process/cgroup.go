@@ -33,7 +33,8 @@ var ErrCgroupLimitUnavailable = cgroup.ErrLimitUnavailable
 // setpgid) outlives the runtime process, its instance's Close and the
 // Backend's Close. Backend.Cgroups says which is in force.
 //
-// The same struct, with the same meaning, is launch.Cgroup.
+// The same struct, with the same meaning, is contain.Cgroup (package
+// launch/contain).
 type Cgroup struct {
 	// Off turns the layer off: the fallback, always.
 	Off bool

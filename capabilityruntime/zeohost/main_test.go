@@ -36,7 +36,7 @@ var hostsimPath string
 const nativeType = "acme:zeohost-native"
 
 func TestMain(m *testing.M) {
-	// The contained hosts of these tests start as this binary (launch.Init,
+	// The contained hosts of these tests start as this binary (contain.Init,
 	// which RunHost calls), and ExampleBackend_Start's hosts are this
 	// binary re-executed as supervisetest's simulated host.
 	supervisetest.RunHost()

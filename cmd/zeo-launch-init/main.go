@@ -1,9 +1,9 @@
 // Command zeo-launch-init is the containment init of runtimeipc's
-// launcher, for an embedding program that cannot call launch.Init first
+// launcher, for an embedding program that cannot call contain.Init first
 // in its own main: install it and name it in launch.Config's
 // Containment.InitPath. The launcher starts it in place of each host; it
 // applies the launch's containment policy to itself and execs the host's
-// interpreter (see launch.Init and doc/design.md, “Containment”). Run any
+// interpreter (see contain.Init and doc/design.md, “Containment”). Run any
 // other way it does nothing and exits with status 2.
 package main
 

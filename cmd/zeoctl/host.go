@@ -15,6 +15,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/discovery"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
@@ -157,7 +158,7 @@ func (h *hostFlags) launcher(e *env) (l *launch.Launcher, cleanup func(), err er
 // force, with a warning for a root host.
 func announce(e *env, cfg launch.Config) (*launch.Launcher, error) {
 	l, err := launch.New(cfg)
-	var ue *launch.UserAccessError
+	var ue *contain.UserAccessError
 	if errors.As(err, &ue) {
 		// Said once, in zeoctl's words: the launcher's names the Config
 		// fields.
@@ -197,7 +198,7 @@ func (h *hostFlags) launchConfig(e *env) (cfg launch.Config, cleanup func(), err
 		}
 	}
 	if h.uncontained {
-		cfg.Containment.Off = launch.AllLayers
+		cfg.Containment.Off = contain.AllLayers
 	}
 	for _, p := range h.read {
 		abs, err := filepath.Abs(p)
@@ -249,7 +250,7 @@ func (h *hostFlags) launchConfig(e *env) (cfg launch.Config, cleanup func(), err
 
 // lookupUser reads -user: a user name (its uid and primary gid), or
 // UID[:GID] (GID defaulting to UID).
-func lookupUser(s string) (*launch.User, error) {
+func lookupUser(s string) (*contain.User, error) {
 	uidText, gidText, hasGID := strings.Cut(s, ":")
 	if uid, err := strconv.ParseUint(uidText, 10, 32); err == nil {
 		gid := uid
@@ -258,7 +259,7 @@ func lookupUser(s string) (*launch.User, error) {
 				return nil, usagef("-user %q: want a user name or UID[:GID], with numbers", s)
 			}
 		}
-		return &launch.User{UID: uint32(uid), GID: uint32(gid)}, nil
+		return &contain.User{UID: uint32(uid), GID: uint32(gid)}, nil
 	}
 	if hasGID {
 		return nil, usagef("-user %q: want a user name or UID[:GID], with numbers", s)
@@ -272,7 +273,7 @@ func lookupUser(s string) (*launch.User, error) {
 	if err1 != nil || err2 != nil {
 		return nil, fmt.Errorf("-user %q: uid %q and gid %q are not numbers", s, u.Uid, u.Gid)
 	}
-	return &launch.User{UID: uint32(uid), GID: uint32(gid)}, nil
+	return &contain.User{UID: uint32(uid), GID: uint32(gid)}, nil
 }
 
 // discoveryHint adds to a failed discovery the end of the host's stderr

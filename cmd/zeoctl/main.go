@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // hostModeArg, as the first argument, turns zeoctl into the simulated host
@@ -29,9 +29,9 @@ const (
 
 func main() {
 	// First, before anything can write to stdout: a contained host starts
-	// as zeoctl re-executed, which becomes the host here (launch.Init);
+	// as zeoctl re-executed, which becomes the host here (contain.Init);
 	// the host mode owns the process's descriptors.
-	launch.Init()
+	contain.Init()
 	hostproc.MainIf(hostModeArg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -141,7 +141,7 @@ type Config struct {
 	Options
 }
 
-// Option is launch.Cgroup and process.Cgroup field for field (their
+// Option is contain.Cgroup and process.Cgroup field for field (their
 // docs differ, so each package keeps its own documented struct): both
 // convert to it, which makes the embedder's option into a Config in one
 // place, and a field added to one of them and not here stops the build.

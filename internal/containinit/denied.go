@@ -1,7 +1,7 @@
 package containinit
 
 // SeccompDenied returns the system calls the filter denies with EPERM
-// (launch.SeccompDenied documents them).
+// (contain.SeccompDenied documents them).
 func SeccompDenied() []string {
 	return []string{"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
 		"pivot_root", "chroot", "mount_setattr", "move_mount", "open_tree", "fsopen", "fsconfig", "fsmount",

@@ -4,7 +4,7 @@
 // applies the launch's policy to the process and then execs the
 // interpreter. It lives apart from package launch, and imports almost
 // nothing, so that a program made only of it (cmd/zeo-launch-init)
-// starts in a millisecond; launch.Init calls it in the embedder's own
+// starts in a millisecond; contain.Init calls it in the embedder's own
 // program.
 package containinit
 
@@ -83,6 +83,7 @@ type User struct {
 // exits with ExitCode, without running the host. Otherwise it returns at
 // once.
 func Main() {
+	called.Store(true)
 	v, ok := os.LookupEnv(Env)
 	if !ok {
 		return

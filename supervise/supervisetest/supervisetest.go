@@ -7,7 +7,7 @@
 // The host is the test binary itself, re-executed with [Marker] as its
 // first argument: no build step, no Python. An embedder's TestMain calls
 // [Main], which makes the process the host (or the containment init of
-// one, launch.Init) when it was re-executed as one and otherwise runs the
+// one, contain.Init) when it was re-executed as one and otherwise runs the
 // tests; a program's main calls [RunHost] first instead.
 //
 //	func TestMain(m *testing.M) { supervisetest.Main(m) }
@@ -71,7 +71,7 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -80,12 +80,12 @@ import (
 const Marker = "__supervisetest_host"
 
 // RunHost makes the process the containment init of a host it launched
-// (launch.Init) or the simulated host when it was re-executed as one, and
-// then does not return; otherwise it returns having called launch.Init,
+// (contain.Init) or the simulated host when it was re-executed as one, and
+// then does not return; otherwise it returns having called contain.Init,
 // which every program that launches hosts must call first. Call it first
 // in main, before anything writes to stdout or starts goroutines.
 func RunHost() {
-	launch.Init()
+	contain.Init()
 	hostproc.MainIf(Marker)
 }
 

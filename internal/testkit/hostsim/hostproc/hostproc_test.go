@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
-	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 )
 
 // hostMarker is the argument that makes this test binary the simulated
@@ -22,7 +22,7 @@ import (
 const hostMarker = "__hostproc_test_host"
 
 func TestMain(m *testing.M) {
-	launch.Init() // the contained hosts of these tests start as this binary
+	contain.Init() // the contained hosts of these tests start as this binary
 	hostproc.MainIf(hostMarker)
 	os.Exit(m.Run())
 }

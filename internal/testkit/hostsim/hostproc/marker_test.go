@@ -16,6 +16,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
+	"github.com/zeoruntime/runtimeipc/launch/contain"
 	"github.com/zeoruntime/runtimeipc/launch/environment"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
@@ -56,7 +57,7 @@ func TestGrandchildKeepsMarker(t *testing.T) {
 		Grace: 2 * time.Second, WaitDelay: 200 * time.Millisecond,
 		// The grandchild must outlive Invoke to be looked at: the cgroup
 		// layer would end it with its host.
-		Containment: launch.Containment{Cgroup: launch.Cgroup{Off: true}},
+		Containment: contain.Config{Cgroup: contain.Cgroup{Off: true}},
 	})
 	if err != nil {
 		t.Fatal(err)
