@@ -84,6 +84,10 @@ func TestForgedResultsRefused(t *testing.T) {
 			if out == nil {
 				t.Fatalf("no outcome: %v", err)
 			}
+			// What the result was judged against is in the Outcome.
+			if out.OutOfScope != (tt.change != nil) || out.DeadlinePassed {
+				t.Fatalf("Outcome.OutOfScope = %v, DeadlinePassed = %v; want %v, false", out.OutOfScope, out.DeadlinePassed, tt.change != nil)
+			}
 			got := "accepted as " + string(out.Result.State)
 			var re *launch.ResultError
 			if errors.As(err, &re) && re.Result != nil {

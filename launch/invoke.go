@@ -63,9 +63,9 @@ type Outcome struct {
 	// SessionErr is how the IPC session ended: nil when the host closed its
 	// end at a frame boundary, else the *ipc.ViolationError that poisoned
 	// it. A session failure is evidence: the host's result decides the
-	// outcome only if it is coherent with it (see DeadlinePassed).
+	// outcome only if it is coherent with it (doc/design.md, “A host
+	// result is evidence”).
 	SessionErr error
-
 	// DeadlinePassed and OutOfScope complete, with Session, SessionErr and
 	// Process.Stopped, what the Runtime itself saw of the invocation,
 	// which the host's result was judged against (doc/design.md, “A host
