@@ -10,3 +10,12 @@ var ZygoteSource = zygoteSource
 func (l *Launcher) StartZygoteFrom(ctx context.Context, cfg ZygoteConfig, source []byte) (*Zygote, error) {
 	return l.startZygote(ctx, cfg, source)
 }
+
+// ServerLost reports whether the zygote knows its current server is lost
+// (false when it has none): what a test that kills the server waits for
+// before it expects the next invocation to start a fresh one.
+func (z *Zygote) ServerLost() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.cur != nil && z.cur.isLost()
+}

@@ -594,13 +594,14 @@ func TestProviderWarmServerLost(t *testing.T) {
 		name   string
 		source []byte
 		act    func(t *testing.T, server int)
+		lost   bool // the zygote notices the server's loss before the invocation
 		cold   bool
 		log    string
 	}{
 		{name: "dies", act: func(t *testing.T, server int) {
 			syscall.Kill(server, syscall.SIGKILL)
 			waitDead(t, server)
-		}},
+		}, lost: true},
 		{name: "hangs", act: func(t *testing.T, server int) { syscall.Kill(server, syscall.SIGSTOP) },
 			cold: true, log: "did not answer a fork request"},
 		{name: "lies", source: []byte(strings.Replace(string(launch.ProvwarmSource), "theirs = os.pidfd_open(pid)", "theirs = os.pidfd_open(os.getpid())", 1)),
@@ -625,6 +626,14 @@ func TestProviderWarmServerLost(t *testing.T) {
 			server := z.Stats().ServerPID
 			if tt.act != nil {
 				tt.act(t, server)
+			}
+			// A server that died just before a fork request is another
+			// case (the host launches cold): let the zygote see the loss.
+			for i := 0; tt.lost && !z.ServerLost(); i++ {
+				if i == 1000 {
+					t.Fatal("the zygote never noticed its server's death")
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 			out, err := z.Invoke(testCtx(t), e.echo(t))
 			mustSucceed(t, out, err)
