@@ -619,6 +619,7 @@ func checkWarmNet(t *testing.T, what string, got map[string]string) {
 // (warmNetRows). A warm invocation not allowed the network gets no route
 // and the same loopback rows.
 func TestContainedEgressWarm(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	allowed, _, rows, actions := egressTable(t)
 	actions = append(append(actions, warmNetActions(warmNetRows())...), "caps:")
@@ -770,6 +771,7 @@ func TestContainedEgressWarmUnprivileged(t *testing.T) {
 // sibling's listener (Landlock: its one allowed TCP port is its own; by
 // connect(2) or by TCP fast open), so not its sibling's hosts either.
 func TestContainedEgressWarmSiblings(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	a, b := egresstest.ServeHTTP(t, "a"), egresstest.ServeHTTP(t, "b")
 	meet := openDir(t)
@@ -823,6 +825,7 @@ func TestContainedEgressWarmSiblings(t *testing.T) {
 // saying why; never warm with less. Its server's loopback stays down, so
 // a warm invocation without the network still has no route at all.
 func TestContainedEgressWarmFallback(t *testing.T) {
+	t.Parallel()
 	e := newPyEnv(t)
 	allowed, _, rows, actions := egressTable(t)
 	for _, tt := range []struct {
@@ -836,6 +839,7 @@ func TestContainedEgressWarmFallback(t *testing.T) {
 			"the no_new_privs layer is off"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			logs := &logRecords{}
 			tt.contain.WorkspaceRoot = openDir(t)
 			l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},

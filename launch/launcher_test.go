@@ -303,6 +303,7 @@ func waitDead(t *testing.T, pid int) {
 // the grandchild is dead and stdout reached EOF because of it (no
 // ErrWaitDelay).
 func TestGrandchildHoldingStdout(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	const grace, waitDelay, deadline = 200 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second
 	l, dir := launcherWith(t, grace, waitDelay, "ZEO_HOSTSIM_SCENARIO=grandchild")
