@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/zeoruntime/runtimeipc/ledger"
@@ -95,11 +96,10 @@ func churn(l ledger.Ledger, op string, stats *churnStats, stop <-chan struct{}) 
 	err := stats.repeat(stop, func(ctx context.Context, _ bool) (err error) {
 		f, err = prepareOp(ctx, l, testScope, op, "a1", 1<<40)
 		// Issuing the bootstrap id reads the operation first
-		// (ledgertest.Issue), and a dropped connection cuts reads too: a
-		// read has no outcome to lose, so it is tried again, like a write
-		// whose outcome is unknown.
-		var netErr net.Error
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) {
+		// (ledgertest.Issue), and a cut connection (dropped, or its backend
+		// terminated) cuts reads too: a read has no outcome to lose, so it
+		// is tried again, like a write whose outcome is unknown.
+		if readCut(err) {
 			err = fmt.Errorf("%w (a read was cut: %v)", ledger.ErrOutcomeUnknown, err)
 		}
 		return err
@@ -147,6 +147,16 @@ func churn(l ledger.Ledger, op string, stats *churnStats, stop <-chan struct{}) 
 			return nil, err
 		}
 	}
+}
+
+// readCut reports whether err is a read's connection failing under it
+// (not a ledger's answer): the connection dropped or reset, or its
+// backend terminated (a FATAL error from the server).
+func readCut(err error) bool {
+	var netErr net.Error
+	var pe *pgconn.PgError
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		(errors.As(err, &pe) && pe.Severity == "FATAL")
 }
 
 // renewals renews a lease until stop is closed, as a controller does
