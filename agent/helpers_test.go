@@ -11,6 +11,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/launch/contain"
@@ -24,6 +25,7 @@ var hostsimPath string
 
 func TestMain(m *testing.M) {
 	contain.Init() // the contained hosts of these tests start as this binary
+	longtest.ShrinkRapidUnderRace()
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/bolt"
 	"github.com/zeoruntime/runtimeipc/ledger/cataloguestore"
@@ -29,6 +30,7 @@ const helperEnv = "ZEO_LEDGER_BOLT_HELPER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "":
+		longtest.ShrinkRapidUnderRace()
 		os.Exit(m.Run())
 	case "open":
 		helperOpen()

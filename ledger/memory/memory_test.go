@@ -1,8 +1,10 @@
 package memory_test
 
 import (
+	"os"
 	"testing"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 	"github.com/zeoruntime/runtimeipc/ledger/memory"
@@ -14,4 +16,9 @@ func TestConformance(t *testing.T) {
 
 func TestCatalogueConformance(t *testing.T) {
 	ledgertest.RunCatalogue(t, func(t *testing.T) ledgertest.CatalogueLedger { return memory.New() })
+}
+
+func TestMain(m *testing.M) {
+	longtest.ShrinkRapidUnderRace()
+	os.Exit(m.Run())
 }

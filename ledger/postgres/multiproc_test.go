@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/ledger"
 	"github.com/zeoruntime/runtimeipc/ledger/ledgertest"
 	"github.com/zeoruntime/runtimeipc/ledger/postgres"
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(workerMain(w))
 	}
+	longtest.ShrinkRapidUnderRace()
 	os.Exit(m.Run())
 }
 
