@@ -488,12 +488,7 @@ func TestContainedWarm(t *testing.T) {
 	deny := []string{"read:" + secret, "write:" + secret, "write:" + filepath.Join(other, "planted.txt"),
 		"signal:" + strconv.Itoa(os.Getpid()), "connect:" + tcp, "abstract:" + name}
 	allow := []string{"write:mine.txt", "signal:self"}
-	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(append(deny, allow...), ";")), Dir: t.TempDir(),
-		Verifier: environment.Trust{}, AllowRootHost: true, Containment: contain.Config{WorkspaceRoot: root}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := hostileLauncher(t, e, append(deny, allow...), contain.Config{WorkspaceRoot: root}, nil)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
 	for _, warm := range []bool{false, true} {
 		inv := e.echo(t)
@@ -624,13 +619,7 @@ func TestContainedEgressWarm(t *testing.T) {
 	allowed, _, rows, actions := egressTable(t)
 	actions = append(append(actions, warmNetActions(warmNetRows())...), "caps:")
 	logs := &logRecords{}
-	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: environment.Trust{}, AllowRootHost: true, Logger: slog.New(logs),
-		Containment: contain.Config{WorkspaceRoot: openDir(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := hostileLauncher(t, e, actions, contain.Config{WorkspaceRoot: openDir(t)}, slog.New(logs))
 	z := e.zygote(t, l, launch.ZygoteConfig{})
 	for _, through := range []string{"cold", "zygote"} {
 		inv := e.echo(t)
@@ -697,6 +686,20 @@ func hostileReport(t *testing.T, out *launch.Outcome) map[string]string {
 	return r.Actions
 }
 
+// hostileLauncher returns a launcher of e's Python running the hostile
+// stand-in host with actions, contained by c, logging to log when it is
+// set.
+func hostileLauncher(t *testing.T, e pyEnv, actions []string, c contain.Config, log *slog.Logger) *launch.Launcher {
+	t.Helper()
+	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
+		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
+		Verifier: environment.Trust{}, AllowRootHost: true, Logger: log, Containment: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // TestContainedEgressWarmNetworkOnly: with the filesystem and scope
 // layers off, a warm child's Landlock layer governs TCP alone, and the
 // egress and shared loopback rows hold as with every layer on.
@@ -704,13 +707,7 @@ func TestContainedEgressWarmNetworkOnly(t *testing.T) {
 	e := newPyEnv(t)
 	allowed, _, rows, actions := egressTable(t)
 	actions = append(actions, warmNetActions(warmNetRows())...)
-	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: contain.Config{Off: contain.LayerFilesystem | contain.LayerScope}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := hostileLauncher(t, e, actions, contain.Config{Off: contain.LayerFilesystem | contain.LayerScope}, nil)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
 	inv := e.echo(t)
 	inv.Context.NetworkAllowed = true
@@ -776,13 +773,7 @@ func TestContainedEgressWarmSiblings(t *testing.T) {
 	a, b := egresstest.ServeHTTP(t, "a"), egresstest.ServeHTTP(t, "b")
 	meet := openDir(t)
 	actions := []string{"rendezvous:" + meet, "proxyget:http://" + a + "/", "proxyget:http://" + b + "/"}
-	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-		Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-		Verifier: environment.Trust{}, AllowRootHost: true,
-		Containment: contain.Config{WorkspaceRoot: openDir(t), WritePaths: []string{meet}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := hostileLauncher(t, e, actions, contain.Config{WorkspaceRoot: openDir(t), WritePaths: []string{meet}}, nil)
 	z := e.zygote(t, l, launch.ZygoteConfig{})
 	var wg sync.WaitGroup
 	got := make([]map[string]string, 2)
@@ -842,12 +833,7 @@ func TestContainedEgressWarmFallback(t *testing.T) {
 			t.Parallel()
 			logs := &logRecords{}
 			tt.contain.WorkspaceRoot = openDir(t)
-			l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
-				Env: e.env("ZEO_HOSTSIM_HOSTILE=" + strings.Join(actions, ";")), Dir: t.TempDir(),
-				Verifier: environment.Trust{}, AllowRootHost: true, Logger: slog.New(logs), Containment: tt.contain})
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := hostileLauncher(t, e, actions, tt.contain, slog.New(logs))
 			z := e.zygote(t, l, launch.ZygoteConfig{})
 			inv := e.echo(t)
 			inv.Context.NetworkAllowed = true
