@@ -25,7 +25,7 @@ var hostsimPath string
 
 func TestMain(m *testing.M) {
 	contain.Init() // the contained hosts of these tests start as this binary
-	longtest.ShrinkRapidUnderRace()
+	longtest.ShrinkRapid()
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/zeoruntime/runtimeipc/agent"
 	"github.com/zeoruntime/runtimeipc/catalogue"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/launch"
 	"github.com/zeoruntime/runtimeipc/launch/contain"
@@ -28,6 +29,7 @@ var hostsimPath string
 
 func TestMain(m *testing.M) {
 	contain.Init() // the contained hosts of these tests start as this binary
+	longtest.ShrinkRapid()
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }
 

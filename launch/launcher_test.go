@@ -412,13 +412,13 @@ func TestChildClosesStrayDescriptors(t *testing.T) {
 }
 
 // TestNoStrayDescriptorsUnderConcurrency launches 1,000 hosts with
-// ZEO_LONG_TESTS=1 (100 by default), two at a time, while two goroutines keep opening descriptors without O_CLOEXEC
+// ZEO_LONG_TESTS=1 (40 by default), two at a time, while two goroutines keep opening descriptors without O_CLOEXEC
 // (as cgo or raw syscalls do): descriptors created between the sweep and
 // the fork, which the sweep cannot mark. Every host must hold exactly FDs
 // 0–4 not close-on-exec.
 func TestNoStrayDescriptorsUnderConcurrency(t *testing.T) {
 	const parallel = 2
-	launches := longtest.Size(100, 1000)
+	launches := longtest.Size(40, 1000)
 	l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO=report")
 	f := newFixture(t)
 	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)

@@ -614,7 +614,7 @@ func TestWarmRefusals(t *testing.T) {
 	}
 }
 
-// TestWarmNoLeaks runs 1,000 warm invocations with ZEO_LONG_TESTS=1 (40
+// TestWarmNoLeaks runs 1,000 warm invocations with ZEO_LONG_TESTS=1 (16
 // by default), four at a time, then closes the zygote: this process's descriptors, goroutines
 // and child processes are back to where they started, and no host, spare
 // or server is left.
@@ -629,14 +629,14 @@ func TestWarmEgressNoLeaks(t *testing.T) {
 	warmNoLeaks(t, "warm egress", 10*time.Minute, nil, true)
 }
 
-// warmNoLeaks runs longtest.Size(40, 1000) invocations through a zygote
+// warmNoLeaks runs longtest.Size(16, 1000) invocations through a zygote
 // with a spare (provider-warm with pw when it is set), four at a time,
 // each with deadline, then closes the zygote and checks that this
 // process's descriptors, goroutines and child processes are back to where
 // they started and that no host or server is left; what names the
 // invocations in messages.
 func warmNoLeaks(t *testing.T, what string, deadline time.Duration, pw *launch.ProviderWarm, egress bool) {
-	n := longtest.Size(40, 1000)
+	n := longtest.Size(16, 1000)
 	const parallel = 4
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)

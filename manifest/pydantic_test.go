@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/zeoruntime/runtimeipc/canon"
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/manifest"
 )
 
@@ -134,9 +135,11 @@ func pyManifest(name string, schema map[string]any) manifest.CapabilityManifest 
 
 // The generator's seed and size; other values explore further, e.g.
 // go test ./manifest -run PydanticDifferential -pydantic.seed=5 -pydantic.cases=5000
+// By default each model gets 200 arguments, and 600 with ZEO_LONG_TESTS=1
+// (CI's long pass).
 var (
 	pydanticSeed  = flag.Uint64("pydantic.seed", 17, "seed of the arguments generated for the differential test against pydantic")
-	pydanticCases = flag.Int("pydantic.cases", 600, "arguments generated per model for the differential test against pydantic")
+	pydanticCases = flag.Int("pydantic.cases", 0, "arguments generated per model for the differential test against pydantic (0: 200, or 600 with ZEO_LONG_TESTS=1)")
 )
 
 func generateCases(schemas map[string]map[string]any, perModel int, seed uint64) []oracleCase {
@@ -269,7 +272,11 @@ func TestPydanticDifferential(t *testing.T) {
 	for name, s := range schemas.Claimed {
 		manifests[name] = pyManifest(name, s)
 	}
-	cases := generateCases(schemas.Claimed, *pydanticCases, *pydanticSeed)
+	perModel := *pydanticCases
+	if perModel <= 0 {
+		perModel = longtest.Size(200, 600)
+	}
+	cases := generateCases(schemas.Claimed, perModel, *pydanticSeed)
 	compareBatch(t, &v, manifests, cases).report(t, "generated arguments")
 
 	// Round two: the prepared arguments, as canonical JSON, are arguments

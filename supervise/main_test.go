@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testbin"
 	"github.com/zeoruntime/runtimeipc/supervise/supervisetest"
 )
@@ -25,5 +26,6 @@ func TestMain(m *testing.M) {
 		// A controller of the fleet test (fleetMain, Linux only).
 		os.Exit(fleetMain(i))
 	}
+	longtest.ShrinkRapid()
 	os.Exit(testbin.RunWithHostsim(m, &hostsimPath))
 }

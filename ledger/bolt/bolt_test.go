@@ -30,7 +30,7 @@ const helperEnv = "ZEO_LEDGER_BOLT_HELPER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "":
-		longtest.ShrinkRapidUnderRace()
+		longtest.ShrinkRapid()
 		os.Exit(m.Run())
 	case "open":
 		helperOpen()

@@ -19,6 +19,6 @@ func TestCatalogueConformance(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	longtest.ShrinkRapidUnderRace()
+	longtest.ShrinkRapid()
 	os.Exit(m.Run())
 }

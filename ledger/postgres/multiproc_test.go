@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(workerMain(w))
 	}
-	longtest.ShrinkRapidUnderRace()
+	longtest.ShrinkRapid()
 	os.Exit(m.Run())
 }
 

@@ -5,19 +5,18 @@ import (
 	"strconv"
 )
 
-// RapidChecksUnderRace is how many cases each rapid property test of a
-// package calling ShrinkRapidUnderRace tries under the race detector by
-// default (rapid's own default is 100).
-const RapidChecksUnderRace = 25
+// RapidChecks is how many cases each rapid property test of a package
+// calling ShrinkRapid tries by default (rapid's own default is 100).
+const RapidChecks = 25
 
-// ShrinkRapidUnderRace, called from a TestMain before m.Run, makes that
-// package's rapid property tests try RapidChecksUnderRace cases when the
-// tests run under the race detector without ZEO_LONG_TESTS=1 and
-// -rapid.checks was not given: the detector sees the same code paths in
-// fewer random cases, each of which it slows several times over. CI runs
-// the same tests again at rapid's full count without the detector.
-func ShrinkRapidUnderRace() {
-	if !raceEnabled || Enabled() {
+// ShrinkRapid, called from a TestMain before m.Run, makes that package's
+// rapid property tests try RapidChecks cases unless ZEO_LONG_TESTS=1 is
+// set or -rapid.checks was given: `go test ./...` sees every property on
+// a quarter of rapid's cases (and the race detector, which slows each case
+// several times over, sees the same code paths), and CI runs the same
+// tests again at rapid's full count.
+func ShrinkRapid() {
+	if Enabled() {
 		return
 	}
 	if !flag.Parsed() {
@@ -26,6 +25,6 @@ func ShrinkRapidUnderRace() {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "rapid.checks" })
 	if f := flag.Lookup("rapid.checks"); f != nil && !given {
-		f.Value.Set(strconv.Itoa(RapidChecksUnderRace))
+		f.Value.Set(strconv.Itoa(RapidChecks))
 	}
 }
