@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zeoruntime/runtimeipc/internal/testkit/egresstest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/hostsim/hostproc"
@@ -782,7 +783,10 @@ func TestContainedEgressWarmSiblings(t *testing.T) {
 		inv := e.echo(t)
 		inv.Context.NetworkAllowed = true
 		inv.Context.NetworkHosts = []string{host}
-		wg.Go(func() { outs[i], _ = z.Invoke(testCtx(t), inv) })
+		// Each waits for the other (up to a minute): a deadline past that,
+		// so that a slow sibling's fork is told apart from a lost one.
+		inv.Context.DeadlineUnixMS = time.Now().Add(90 * time.Second).UnixMilli()
+		wg.Go(func() { outs[i], _ = z.Invoke(context.Background(), inv) })
 	}
 	wg.Wait()
 	for i, out := range outs {
