@@ -332,18 +332,32 @@ func TestGrandchildHoldingStdout(t *testing.T) {
 	t.Logf("returned after %v (deadline %v + grace %v + WaitDelay %v = %v)", elapsed, deadline, grace, waitDelay, deadline+grace+waitDelay)
 }
 
-// TestNoLeaksAcrossLaunches launches the host 500 times with
-// ZEO_LONG_TESTS=1 (20 by default; ZEO_LAUNCH_LEAK_N sets any other count)
-// and checks that this process's descriptors, goroutines and child
-// processes are back to where they started.
-func TestNoLeaksAcrossLaunches(t *testing.T) {
-	n := longtest.Size(20, 500)
-	if s := os.Getenv("ZEO_LAUNCH_LEAK_N"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatal(err)
+// leakCampaignEnv sets the size of launch's leak campaigns; .ci/slow
+// runs them at 1,000.
+const leakCampaignEnv = "ZEO_LAUNCH_LEAK_N"
+
+// leakCampaign returns how many launches a leak campaign makes: small by
+// default, 200 with ZEO_LONG_TESTS=1 (CI), and ZEO_LAUNCH_LEAK_N when it
+// is set (.ci/slow: 1,000). A descriptor, goroutine or process left by
+// each launch shows after the first few; the thousands look for the rare
+// one.
+func leakCampaign(t testing.TB, small int) int {
+	t.Helper()
+	if s := os.Getenv(leakCampaignEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive count", leakCampaignEnv, s)
 		}
+		return n
 	}
+	return longtest.Size(small, 200)
+}
+
+// TestNoLeaksAcrossLaunches launches the host leakCampaign(20) times and
+// checks that this process's descriptors, goroutines and child processes
+// are back to where they started.
+func TestNoLeaksAcrossLaunches(t *testing.T) {
+	n := leakCampaign(t, 20)
 	f := newFixture(t)
 	l, _ := newLauncher(t)
 	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)
@@ -411,14 +425,14 @@ func TestChildClosesStrayDescriptors(t *testing.T) {
 	}
 }
 
-// TestNoStrayDescriptorsUnderConcurrency launches 1,000 hosts with
-// ZEO_LONG_TESTS=1 (40 by default), two at a time, while two goroutines keep opening descriptors without O_CLOEXEC
+// TestNoStrayDescriptorsUnderConcurrency launches leakCampaign(40) hosts,
+// two at a time, while two goroutines keep opening descriptors without O_CLOEXEC
 // (as cgo or raw syscalls do): descriptors created between the sweep and
 // the fork, which the sweep cannot mark. Every host must hold exactly FDs
 // 0–4 not close-on-exec.
 func TestNoStrayDescriptorsUnderConcurrency(t *testing.T) {
 	const parallel = 2
-	launches := longtest.Size(40, 1000)
+	launches := leakCampaign(t, 40)
 	l, _ := newLauncher(t, "ZEO_HOSTSIM_SCENARIO=report")
 	f := newFixture(t)
 	inv := f.invocation(t, "echo", map[string]any{"text": "hello"}, nil)

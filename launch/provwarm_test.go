@@ -568,8 +568,8 @@ def factory():
 	<-done
 }
 
-// TestProviderWarmNoLeaks runs provider-warm invocations four at a time
-// (1,000 with ZEO_LONG_TESTS=1, else 40), then closes the zygote: this
+// TestProviderWarmNoLeaks runs leakCampaign(16) provider-warm
+// invocations four at a time, then closes the zygote: this
 // process's descriptors, goroutines and child processes are back where
 // they started, and no host or server is left.
 func TestProviderWarmNoLeaks(t *testing.T) {

@@ -25,7 +25,6 @@ import (
 
 	"github.com/zeoruntime/runtimeipc/canon"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/leaktest"
-	"github.com/zeoruntime/runtimeipc/internal/testkit/longtest"
 	"github.com/zeoruntime/runtimeipc/internal/testkit/testpyhost"
 	"github.com/zeoruntime/runtimeipc/ipc"
 	"github.com/zeoruntime/runtimeipc/launch"
@@ -614,8 +613,7 @@ func TestWarmRefusals(t *testing.T) {
 	}
 }
 
-// TestWarmNoLeaks runs 1,000 warm invocations with ZEO_LONG_TESTS=1 (16
-// by default), four at a time, then closes the zygote: this process's descriptors, goroutines
+// TestWarmNoLeaks runs leakCampaign(16) warm invocations, four at a time, then closes the zygote: this process's descriptors, goroutines
 // and child processes are back to where they started, and no host, spare
 // or server is left.
 func TestWarmNoLeaks(t *testing.T) {
@@ -629,14 +627,14 @@ func TestWarmEgressNoLeaks(t *testing.T) {
 	warmNoLeaks(t, "warm egress", 10*time.Minute, nil, true)
 }
 
-// warmNoLeaks runs longtest.Size(16, 1000) invocations through a zygote
+// warmNoLeaks runs leakCampaign(16) invocations through a zygote
 // with a spare (provider-warm with pw when it is set), four at a time,
 // each with deadline, then closes the zygote and checks that this
 // process's descriptors, goroutines and child processes are back to where
 // they started and that no host or server is left; what names the
 // invocations in messages.
 func warmNoLeaks(t *testing.T, what string, deadline time.Duration, pw *launch.ProviderWarm, egress bool) {
-	n := longtest.Size(16, 1000)
+	n := leakCampaign(t, 16)
 	const parallel = 4
 	e := newPyEnv(t)
 	l := e.launcher(t, hostModule, nil, e.env()...)

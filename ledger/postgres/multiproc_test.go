@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(workerMain(w))
 	}
-	longtest.ShrinkRapid()
+	longtest.ShrinkRapidAlways()
 	os.Exit(m.Run())
 }
 

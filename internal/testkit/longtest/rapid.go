@@ -16,9 +16,18 @@ const RapidChecks = 25
 // several times over, sees the same code paths), and CI runs the same
 // tests again at rapid's full count.
 func ShrinkRapid() {
-	if Enabled() {
-		return
+	if !Enabled() {
+		shrinkRapid()
 	}
+}
+
+// ShrinkRapidAlways is ShrinkRapid for a package whose property tests wait
+// on a server for every step: RapidChecks cases even with
+// ZEO_LONG_TESTS=1, and more only when -rapid.checks is given (.ci/slow
+// gives 100).
+func ShrinkRapidAlways() { shrinkRapid() }
+
+func shrinkRapid() {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
