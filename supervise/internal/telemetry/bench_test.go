@@ -50,8 +50,8 @@ func BenchmarkTelemetryCalls(b *testing.B) {
 				actx, as := t.Attempt(ctx)
 				for _, k := range []writeKind{writeAcquireLease, writeLaunchAttempt} {
 					if t != nil {
-						_, w := t.write(actx, k)
-						w.end(nil)
+						wctx, w := t.write(actx, k)
+						w.end(wctx, nil)
 					}
 				}
 				for i, m := range []ipc.Method{ipc.MethodBootstrap, ipc.MethodAdmit, ipc.MethodEffect, ipc.MethodEffect, ipc.MethodPublish} {
@@ -61,24 +61,24 @@ func BenchmarkTelemetryCalls(b *testing.B) {
 					}
 					mctx, ms := t.Method(actx, ipc.Call{Method: m, Sequence: int64(i)}, eff)
 					if t != nil {
-						_, w := t.write(mctx, writeAdmit)
-						w.end(nil)
+						wctx, w := t.write(mctx, writeAdmit)
+						w.end(wctx, nil)
 					}
 					if eff != nil {
 						t.Debited("cap@1.0.0")
-						_, ds := t.Dispatch(mctx, &port.Dispatch{LogicalEffectID: "e"})
-						ds.End(nil)
+						dctx, ds := t.Dispatch(mctx, &port.Dispatch{LogicalEffectID: "e"})
+						ds.EndAfterReply(dctx, nil)
 						if t != nil {
-							_, w := t.write(mctx, writeConfirmEffect)
-							w.end(nil)
+							wctx, w := t.write(mctx, writeConfirmEffect)
+							w.end(wctx, nil)
 						}
 						t.EffectDecided("cap@1.0.0", string(ledger.EffectConfirmed))
 					}
-					ms.EndMethod(ipc.StateAllowed, nil)
+					ms.EndMethod(mctx, ipc.StateAllowed, nil)
 				}
 				if t != nil {
-					_, w := t.write(actx, writeRecordAttempt)
-					w.end(nil)
+					wctx, w := t.write(actx, writeRecordAttempt)
+					w.end(wctx, nil)
 				}
 				as.EndAttempt(o.AttemptID, o.Generation, o.State, nil)
 				ic.End(o, nil)
