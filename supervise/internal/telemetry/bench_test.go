@@ -20,9 +20,12 @@ import (
 // invocation: the instrumentation's own cost, which
 // bench/BenchmarkTelemetry measures against a whole Invoke. Off is a nil
 // *telemetry, as a Supervisor without providers has; on exports every
-// span to memory and aggregates every measurement.
+// span to memory and aggregates every measurement. There is no
+// ipc.Session here, so every span ends at once, as outside an exchange:
+// this is the instrumentation's whole work, wherever an invocation does
+// it (a Session's Handler calls end most spans after the reply).
 //
-//	go test -run '^$' -bench TelemetryCalls ./supervise/
+//	go test -run '^$' -bench TelemetryCalls ./supervise/internal/telemetry
 func BenchmarkTelemetryCalls(b *testing.B) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -137,6 +138,41 @@ type T struct {
 	fallbackSets map[string][]metric.AddOption
 	renewalSets  map[string][]metric.AddOption
 	classes      []Class // error.type names, most specific first
+
+	// capabilitySets holds, by capability and state or outcome, the
+	// options of the measurements that carry a capability id, made on
+	// first use: an attribute set is sorted and hashed when it is made,
+	// and an invocation would otherwise make five. The keys are bounded
+	// as the metrics' own series are: capabilities by the admitted
+	// inventories, states and outcomes by their lists.
+	capabilitySets sync.Map // capabilityKey → *capabilitySet
+}
+
+// capabilityKey names a capabilitySet: the key and value besides the
+// capability's (none when key is empty).
+type capabilityKey struct{ key, value, capability string }
+
+// capabilitySet is one attribute set, as the options of a counter and
+// of a histogram.
+type capabilitySet struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// capabilitySet returns the options of the attribute set {capability,
+// key: value} (only the capability when key is empty).
+func (t *T) capabilitySet(key, value, capability string) *capabilitySet {
+	k := capabilityKey{key, value, capability}
+	if v, ok := t.capabilitySets.Load(k); ok {
+		return v.(*capabilitySet)
+	}
+	kv := []attribute.KeyValue{attribute.String(KeyCapability, capability)}
+	if key != "" {
+		kv = append(kv, attribute.String(key, value))
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	v, _ := t.capabilitySets.LoadOrStore(k, &capabilitySet{add: []metric.AddOption{o}, record: []metric.RecordOption{o}})
+	return v.(*capabilitySet)
 }
 
 // Class names the errors that wrap Err in a span's error.type.
@@ -360,10 +396,10 @@ func (ic InvokeCall) End(o *Ended, err error) {
 		ic.span.End(err)
 	}
 	if ic.t.meter {
-		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(KeyState, state), attribute.String(KeyCapability, ic.capability)))
+		set := ic.t.capabilitySet(KeyState, state, ic.capability)
 		ctx := context.Background()
-		ic.t.invocations.Add(ctx, 1, set)
-		ic.t.invokeTime.Record(ctx, time.Since(ic.start).Seconds(), set)
+		ic.t.invocations.Add(ctx, 1, set.add...)
+		ic.t.invokeTime.Record(ctx, time.Since(ic.start).Seconds(), set.record...)
 	}
 }
 
@@ -513,8 +549,7 @@ func (t *T) EffectDecided(capability, outcome string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.effects.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(KeyEffectOut, outcome), attribute.String(KeyCapability, capability))))
+	t.effects.Add(context.Background(), 1, t.capabilitySet(KeyEffectOut, outcome, capability).add...)
 }
 
 // EffectFailed counts an effect.request the Handler could not decide
@@ -523,8 +558,7 @@ func (t *T) EffectFailed(capability string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.effects.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(KeyEffectOut, stateError), attribute.String(KeyCapability, capability))))
+	t.effects.Add(context.Background(), 1, t.capabilitySet(KeyEffectOut, stateError, capability).add...)
 }
 
 // Debited counts one unit of effect budget debited: BeginEffect
@@ -533,7 +567,7 @@ func (t *T) Debited(capability string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.budgetUsed.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(KeyCapability, capability))))
+	t.budgetUsed.Add(context.Background(), 1, t.capabilitySet("", "", capability).add...)
 }
 
 // Started counts a host started by a launch that returned lo, warm or
