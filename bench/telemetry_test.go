@@ -16,20 +16,29 @@ import (
 )
 
 // Telemetry's cost: supervise.Supervisor.Invoke one at a time with no
-// providers (off) and with an SDK TracerProvider exporting every span
-// synchronously to an in-memory exporter and an SDK MeterProvider with a
-// manual reader (on): every span recorded, every measurement aggregated.
+// providers (off) and with an SDK TracerProvider exporting every span to
+// an in-memory exporter, synchronously or (Batched) through the SDK's
+// batch span processor, and an SDK MeterProvider with a manual reader
+// (on): every span recorded, every measurement aggregated.
 //
 //	cd bench && go test -run '^$' -bench Telemetry -benchtime 200x
 
 // telemetrySupervisor returns a Supervisor of f's launcher on l, with
-// telemetry when exp is set.
-func (f *superviseFixture) telemetrySupervisor(b *testing.B, l ledger.Ledger, exp *tracetest.InMemoryExporter) *supervise.Supervisor {
+// telemetry when exp is set: every span exported to exp synchronously, on
+// the goroutine that ends it (sdktrace.WithSyncer), or, when batched, by
+// the SDK's batch span processor on a goroutine of its own
+// (sdktrace.WithBatcher, its defaults), as a production exporter is
+// configured.
+func (f *superviseFixture) telemetrySupervisor(b *testing.B, l ledger.Ledger, exp *tracetest.InMemoryExporter, batched bool) *supervise.Supervisor {
 	b.Helper()
 	cfg := supervise.Config{Ledger: l, Launcher: f.launcher, Provider: f.binding, HostPythonVersion: f.binding.PythonVersion,
 		Dispatcher: receiptDispatcher{}, SeatID: "seat", RuntimeBindingID: "runtime", Workspace: "workspace"}
 	if exp != nil {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		export := sdktrace.WithSyncer(exp)
+		if batched {
+			export = sdktrace.WithBatcher(exp)
+		}
+		tp := sdktrace.NewTracerProvider(export)
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		b.Cleanup(func() {
 			tp.Shutdown(context.Background())
@@ -48,7 +57,10 @@ func (f *superviseFixture) telemetrySupervisor(b *testing.B, l ledger.Ledger, ex
 // BenchmarkTelemetry compares Invoke with telemetry off and on, for
 // example.echo and example.two_effects (19 spans an invocation) on the
 // bolt ledger and example.two_effects on the memory ledger (no fsync:
-// the smallest invocation the telemetry is added to):
+// the smallest invocation the telemetry is added to), each with the spans
+// exported synchronously (the harshest case: the export runs on the
+// invocation's goroutines) and, in the rows named Batched, by the SDK's
+// batch span processor (the configuration of a production exporter):
 //
 //   - <row>/Paired: one off and one on in every iteration, the order
 //     swapped each time (benchPaired): x-off is on's wall time ÷ off's;
@@ -61,24 +73,32 @@ func (f *superviseFixture) telemetrySupervisor(b *testing.B, l ledger.Ledger, ex
 //     allocations per invocation.
 func BenchmarkTelemetry(b *testing.B) {
 	f := newSuperviseFixture(b)
-	rows := []struct {
-		name   string
-		ledger func(b *testing.B) ledger.Ledger
-		call   func() supervise.Call
-	}{
-		{"Echo", func(b *testing.B) ledger.Ledger { return openBolt(b) }, f.echoCall},
-		{"TwoEffects", func(b *testing.B) ledger.Ledger { return openBolt(b) }, f.effectsCall},
-		{"TwoEffectsMemory", func(b *testing.B) ledger.Ledger {
-			l := memory.New()
-			b.Cleanup(func() { l.Close(context.Background()) })
-			return l
-		}, f.effectsCall},
+	type row struct {
+		name    string
+		ledger  func(b *testing.B) ledger.Ledger
+		call    func() supervise.Call
+		batched bool
+	}
+	bolt := func(b *testing.B) ledger.Ledger { return openBolt(b) }
+	mem := func(b *testing.B) ledger.Ledger {
+		l := memory.New()
+		b.Cleanup(func() { l.Close(context.Background()) })
+		return l
+	}
+	var rows []row
+	for _, batched := range []bool{false, true} {
+		suffix := ""
+		if batched {
+			suffix = "Batched"
+		}
+		rows = append(rows, row{"Echo" + suffix, bolt, f.echoCall, batched}, row{"TwoEffects" + suffix, bolt, f.effectsCall, batched},
+			row{"TwoEffectsMemory" + suffix, mem, f.effectsCall, batched})
 	}
 	for _, r := range rows {
 		b.Run(r.name, func(b *testing.B) {
 			exp := tracetest.NewInMemoryExporter()
-			off := f.telemetrySupervisor(b, r.ledger(b), nil)
-			on := f.telemetrySupervisor(b, r.ledger(b), exp)
+			off := f.telemetrySupervisor(b, r.ledger(b), nil, false)
+			on := f.telemetrySupervisor(b, r.ledger(b), exp, r.batched)
 			runOff := func() { invokeSucceeded(b, off, r.call()) }
 			runOn := func() {
 				invokeSucceeded(b, on, r.call())

@@ -74,4 +74,12 @@
 // the Handler fails or returns an unusable decision, the host is answered
 // needs_reconciliation. An allowed effect reply always carries the five keys
 // the host requires.
+//
+// # Work after the reply
+//
+// A Handler may hand work that its reply does not need to AfterReply: the
+// Session runs it once the reply is written (or the exchange ended
+// without one), before it reads the next request, so that it overlaps the
+// host's own work on the reply instead of delaying it. Package supervise
+// ends its telemetry spans there.
 package ipc

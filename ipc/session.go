@@ -118,6 +118,7 @@ type sessionState struct {
 	ended        bool       // a non-allowed reply was sent: the host is done
 	endedBy      ReplyState // the state that ended it
 	data, out    []byte     // reply data and reply body being built
+	after        afterReply // what the Handler deferred past the current reply (AfterReply)
 }
 
 // Serve answers the host's requests until the host closes its end at a
@@ -164,6 +165,8 @@ func (s *Session) Serve(ctx context.Context, h Handler) error {
 	})
 	defer stop()
 	st := &sessionState{next: 1}
+	// The Handler's contexts carry st.after, for AfterReply.
+	ctx = context.WithValue(ctx, afterReplyKey{}, &st.after)
 	for {
 		err := s.exchange(ctx, h, br, st)
 		if err == nil {
@@ -259,6 +262,10 @@ func (s *Session) exchange(ctx context.Context, h Handler, br *bufio.Reader, st 
 
 	hctx, cancel := context.WithDeadline(ctx, dl)
 	defer cancel()
+	// What the Handler defers with AfterReply runs when this exchange
+	// returns: after the reply is written, or on any way out without one.
+	st.after.begin()
+	defer st.after.run()
 	state, data, herr, err := s.decide(hctx, h, req, call, st.data[:0])
 	if err != nil {
 		return err // a payload rule broke: no reply, no handler call

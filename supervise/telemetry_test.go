@@ -216,6 +216,35 @@ func TestTelemetry(t *testing.T) {
 	if diff := cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n")); diff != "" {
 		t.Errorf("span tree (-want +got):\n%s\ngot:\n%s", diff, got)
 	}
+	// Every span lies within its parent's time, and the IPC methods, and
+	// the ledger writes and dispatches of each, one after the other: the
+	// spans that end while the host waits for a reply are recorded after
+	// it is written, stamped when their work ended.
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, sp := range spans {
+		byID[sp.SpanContext.SpanID()] = sp
+	}
+	serial := map[trace.SpanID][]tracetest.SpanStub{} // by parent: the methods under the attempt, what each method did
+	for _, sp := range spans {
+		p, ok := byID[sp.Parent.SpanID()]
+		if !ok {
+			continue
+		}
+		if sp.StartTime.Before(p.StartTime) || sp.EndTime.After(p.EndTime) {
+			t.Errorf("span %s (%v to %v) is not within its parent %s (%v to %v)", sp.Name, sp.StartTime, sp.EndTime, p.Name, p.StartTime, p.EndTime)
+		}
+		if strings.HasPrefix(sp.Name, "zeo.ipc.") || strings.HasPrefix(p.Name, "zeo.ipc.") {
+			serial[p.SpanContext.SpanID()] = append(serial[p.SpanContext.SpanID()], sp)
+		}
+	}
+	for _, ss := range serial {
+		slices.SortFunc(ss, func(x, y tracetest.SpanStub) int { return x.StartTime.Compare(y.StartTime) })
+		for i := 1; i < len(ss); i++ {
+			if ss[i].StartTime.Before(ss[i-1].EndTime) {
+				t.Errorf("span %s starts before %s ends", ss[i].Name, ss[i-1].Name)
+			}
+		}
+	}
 	invokes := map[trace.TraceID]bool{}
 	for _, sp := range spans {
 		invokes[sp.SpanContext.TraceID()] = true

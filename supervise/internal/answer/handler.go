@@ -270,7 +270,7 @@ func refusal(err error) (state ipc.ReplyState, ok bool) {
 // kernel's credentials, the id and the launch digest against the launch).
 func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (d ipc.Decision, err error) {
 	ctx, sp := h.tel.Method(ctx, req.Call, nil)
-	defer func() { sp.EndMethod(d.State, err) }()
+	defer func() { sp.EndMethod(ctx, d.State, err) }()
 	h.mu.Lock()
 	h.sessionID = req.SessionID
 	h.mu.Unlock()
@@ -320,7 +320,7 @@ func (h *Handler) Bootstrap(ctx context.Context, req ipc.BootstrapRequest) (d ip
 // which records the admission.
 func (h *Handler) Admit(ctx context.Context, req ipc.AdmitRequest) (d ipc.Decision, err error) {
 	ctx, sp := h.tel.Method(ctx, req.Call, nil)
-	defer func() { sp.EndMethod(d.State, err) }()
+	defer func() { sp.EndMethod(ctx, d.State, err) }()
 	ev := Answer{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.Decision, error) {
 		return ipc.Decision{State: st, Data: h.noted(ev, st, reason)}, nil
@@ -413,7 +413,7 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 		if err != nil {
 			h.tel.EffectFailed(h.cfg.Binding.CapabilityID)
 		}
-		sp.EndMethod(d.State, err)
+		sp.EndMethod(ctx, d.State, err)
 	}()
 	id := req.Effect.LogicalEffectID
 	ev := Answer{Method: req.Method, Sequence: req.Sequence}
@@ -481,7 +481,7 @@ func (h *Handler) Effect(ctx context.Context, req ipc.EffectCall) (d ipc.EffectD
 		LogicalEffectID: id, AuthorizationID: g.Effect.AuthorizationID, Request: req.Effect, RequestDigest: req.EffectDigest}
 	dctx, dsp := h.tel.Dispatch(ctx, &x)
 	rcpt, derr := h.disp.Dispatch(dctx, x)
-	dsp.End(derr)
+	dsp.EndAfterReply(dctx, derr)
 	if derr == nil && !ipc.ValidIdentifier(rcpt.ReceiptID) {
 		derr = fmt.Errorf("the dispatcher returned no error and an invalid receipt id %q (want 1..%d code points); whether the effect was consumed is unknown",
 			Truncate(rcpt.ReceiptID), ipc.MaxIdentifierRunes)
@@ -619,7 +619,7 @@ func (h *Handler) redeliver(ctx context.Context, req ipc.EffectCall, e ledger.Ef
 // operation's immutable artifact: the data's canonical bytes.
 func (h *Handler) Publish(ctx context.Context, req ipc.PublishRequest) (d ipc.PublishDecision, err error) {
 	ctx, sp := h.tel.Method(ctx, req.Call, nil)
-	defer func() { sp.EndMethod(d.State, err) }()
+	defer func() { sp.EndMethod(ctx, d.State, err) }()
 	ev := Answer{Method: req.Method, Sequence: req.Sequence}
 	answer := func(st ipc.ReplyState, reason string) (ipc.PublishDecision, error) {
 		return ipc.PublishDecision{State: st, Data: h.noted(ev, st, reason)}, nil

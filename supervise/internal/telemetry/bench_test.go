@@ -20,9 +20,12 @@ import (
 // invocation: the instrumentation's own cost, which
 // bench/BenchmarkTelemetry measures against a whole Invoke. Off is a nil
 // *telemetry, as a Supervisor without providers has; on exports every
-// span to memory and aggregates every measurement.
+// span to memory and aggregates every measurement. There is no
+// ipc.Session here, so every span ends at once, as outside an exchange:
+// this is the instrumentation's whole work, wherever an invocation does
+// it (a Session's Handler calls end most spans after the reply).
 //
-//	go test -run '^$' -bench TelemetryCalls ./supervise/
+//	go test -run '^$' -bench TelemetryCalls ./supervise/internal/telemetry
 func BenchmarkTelemetryCalls(b *testing.B) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -50,8 +53,8 @@ func BenchmarkTelemetryCalls(b *testing.B) {
 				actx, as := t.Attempt(ctx)
 				for _, k := range []writeKind{writeAcquireLease, writeLaunchAttempt} {
 					if t != nil {
-						_, w := t.write(actx, k)
-						w.end(nil)
+						wctx, w := t.write(actx, k)
+						w.end(wctx, nil)
 					}
 				}
 				for i, m := range []ipc.Method{ipc.MethodBootstrap, ipc.MethodAdmit, ipc.MethodEffect, ipc.MethodEffect, ipc.MethodPublish} {
@@ -61,24 +64,24 @@ func BenchmarkTelemetryCalls(b *testing.B) {
 					}
 					mctx, ms := t.Method(actx, ipc.Call{Method: m, Sequence: int64(i)}, eff)
 					if t != nil {
-						_, w := t.write(mctx, writeAdmit)
-						w.end(nil)
+						wctx, w := t.write(mctx, writeAdmit)
+						w.end(wctx, nil)
 					}
 					if eff != nil {
 						t.Debited("cap@1.0.0")
-						_, ds := t.Dispatch(mctx, &port.Dispatch{LogicalEffectID: "e"})
-						ds.End(nil)
+						dctx, ds := t.Dispatch(mctx, &port.Dispatch{LogicalEffectID: "e"})
+						ds.EndAfterReply(dctx, nil)
 						if t != nil {
-							_, w := t.write(mctx, writeConfirmEffect)
-							w.end(nil)
+							wctx, w := t.write(mctx, writeConfirmEffect)
+							w.end(wctx, nil)
 						}
 						t.EffectDecided("cap@1.0.0", string(ledger.EffectConfirmed))
 					}
-					ms.EndMethod(ipc.StateAllowed, nil)
+					ms.EndMethod(mctx, ipc.StateAllowed, nil)
 				}
 				if t != nil {
-					_, w := t.write(actx, writeRecordAttempt)
-					w.end(nil)
+					wctx, w := t.write(actx, writeRecordAttempt)
+					w.end(wctx, nil)
 				}
 				as.EndAttempt(o.AttemptID, o.Generation, o.State, nil)
 				ic.End(o, nil)

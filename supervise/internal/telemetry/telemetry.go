@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -137,6 +138,41 @@ type T struct {
 	fallbackSets map[string][]metric.AddOption
 	renewalSets  map[string][]metric.AddOption
 	classes      []Class // error.type names, most specific first
+
+	// capabilitySets holds, by capability and state or outcome, the
+	// options of the measurements that carry a capability id, made on
+	// first use: an attribute set is sorted and hashed when it is made,
+	// and an invocation would otherwise make five. The keys are bounded
+	// as the metrics' own series are: capabilities by the admitted
+	// inventories, states and outcomes by their lists.
+	capabilitySets sync.Map // capabilityKey → *capabilitySet
+}
+
+// capabilityKey names a capabilitySet: the key and value besides the
+// capability's (none when key is empty).
+type capabilityKey struct{ key, value, capability string }
+
+// capabilitySet is one attribute set, as the options of a counter and
+// of a histogram.
+type capabilitySet struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// capabilitySet returns the options of the attribute set {capability,
+// key: value} (only the capability when key is empty).
+func (t *T) capabilitySet(key, value, capability string) *capabilitySet {
+	k := capabilityKey{key, value, capability}
+	if v, ok := t.capabilitySets.Load(k); ok {
+		return v.(*capabilitySet)
+	}
+	kv := []attribute.KeyValue{attribute.String(KeyCapability, capability)}
+	if key != "" {
+		kv = append(kv, attribute.String(key, value))
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	v, _ := t.capabilitySets.LoadOrStore(k, &capabilitySet{add: []metric.AddOption{o}, record: []metric.RecordOption{o}})
+	return v.(*capabilitySet)
 }
 
 // Class names the errors that wrap Err in a span's error.type.
@@ -258,12 +294,50 @@ func (s Span) End(err error) {
 	if s.s == nil {
 		return
 	}
+	s.endAt(time.Time{}, err)
+}
+
+// endAt is End with the span's end time at, or the time of the call when
+// at is zero.
+func (s Span) endAt(at time.Time, err error) {
 	if err != nil {
 		class := s.t.errorClass(err)
 		s.s.SetAttributes(attribute.String(KeyErrorType, class))
 		s.s.SetStatus(codes.Error, class)
 	}
-	s.s.End()
+	if at.IsZero() {
+		s.s.End()
+		return
+	}
+	s.s.End(trace.WithTimestamp(at))
+}
+
+// afterReply runs f once the reply to the IPC request ctx belongs to has
+// been written (ipc.AfterReply), and reports whether it will; false means
+// ctx belongs to no exchange under way, and the caller ends its span now.
+//
+// Why: the spans of an IPC method, and of the ledger writes and dispatches
+// made while deciding it, end while the host waits for the reply. Ending
+// a span is the SDK's work (a snapshot, and with a synchronous exporter
+// the export itself, on the calling goroutine): done before the reply is
+// written, it delays the host; done right after, it overlaps the host's
+// own work on the reply. Nothing of the span changes: it started at its
+// own time under its own parent, and its end time is taken when its work
+// ended, not when f runs. Every f of an exchange runs before the Session
+// reads the next request, so before Serve, and the Invoke, return.
+func afterReply(ctx context.Context, f func()) bool { return ipc.AfterReply(ctx, f) }
+
+// EndAfterReply ends the span as End does, stamped now, once the reply
+// to the IPC request ctx belongs to has been written (see afterReply), or
+// at once when ctx belongs to none.
+func (s Span) EndAfterReply(ctx context.Context, err error) {
+	if s.s == nil {
+		return
+	}
+	at := time.Now()
+	if !afterReply(ctx, func() { s.endAt(at, err) }) {
+		s.endAt(time.Time{}, err)
+	}
 }
 
 // InvokeCall is an Invoke in progress.
@@ -322,10 +396,10 @@ func (ic InvokeCall) End(o *Ended, err error) {
 		ic.span.End(err)
 	}
 	if ic.t.meter {
-		set := metric.WithAttributeSet(attribute.NewSet(attribute.String(KeyState, state), attribute.String(KeyCapability, ic.capability)))
+		set := ic.t.capabilitySet(KeyState, state, ic.capability)
 		ctx := context.Background()
-		ic.t.invocations.Add(ctx, 1, set)
-		ic.t.invokeTime.Record(ctx, time.Since(ic.start).Seconds(), set)
+		ic.t.invocations.Add(ctx, 1, set.add...)
+		ic.t.invokeTime.Record(ctx, time.Since(ic.start).Seconds(), set.record...)
 	}
 }
 
@@ -378,11 +452,21 @@ func (t *T) Method(ctx context.Context, call ipc.Call, effect *ipc.EffectRequest
 }
 
 // EndMethod ends a method's span with its sequence, effect and reply
-// state.
-func (s MethodSpan) EndMethod(st ipc.ReplyState, err error) {
+// state, stamped now, once the reply has been written: ctx is the
+// method's (see afterReply).
+func (s MethodSpan) EndMethod(ctx context.Context, st ipc.ReplyState, err error) {
 	if !s.on() {
 		return
 	}
+	at := time.Now()
+	if !afterReply(ctx, func() { s.endMethod(at, st, err) }) {
+		s.endMethod(time.Time{}, st, err)
+	}
+}
+
+// endMethod sets the method span's attributes and ends it at at (now
+// when zero).
+func (s MethodSpan) endMethod(at time.Time, st ipc.ReplyState, err error) {
 	attrs := make([]attribute.KeyValue, 1, 5)
 	attrs[0] = attribute.Int64(KeySequence, s.seq)
 	if s.effect != nil {
@@ -393,7 +477,7 @@ func (s MethodSpan) EndMethod(st ipc.ReplyState, err error) {
 		attrs = append(attrs, attribute.String(KeyState, string(st)))
 	}
 	s.s.SetAttributes(attrs...)
-	s.End(err)
+	s.endAt(at, err)
 }
 
 // Dispatch starts the span of a Dispatcher call (zeo.dispatch).
@@ -431,11 +515,29 @@ func (t *T) write(ctx context.Context, k writeKind) (context.Context, write) {
 	return ctx, w
 }
 
-func (w write) end(err error) {
-	if w.t.meter {
-		w.t.writeTime.Record(context.Background(), time.Since(w.start).Seconds(), w.t.writeSets[w.k]...)
+// end ends the write: its duration and end time are taken now, and
+// recorded once the reply to the IPC request ctx belongs to has been
+// written (see afterReply), or at once when ctx belongs to none.
+func (w write) end(ctx context.Context, err error) {
+	if !w.t.meter && !w.span.on() {
+		return
 	}
-	w.span.End(err)
+	now := time.Now()
+	d := now.Sub(w.start)
+	if !afterReply(ctx, func() { w.finish(now, d, err) }) {
+		w.finish(time.Time{}, d, err)
+	}
+}
+
+// finish records a write that took d and ends its span at at (now when
+// zero).
+func (w write) finish(at time.Time, d time.Duration, err error) {
+	if w.t.meter {
+		w.t.writeTime.Record(context.Background(), d.Seconds(), w.t.writeSets[w.k]...)
+	}
+	if w.span.on() {
+		w.span.endAt(at, err)
+	}
 }
 
 // EffectDecided counts an effect.request's decision by its outcome
@@ -447,8 +549,7 @@ func (t *T) EffectDecided(capability, outcome string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.effects.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(KeyEffectOut, outcome), attribute.String(KeyCapability, capability))))
+	t.effects.Add(context.Background(), 1, t.capabilitySet(KeyEffectOut, outcome, capability).add...)
 }
 
 // EffectFailed counts an effect.request the Handler could not decide
@@ -457,8 +558,7 @@ func (t *T) EffectFailed(capability string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.effects.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(KeyEffectOut, stateError), attribute.String(KeyCapability, capability))))
+	t.effects.Add(context.Background(), 1, t.capabilitySet(KeyEffectOut, stateError, capability).add...)
 }
 
 // Debited counts one unit of effect budget debited: BeginEffect
@@ -467,7 +567,7 @@ func (t *T) Debited(capability string) {
 	if t == nil || !t.meter {
 		return
 	}
-	t.budgetUsed.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(KeyCapability, capability))))
+	t.budgetUsed.Add(context.Background(), 1, t.capabilitySet("", "", capability).add...)
 }
 
 // Started counts a host started by a launch that returned lo, warm or
