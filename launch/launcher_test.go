@@ -337,7 +337,7 @@ func TestGrandchildHoldingStdout(t *testing.T) {
 const leakCampaignEnv = "ZEO_LAUNCH_LEAK_N"
 
 // leakCampaign returns how many launches a leak campaign makes: small by
-// default, 200 with ZEO_LONG_TESTS=1 (CI), and ZEO_LAUNCH_LEAK_N when it
+// default, 100 with ZEO_LONG_TESTS=1 (CI), and ZEO_LAUNCH_LEAK_N when it
 // is set (.ci/slow: 1,000). A descriptor, goroutine or process left by
 // each launch shows after the first few; the thousands look for the rare
 // one.
@@ -350,7 +350,7 @@ func leakCampaign(t testing.TB, small int) int {
 		}
 		return n
 	}
-	return longtest.Size(small, 200)
+	return longtest.Size(small, 100)
 }
 
 // TestNoLeaksAcrossLaunches launches the host leakCampaign(20) times and
