@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -70,11 +69,7 @@ func (h *deferring) Publish(ctx context.Context, r ipc.PublishRequest) (ipc.Publ
 func TestAfterReply(t *testing.T) {
 	w := testvectors.Inline[vectors](t).Derived.WorkedExample
 	rt, host := socketpair(t)
-	s := ipc.NewSession(rt, ipc.SessionConfig{
-		ChildPID: w.PID, Binding: workedBinding(t), BootstrapID: "bootstrap-a",
-		LaunchDigest: w.LaunchDigest, Deadline: time.Now().Add(time.Minute),
-		Credentials: ipc.CredentialsOff, // pid 4242 is not this process
-	})
+	s := workedSession(t, rt)
 	h := &deferring{s: s}
 	wait := serve(t, s, h)
 	for _, f := range w.Frames {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -14,17 +15,25 @@ import (
 	"github.com/zeoruntime/runtimeipc/ipc"
 )
 
+// workedSession is the Runtime's Session of the derived worked example
+// over rt.
+func workedSession(t *testing.T, rt *net.UnixConn) *ipc.Session {
+	t.Helper()
+	w := testvectors.Inline[vectors](t).Derived.WorkedExample
+	return ipc.NewSession(rt, ipc.SessionConfig{
+		ChildPID: w.PID, Binding: workedBinding(t), BootstrapID: "bootstrap-a",
+		LaunchDigest: w.LaunchDigest, Deadline: time.Now().Add(time.Minute),
+		Credentials: ipc.CredentialsOff, // pid 4242 is not this process
+	})
+}
+
 // TestWorkedExample replays the three request frames of the derived worked
 // example over a real socketpair and checks, byte for byte, the length
 // prefixes, the request digests and the reply frames the Session writes.
 func TestWorkedExample(t *testing.T) {
 	w := testvectors.Inline[vectors](t).Derived.WorkedExample
 	rt, host := socketpair(t)
-	s := ipc.NewSession(rt, ipc.SessionConfig{
-		ChildPID: w.PID, Binding: workedBinding(t), BootstrapID: "bootstrap-a",
-		LaunchDigest: w.LaunchDigest, Deadline: time.Now().Add(time.Minute),
-		Credentials: ipc.CredentialsOff, // pid 4242 is not this process
-	})
+	s := workedSession(t, rt)
 	h := &allowAll{}
 	wait := serve(t, s, h)
 	for i, f := range w.Frames {
