@@ -65,10 +65,10 @@ func (a *afterReply) run() {
 	for _, f := range fns {
 		f()
 	}
-	clear(fns) // the backing array is kept for the next exchange
+	clear(fns)
+	// Closed, a keeps nothing until the next begin, on this goroutine: its
+	// backing array serves the next exchange.
 	a.mu.Lock()
-	if a.fns == nil {
-		a.fns = fns[:0]
-	}
+	a.fns = fns[:0]
 	a.mu.Unlock()
 }

@@ -294,27 +294,22 @@ func (s Span) End(err error) {
 	if s.s == nil {
 		return
 	}
-	s.endAt(time.Time{}, err)
+	s.endAt(time.Now(), err)
 }
 
-// endAt is End with the span's end time at, or the time of the call when
-// at is zero.
+// endAt is End with the span's end time at.
 func (s Span) endAt(at time.Time, err error) {
 	if err != nil {
 		class := s.t.errorClass(err)
 		s.s.SetAttributes(attribute.String(KeyErrorType, class))
 		s.s.SetStatus(codes.Error, class)
 	}
-	if at.IsZero() {
-		s.s.End()
-		return
-	}
 	s.s.End(trace.WithTimestamp(at))
 }
 
-// afterReply runs f once the reply to the IPC request ctx belongs to has
-// been written (ipc.AfterReply), and reports whether it will; false means
-// ctx belongs to no exchange under way, and the caller ends its span now.
+// endAfterReply calls end with the time of this call, once the reply to
+// the IPC request ctx belongs to has been written (ipc.AfterReply), or at
+// once when ctx belongs to no exchange under way.
 //
 // Why: the spans of an IPC method, and of the ledger writes and dispatches
 // made while deciding it, end while the host waits for the reply. Ending
@@ -323,21 +318,23 @@ func (s Span) endAt(at time.Time, err error) {
 // written, it delays the host; done right after, it overlaps the host's
 // own work on the reply. Nothing of the span changes: it started at its
 // own time under its own parent, and its end time is taken when its work
-// ended, not when f runs. Every f of an exchange runs before the Session
+// ended, not when end runs. Every end of an exchange runs before the Session
 // reads the next request, so before Serve, and the Invoke, return.
-func afterReply(ctx context.Context, f func()) bool { return ipc.AfterReply(ctx, f) }
+func endAfterReply(ctx context.Context, end func(at time.Time)) {
+	at := time.Now()
+	if !ipc.AfterReply(ctx, func() { end(at) }) {
+		end(at)
+	}
+}
 
 // EndAfterReply ends the span as End does, stamped now, once the reply
-// to the IPC request ctx belongs to has been written (see afterReply), or
+// to the IPC request ctx belongs to has been written (see endAfterReply), or
 // at once when ctx belongs to none.
 func (s Span) EndAfterReply(ctx context.Context, err error) {
 	if s.s == nil {
 		return
 	}
-	at := time.Now()
-	if !afterReply(ctx, func() { s.endAt(at, err) }) {
-		s.endAt(time.Time{}, err)
-	}
+	endAfterReply(ctx, func(at time.Time) { s.endAt(at, err) })
 }
 
 // InvokeCall is an Invoke in progress.
@@ -453,19 +450,15 @@ func (t *T) Method(ctx context.Context, call ipc.Call, effect *ipc.EffectRequest
 
 // EndMethod ends a method's span with its sequence, effect and reply
 // state, stamped now, once the reply has been written: ctx is the
-// method's (see afterReply).
+// method's (see endAfterReply).
 func (s MethodSpan) EndMethod(ctx context.Context, st ipc.ReplyState, err error) {
 	if !s.on() {
 		return
 	}
-	at := time.Now()
-	if !afterReply(ctx, func() { s.endMethod(at, st, err) }) {
-		s.endMethod(time.Time{}, st, err)
-	}
+	endAfterReply(ctx, func(at time.Time) { s.endMethod(at, st, err) })
 }
 
-// endMethod sets the method span's attributes and ends it at at (now
-// when zero).
+// endMethod sets the method span's attributes and ends it at at.
 func (s MethodSpan) endMethod(at time.Time, st ipc.ReplyState, err error) {
 	attrs := make([]attribute.KeyValue, 1, 5)
 	attrs[0] = attribute.Int64(KeySequence, s.seq)
@@ -517,23 +510,18 @@ func (t *T) write(ctx context.Context, k writeKind) (context.Context, write) {
 
 // end ends the write: its duration and end time are taken now, and
 // recorded once the reply to the IPC request ctx belongs to has been
-// written (see afterReply), or at once when ctx belongs to none.
+// written (see endAfterReply), or at once when ctx belongs to none.
 func (w write) end(ctx context.Context, err error) {
 	if !w.t.meter && !w.span.on() {
 		return
 	}
-	now := time.Now()
-	d := now.Sub(w.start)
-	if !afterReply(ctx, func() { w.finish(now, d, err) }) {
-		w.finish(time.Time{}, d, err)
-	}
+	endAfterReply(ctx, func(at time.Time) { w.finish(at, err) })
 }
 
-// finish records a write that took d and ends its span at at (now when
-// zero).
-func (w write) finish(at time.Time, d time.Duration, err error) {
+// finish records a write that ended at at and ends its span there.
+func (w write) finish(at time.Time, err error) {
 	if w.t.meter {
-		w.t.writeTime.Record(context.Background(), d.Seconds(), w.t.writeSets[w.k]...)
+		w.t.writeTime.Record(context.Background(), at.Sub(w.start).Seconds(), w.t.writeSets[w.k]...)
 	}
 	if w.span.on() {
 		w.span.endAt(at, err)
