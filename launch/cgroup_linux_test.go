@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,14 +184,23 @@ func TestSetsidGrandchildFallback(t *testing.T) {
 // in a cgroup of its own under parent.
 func setsidLauncher(t *testing.T, e pyEnv, parent string) *launch.Launcher {
 	t.Helper()
+	l, _ := setsidLauncherLog(t, e, parent)
+	return l
+}
+
+// setsidLauncherLog is setsidLauncher with the launcher's log records
+// kept: a failure can say why a launch went cold.
+func setsidLauncherLog(t *testing.T, e pyEnv, parent string) (*launch.Launcher, *logRecords) {
+	t.Helper()
+	logs := &logRecords{}
 	l, err := launch.New(launch.Config{Interpreter: e.python, Args: []string{"-m", "zeotesthostile"},
 		Env: e.env("ZEO_HOSTSIM_HOSTILE=setsid:"), Dir: t.TempDir(), WaitDelay: 500 * time.Millisecond,
-		Verifier: environment.Trust{}, AllowRootHost: true,
+		Verifier: environment.Trust{}, AllowRootHost: true, Logger: slog.New(logs),
 		Containment: contain.Config{Cgroup: contain.Cgroup{Parent: parent, Required: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return l, logs
 }
 
 // TestSetsidGrandchildEndsWithWarmHost: a warm host (a zygote's child,
@@ -319,7 +329,7 @@ func TestWarmChildThatCannotEnterItsCgroup(t *testing.T) {
 	if bytes.Equal(source, launch.ZygoteSource) {
 		t.Fatal("the server program no longer moves its child with os.write(fd, b\"0\")")
 	}
-	l := setsidLauncher(t, e, parent)
+	l, logs := setsidLauncherLog(t, e, parent)
 	z, err := l.StartZygoteFrom(testCtx(t), launch.ZygoteConfig{Provider: e.f.binding}, source)
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +337,7 @@ func TestWarmChildThatCannotEnterItsCgroup(t *testing.T) {
 	defer z.Close()
 	out, err := z.Invoke(testCtx(t), e.echo(t))
 	if out == nil || !out.Process.Warm {
-		t.Fatalf("outcome %+v, %v", out, err)
+		t.Fatalf("outcome %+v, %v\nthe launcher's log: %q", out, err, logs.all())
 	}
 	if out.Process.ExitCode != 126 || len(out.Process.Stdout) != 0 ||
 		!strings.Contains(string(out.Process.StderrTail), "could not enter its cgroup") {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,6 +231,14 @@ func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Unlock()
 	return nil
 }
+
+// all returns the records kept so far.
+func (h *logRecords) all() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.lines)
+}
+
 func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *logRecords) WithGroup(string) slog.Handler      { return h }
 
