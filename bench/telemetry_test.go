@@ -60,7 +60,9 @@ func (f *superviseFixture) telemetrySupervisor(b *testing.B, l ledger.Ledger, ex
 // the smallest invocation the telemetry is added to), each with the spans
 // exported synchronously (the harshest case: the export runs on the
 // invocation's goroutines) and, in the rows named Batched, by the SDK's
-// batch span processor (the configuration of a production exporter):
+// batch span processor (the configuration of a production exporter),
+// and NullMemory, whose "on" is a second Supervisor without telemetry:
+// the ratio two alike Supervisors give, the noise floor of the others:
 //
 //   - <row>/Paired: one off and one on in every iteration, the order
 //     swapped each time (benchPaired): x-off is on's wall time ÷ off's;
@@ -78,6 +80,7 @@ func BenchmarkTelemetry(b *testing.B) {
 		ledger  func(b *testing.B) ledger.Ledger
 		call    func() supervise.Call
 		batched bool
+		null    bool // "on" is a second Supervisor without telemetry
 	}
 	bolt := func(b *testing.B) ledger.Ledger { return openBolt(b) }
 	mem := func(b *testing.B) ledger.Ledger {
@@ -91,14 +94,22 @@ func BenchmarkTelemetry(b *testing.B) {
 		if batched {
 			suffix = "Batched"
 		}
-		rows = append(rows, row{"Echo" + suffix, bolt, f.echoCall, batched}, row{"TwoEffects" + suffix, bolt, f.effectsCall, batched},
-			row{"TwoEffectsMemory" + suffix, mem, f.effectsCall, batched})
+		rows = append(rows, row{"Echo" + suffix, bolt, f.echoCall, batched, false},
+			row{"TwoEffects" + suffix, bolt, f.effectsCall, batched, false},
+			row{"TwoEffectsMemory" + suffix, mem, f.effectsCall, batched, false})
 	}
+	// The bench's own noise floor, measured beside the rows above: two
+	// Supervisors alike, neither with telemetry, on the memory ledger.
+	rows = append(rows, row{"NullMemory", mem, f.effectsCall, false, true})
 	for _, r := range rows {
 		b.Run(r.name, func(b *testing.B) {
 			exp := tracetest.NewInMemoryExporter()
 			off := f.telemetrySupervisor(b, r.ledger(b), nil, false)
-			on := f.telemetrySupervisor(b, r.ledger(b), exp, r.batched)
+			onExp := exp
+			if r.null {
+				onExp = nil
+			}
+			on := f.telemetrySupervisor(b, r.ledger(b), onExp, r.batched)
 			runOff := func() { invokeSucceeded(b, off, r.call()) }
 			runOn := func() {
 				invokeSucceeded(b, on, r.call())
