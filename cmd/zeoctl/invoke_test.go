@@ -144,9 +144,9 @@ func TestReconciliationPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := u.Query()
-	q.Set("ledger_schema", schema)
-	u.RawQuery = q.Encode()
+	// Added to the query as it is: the DSN's other parameters reach the
+	// driver exactly as CI wrote them (options=-c%20…).
+	u.RawQuery += "&ledger_schema=" + url.QueryEscape(schema)
 	testReconciliation(t, u.String())
 }
 

@@ -136,10 +136,11 @@ func openPostgres(ctx context.Context, dsn string) (ledger.Ledger, error) {
 		// url's error quotes the DSN, password and all.
 		return nil, fmt.Errorf("opening the ledger: the -ledger DSN is not a URL")
 	}
-	q := u.Query()
-	schema := q.Get(schemaParam)
-	q.Del(schemaParam)
-	u.RawQuery = q.Encode()
+	schema, rest, err := cutQueryParam(u.RawQuery, schemaParam)
+	if err != nil {
+		return nil, fmt.Errorf("opening the ledger: the -ledger DSN's %s: %w", schemaParam, err)
+	}
+	u.RawQuery = rest
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	l, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema})
@@ -150,6 +151,37 @@ func openPostgres(ctx context.Context, dsn string) (ledger.Ledger, error) {
 		return nil, fmt.Errorf("opening the ledger at %s: %w", displayLedger(dsn), err)
 	}
 	return l, nil
+}
+
+// cutQueryParam returns the value of the parameter key in the URL query
+// raw (the first, when given more than once) and raw without every
+// occurrence of it. The other parameters are kept byte for byte:
+// re-encoding them would turn an escaped space into "+", which the
+// PostgreSQL driver does not read as a space (options=-c%20name%3Dvalue
+// would reach the server as "+name").
+func cutQueryParam(raw, key string) (value, rest string, err error) {
+	var kept []string
+	found := false
+	for part := range strings.SplitSeq(raw, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		if k, err = url.QueryUnescape(k); err != nil {
+			return "", "", err
+		}
+		if k != key {
+			kept = append(kept, part)
+			continue
+		}
+		if !found {
+			if value, err = url.QueryUnescape(v); err != nil {
+				return "", "", err
+			}
+			found = true
+		}
+	}
+	return value, strings.Join(kept, "&"), nil
 }
 
 // connectError rewrites a failure to reach the PostgreSQL server, which
