@@ -94,13 +94,13 @@ func BenchmarkTelemetry(b *testing.B) {
 		if batched {
 			suffix = "Batched"
 		}
-		rows = append(rows, row{"Echo" + suffix, bolt, f.echoCall, batched, false},
-			row{"TwoEffects" + suffix, bolt, f.effectsCall, batched, false},
-			row{"TwoEffectsMemory" + suffix, mem, f.effectsCall, batched, false})
+		rows = append(rows, row{name: "Echo" + suffix, ledger: bolt, call: f.echoCall, batched: batched},
+			row{name: "TwoEffects" + suffix, ledger: bolt, call: f.effectsCall, batched: batched},
+			row{name: "TwoEffectsMemory" + suffix, ledger: mem, call: f.effectsCall, batched: batched})
 	}
 	// The bench's own noise floor, measured beside the rows above: two
 	// Supervisors alike, neither with telemetry, on the memory ledger.
-	rows = append(rows, row{"NullMemory", mem, f.effectsCall, false, true})
+	rows = append(rows, row{name: "NullMemory", ledger: mem, call: f.effectsCall, null: true})
 	for _, r := range rows {
 		b.Run(r.name, func(b *testing.B) {
 			exp := tracetest.NewInMemoryExporter()

@@ -146,7 +146,10 @@ func TestReconciliationPostgres(t *testing.T) {
 	}
 	// Added to the query as it is: the DSN's other parameters reach the
 	// driver exactly as CI wrote them (options=-c%20…).
-	u.RawQuery += "&ledger_schema=" + url.QueryEscape(schema)
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += "ledger_schema=" + url.QueryEscape(schema)
 	testReconciliation(t, u.String())
 }
 
